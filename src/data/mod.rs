@@ -1,0 +1,185 @@
+//! Data sets: dense real matrices (one point per row) and sparse count matrices (bags of
+//! words), their loaders and seeded synthetic generators.
+
+pub mod generate;
+pub mod load;
+
+use crate::error::{Error, Result};
+
+/// A dense `n × d` matrix of finite `f64`, row-major: row `i` is point `i`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DenseData {
+    n: usize,
+    d: usize,
+    values: Vec<f64>,
+}
+
+impl DenseData {
+    /// Builds a matrix from row-major values; errors on empty input, a length that is not
+    /// `n · d`, or a non-finite value.
+    pub fn new(n: usize, d: usize, values: Vec<f64>) -> Result<Self> {
+        if n == 0 || d == 0 {
+            return Err(Error::Empty(format!(
+                "a dense data set needs n > 0 and d > 0, got {n} x {d}"
+            )));
+        }
+        if values.len() != n * d {
+            return Err(Error::DimensionMismatch(format!(
+                "{} values for a {n} x {d} matrix (expected {})",
+                values.len(),
+                n * d
+            )));
+        }
+        if let Some(pos) = values.iter().position(|v| !v.is_finite()) {
+            return Err(Error::param(
+                &format!("row {} column {}", pos / d + 1, pos % d + 1),
+                values[pos],
+                "a finite number",
+            ));
+        }
+        Ok(DenseData { n, d, values })
+    }
+
+    /// Builds a matrix from rows of equal length.
+    pub fn from_rows(rows: &[Vec<f64>]) -> Result<Self> {
+        let d = rows.first().map_or(0, Vec::len);
+        if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != d) {
+            return Err(Error::DimensionMismatch(format!(
+                "row {} has {} values, row 1 has {d}",
+                i + 1,
+                r.len()
+            )));
+        }
+        Self::new(rows.len(), d, rows.concat())
+    }
+
+    /// Number of points.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Dimension of each point.
+    pub fn d(&self) -> usize {
+        self.d
+    }
+
+    /// Point `i`.
+    #[inline]
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.values[i * self.d..(i + 1) * self.d]
+    }
+
+    /// All values, row-major.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+}
+
+/// A sparse `n × vocab` matrix of non-negative integer counts (documents × words), in
+/// compressed-row form with word ids strictly increasing within a row and counts > 0.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SparseCounts {
+    vocab: usize,
+    offsets: Vec<usize>,
+    ids: Vec<u32>,
+    counts: Vec<u32>,
+}
+
+impl SparseCounts {
+    /// Builds a matrix from rows of `(word id, count)` pairs in any order; duplicate ids in a
+    /// row are summed and zero counts dropped. Errors if a word id is `>= vocab`, or there
+    /// are no rows.
+    pub fn from_rows(vocab: usize, rows: &[Vec<(u32, u32)>]) -> Result<Self> {
+        if rows.is_empty() {
+            return Err(Error::Empty(
+                "a count data set needs at least one document".into(),
+            ));
+        }
+        let mut offsets = Vec::with_capacity(rows.len() + 1);
+        let mut ids = Vec::new();
+        let mut counts = Vec::new();
+        offsets.push(0);
+        for (r, row) in rows.iter().enumerate() {
+            let mut sorted = row.clone();
+            sorted.sort_unstable_by_key(|&(w, _)| w);
+            for (w, c) in sorted {
+                if w as usize >= vocab {
+                    return Err(Error::param(
+                        &format!("word id in document {}", r + 1),
+                        w,
+                        &format!("an id below the vocabulary size {vocab}"),
+                    ));
+                }
+                if c == 0 {
+                    continue;
+                }
+                if ids.len() > offsets[r] && *ids.last().unwrap() == w {
+                    *counts.last_mut().unwrap() += c;
+                } else {
+                    ids.push(w);
+                    counts.push(c);
+                }
+            }
+            offsets.push(ids.len());
+        }
+        Ok(SparseCounts {
+            vocab,
+            offsets,
+            ids,
+            counts,
+        })
+    }
+
+    /// Number of documents.
+    pub fn n(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Vocabulary size.
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+
+    /// Document `i` as parallel slices of (strictly increasing) word ids and counts.
+    #[inline]
+    pub fn row(&self, i: usize) -> (&[u32], &[u32]) {
+        let (a, b) = (self.offsets[i], self.offsets[i + 1]);
+        (&self.ids[a..b], &self.counts[a..b])
+    }
+
+    /// Total number of non-zero entries.
+    pub fn nnz(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// A data set of either kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dataset {
+    /// Real vectors (Normal-Wishart kernel).
+    Dense(DenseData),
+    /// Count vectors (Multinomial-Dirichlet kernel).
+    Counts(SparseCounts),
+}
+
+impl Dataset {
+    /// Number of points or documents.
+    pub fn n(&self) -> usize {
+        match self {
+            Dataset::Dense(x) => x.n(),
+            Dataset::Counts(x) => x.n(),
+        }
+    }
+}
+
+/// Cluster labels, one per point, as `0..K` in order of first appearance.
+pub fn canonical_labels(labels: &[usize]) -> Vec<usize> {
+    let mut map = std::collections::BTreeMap::new();
+    labels
+        .iter()
+        .map(|l| {
+            let next = map.len();
+            *map.entry(*l).or_insert(next)
+        })
+        .collect()
+}

@@ -1,0 +1,1 @@
+//! Exact posteriors over set partitions for small data sets (MATH §7.1).

@@ -1,0 +1,58 @@
+//! Conjugate kernels: the likelihood `f(x | θ)` with its conjugate base measure `H`, seen only
+//! through per-cluster sufficient statistics and the log marginal likelihood
+//! `ln m(X_c) = ln ∫ Π_{i∈c} f(x_i | θ) H(dθ)` (MATH §2).
+//!
+//! A kernel owns its data set and hyperparameters; samplers refer to points by index only, so
+//! no sampler knows which kernel it runs on. Statistics carry their own caches (for the
+//! Normal-Wishart kernel, the Cholesky factor of Ψ_n), kept valid by every method here.
+
+pub mod cholesky;
+pub mod multinomial_dirichlet;
+pub mod normal_wishart;
+
+/// A conjugate kernel over an owned data set whose points are addressed by index.
+///
+/// Invariants every implementation upholds (checked by property tests):
+/// `ln_predictive(i, s) == ln_marginal(s ∪ {i}) - ln_marginal(s)`,
+/// `ln_marginal_pair(a, b) == ln_marginal(a ∪ b)`, and statistics after any sequence of
+/// `add`/`remove`/`merge` equal those computed in one batch.
+pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
+    /// Per-cluster sufficient statistic with its caches.
+    type Stat: Clone + Send + Sync + std::fmt::Debug;
+
+    /// Number of data points the kernel holds.
+    fn n_points(&self) -> usize;
+
+    /// The statistic of the empty set.
+    fn empty_stat(&self) -> Self::Stat;
+
+    /// The statistic of the given points (any order). Cost: one `add` per point.
+    fn stat_of(&self, points: &[usize]) -> Self::Stat {
+        let mut s = self.empty_stat();
+        for &i in points {
+            self.add(&mut s, i);
+        }
+        s
+    }
+
+    /// Number of points summarised by `s`.
+    fn count(&self, s: &Self::Stat) -> usize;
+
+    /// Adds point `i` to `s`.
+    fn add(&self, s: &mut Self::Stat, i: usize);
+
+    /// Removes point `i`, which must be in `s`.
+    fn remove(&self, s: &mut Self::Stat, i: usize);
+
+    /// Replaces `a` by the statistic of the union `a ∪ b` (disjoint sets).
+    fn merge(&self, a: &mut Self::Stat, b: &Self::Stat);
+
+    /// `ln m(X_S)`; 0 for the empty set.
+    fn ln_marginal(&self, s: &Self::Stat) -> f64;
+
+    /// `ln m(X_{A ∪ B})` for disjoint `a`, `b`, without building the union's caches.
+    fn ln_marginal_pair(&self, a: &Self::Stat, b: &Self::Stat) -> f64;
+
+    /// `ln p(x_i | X_S) = ln m(X_{S ∪ {i}}) - ln m(X_S)`, for `i` not in `s`.
+    fn ln_predictive(&self, i: usize, s: &Self::Stat) -> f64;
+}
