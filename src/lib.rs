@@ -15,7 +15,9 @@ pub mod error;
 pub mod exact;
 pub mod kernel;
 pub mod math;
+pub mod partition;
 pub mod prior;
 pub mod rng;
+pub mod sampler;
 
 pub use error::{Error, Result};

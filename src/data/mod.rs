@@ -174,6 +174,11 @@ impl Dataset {
 
 /// Cluster labels, one per point, as `0..K` in order of first appearance.
 pub fn canonical_labels(labels: &[usize]) -> Vec<usize> {
+    canonical_labels_of(labels)
+}
+
+/// [`canonical_labels`] for labels of any ordered type (file labels may be negative).
+pub fn canonical_labels_of<L: Copy + Ord>(labels: &[L]) -> Vec<usize> {
     let mut map = std::collections::BTreeMap::new();
     labels
         .iter()

@@ -1,0 +1,269 @@
+//! The clustering state shared by every marginal sampler: one label per point plus, per
+//! cluster, its members, its kernel statistic and its cached log marginal (MATH §1.3, P17).
+//!
+//! Clusters live in slots; a freed slot is reused last-in first-out, so the slot layout is a
+//! deterministic function of the history of moves, never of addresses or hash order. The
+//! canonical key of a cluster is its smallest member index, used wherever an order must not
+//! depend on the history (output labels, ordered merges).
+
+use crate::error::{Error, Result};
+use crate::kernel::ConjugateKernel;
+use crate::prior::NrmPrior;
+
+/// Slot index of a cluster inside a [`Partition`].
+pub type Slot = usize;
+
+/// One cluster: members (unordered), sufficient statistic and cached `ln m(X_c)`.
+#[derive(Clone, Debug)]
+pub struct Cluster<S> {
+    members: Vec<usize>,
+    stat: S,
+    ln_m: f64,
+}
+
+impl<S> Cluster<S> {
+    /// Number of points.
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Member indices, in no particular order.
+    pub fn members(&self) -> &[usize] {
+        &self.members
+    }
+
+    /// The kernel statistic.
+    pub fn stat(&self) -> &S {
+        &self.stat
+    }
+
+    /// Cached `ln m(X_c)`.
+    pub fn ln_marginal(&self) -> f64 {
+        self.ln_m
+    }
+
+    /// Canonical key: the smallest member index. Cost O(size).
+    pub fn key(&self) -> usize {
+        self.members.iter().copied().min().unwrap_or(usize::MAX)
+    }
+}
+
+/// Labels plus per-cluster statistics for a data set held by a kernel `K`.
+///
+/// Invariants (checked by [`Partition::validate`]): every point is in exactly one live
+/// cluster, `label[i]` is that cluster's slot, `pos[i]` its position in the member list, each
+/// statistic equals the batch statistic of its members, and no live cluster is empty.
+#[derive(Clone, Debug)]
+pub struct Partition<K: ConjugateKernel> {
+    label: Vec<Slot>,
+    pos: Vec<usize>,
+    slots: Vec<Option<Cluster<K::Stat>>>,
+    free: Vec<Slot>,
+    n_clusters: usize,
+}
+
+impl<K: ConjugateKernel> Partition<K> {
+    /// A partition from labels (any integers; equal labels share a cluster). Slots are
+    /// assigned in order of first appearance. Errors if the length differs from the data.
+    pub fn from_labels<L: Copy + Ord>(kernel: &K, labels: &[L]) -> Result<Self> {
+        let n = kernel.n_points();
+        if labels.len() != n {
+            return Err(Error::DimensionMismatch(format!(
+                "{} labels for {n} data points",
+                labels.len()
+            )));
+        }
+        let canon = crate::data::canonical_labels_of(labels);
+        let k = canon.iter().copied().max().map_or(0, |m| m + 1);
+        let mut members = vec![Vec::new(); k];
+        let mut pos = vec![0; n];
+        for (i, &c) in canon.iter().enumerate() {
+            pos[i] = members[c].len();
+            members[c].push(i);
+        }
+        let slots = members
+            .into_iter()
+            .map(|m| {
+                let stat = kernel.stat_of(&m);
+                let ln_m = kernel.ln_marginal(&stat);
+                Some(Cluster {
+                    members: m,
+                    stat,
+                    ln_m,
+                })
+            })
+            .collect();
+        Ok(Partition {
+            label: canon,
+            pos,
+            slots,
+            free: Vec::new(),
+            n_clusters: k,
+        })
+    }
+
+    /// All points in one cluster.
+    pub fn single(kernel: &K) -> Self {
+        Self::from_labels(kernel, &vec![0u8; kernel.n_points()]).expect("lengths agree")
+    }
+
+    /// Every point in its own cluster.
+    pub fn singletons(kernel: &K) -> Self {
+        let labels: Vec<usize> = (0..kernel.n_points()).collect();
+        Self::from_labels(kernel, &labels).expect("lengths agree")
+    }
+
+    /// Number of points.
+    pub fn n(&self) -> usize {
+        self.label.len()
+    }
+
+    /// Number of non-empty clusters.
+    pub fn n_clusters(&self) -> usize {
+        self.n_clusters
+    }
+
+    /// The slot of point `i`'s cluster.
+    #[inline]
+    pub fn slot_of(&self, i: usize) -> Slot {
+        self.label[i]
+    }
+
+    /// The cluster in `slot`, if live.
+    #[inline]
+    pub fn cluster(&self, slot: Slot) -> Option<&Cluster<K::Stat>> {
+        self.slots.get(slot).and_then(Option::as_ref)
+    }
+
+    /// Live slots in increasing slot order (deterministic).
+    pub fn slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(s, c)| c.as_ref().map(|_| s))
+    }
+
+    /// Upper bound (exclusive) on slot indices, for slot-indexed scratch buffers.
+    pub fn slot_capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Live slots ordered by canonical key (smallest member). Cost O(n).
+    pub fn slots_by_key(&self) -> Vec<Slot> {
+        let mut keyed: Vec<(usize, Slot)> = self
+            .slots()
+            .map(|s| (self.slots[s].as_ref().map_or(usize::MAX, Cluster::key), s))
+            .collect();
+        keyed.sort_unstable();
+        keyed.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// Labels `0..K` numbered by canonical key (the cluster of point 0 is 0, the next new
+    /// cluster met in index order is 1, ...): the restricted growth string of the partition.
+    pub fn canonical_labels(&self) -> Vec<usize> {
+        crate::data::canonical_labels(&self.label)
+    }
+
+    /// Cluster sizes in slot order.
+    pub fn sizes(&self) -> Vec<usize> {
+        self.slots().map(|s| self.slots[s].as_ref().map_or(0, Cluster::size)).collect()
+    }
+
+    /// The log joint under `prior` (MATH §1.2): `const + Σ_c [ln κ(n_c) + ln m(X_c)]`.
+    pub fn ln_joint<P: NrmPrior>(&self, prior: &P) -> f64 {
+        let mut total = prior.ln_joint_const(self.n());
+        for c in self.slots.iter().flatten() {
+            total += prior.ln_kappa(c.size()) + c.ln_m;
+        }
+        total
+    }
+
+    /// Removes point `i` from its cluster, freeing the slot if it empties; returns the slot.
+    /// The point is then unassigned until [`Partition::insert`] or [`Partition::insert_new`].
+    pub fn remove(&mut self, kernel: &K, i: usize) -> Slot {
+        let s = self.label[i];
+        let c = self.slots[s].as_mut().expect("point's cluster is live");
+        let p = self.pos[i];
+        c.members.swap_remove(p);
+        if let Some(&moved) = c.members.get(p) {
+            self.pos[moved] = p;
+        }
+        if c.members.is_empty() {
+            self.slots[s] = None;
+            self.free.push(s);
+            self.n_clusters -= 1;
+        } else {
+            kernel.remove(&mut c.stat, i);
+            c.ln_m = kernel.ln_marginal(&c.stat);
+        }
+        self.label[i] = usize::MAX;
+        s
+    }
+
+    /// Adds unassigned point `i` to the live cluster in `slot`.
+    pub fn insert(&mut self, kernel: &K, i: usize, slot: Slot) {
+        let c = self.slots[slot].as_mut().expect("target cluster is live");
+        self.pos[i] = c.members.len();
+        c.members.push(i);
+        kernel.add(&mut c.stat, i);
+        c.ln_m = kernel.ln_marginal(&c.stat);
+        self.label[i] = slot;
+    }
+
+    /// Puts unassigned point `i` in a new cluster; returns its slot (the most recently freed
+    /// slot, else a new one).
+    pub fn insert_new(&mut self, kernel: &K, i: usize) -> Slot {
+        let stat = kernel.stat_of(&[i]);
+        let ln_m = kernel.ln_marginal(&stat);
+        let cluster = Cluster {
+            members: vec![i],
+            stat,
+            ln_m,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s] = Some(cluster);
+                s
+            }
+            None => {
+                self.slots.push(Some(cluster));
+                self.slots.len() - 1
+            }
+        };
+        self.pos[i] = 0;
+        self.label[i] = slot;
+        self.n_clusters += 1;
+        slot
+    }
+
+    /// Checks every invariant against a fresh computation; `tol` bounds the relative error of
+    /// cached log marginals. Cost O(n + Σ_c stat_of).
+    pub fn validate(&self, kernel: &K, tol: f64) -> Result<()> {
+        let mut seen = vec![false; self.n()];
+        let mut live = 0;
+        for (s, c) in self.slots.iter().enumerate() {
+            let Some(c) = c else { continue };
+            live += 1;
+            if c.members.is_empty() {
+                return Err(Error::Numerical(format!("cluster in slot {s} is empty")));
+            }
+            for (p, &i) in c.members.iter().enumerate() {
+                if seen[i] || self.label[i] != s || self.pos[i] != p {
+                    return Err(Error::Numerical(format!("point {i} is misfiled")));
+                }
+                seen[i] = true;
+            }
+            let fresh = kernel.ln_marginal(&kernel.stat_of(&c.members));
+            if (fresh - c.ln_m).abs() > tol * fresh.abs().max(1.0) {
+                return Err(Error::Numerical(format!(
+                    "cluster {s}: cached ln m {} differs from fresh {fresh}",
+                    c.ln_m
+                )));
+            }
+        }
+        if live != self.n_clusters || seen.iter().any(|&b| !b) {
+            return Err(Error::Numerical("cluster count or coverage is wrong".into()));
+        }
+        Ok(())
+    }
+}

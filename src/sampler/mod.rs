@@ -1,0 +1,104 @@
+//! Markov chain moves over the clustering state, all behind one [`Move`] trait.
+//!
+//! A move changes a [`State`] (partition and prior hyperparameters) and reports what it did in
+//! a [`StepInfo`]. Its discrete decisions go through a [`Chooser`], so the same code either
+//! runs a chain or enumerates its exact transition distribution. Metropolis-Hastings moves
+//! build a [`Proposal`] and decide with the one shared [`metropolis_hastings`] step.
+
+pub mod chooser;
+pub mod gibbs;
+
+pub use chooser::{Chooser, PathEnumerator, RngChooser};
+pub use gibbs::{Gibbs, GibbsScan};
+
+use crate::error::Result;
+use crate::kernel::ConjugateKernel;
+use crate::partition::Partition;
+use crate::prior::NrmPrior;
+
+/// The state a chain moves: the partition with its statistics and the prior with its
+/// hyperparameters (`u`, `α`, `σ`).
+#[derive(Clone, Debug)]
+pub struct State<K: ConjugateKernel, P: NrmPrior> {
+    /// Labels and per-cluster statistics.
+    pub partition: Partition<K>,
+    /// The prior and its current hyperparameters.
+    pub prior: P,
+}
+
+impl<K: ConjugateKernel, P: NrmPrior> State<K, P> {
+    /// The log joint of the state (MATH §1.2; what it is: [`NrmPrior::joint_label`]).
+    pub fn ln_joint(&self) -> f64 {
+        self.partition.ln_joint(&self.prior)
+    }
+}
+
+/// What one call of [`Move::step`] did, for traces and acceptance diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepInfo {
+    /// Metropolis-Hastings proposals made (0 for Gibbs moves).
+    pub proposed: usize,
+    /// Proposals accepted.
+    pub accepted: usize,
+    /// Sum over proposals of `min(0, ln A)`, the log acceptance ratio capped at 0.
+    pub ln_accept_sum: f64,
+}
+
+impl StepInfo {
+    /// Adds another step's counts to this one.
+    pub fn absorb(&mut self, other: StepInfo) {
+        self.proposed += other.proposed;
+        self.accepted += other.accepted;
+        self.ln_accept_sum += other.ln_accept_sum;
+    }
+}
+
+/// One Markov transition on a [`State`].
+pub trait Move<K: ConjugateKernel, P: NrmPrior>: Send {
+    /// Short name for traces (`gibbs`, `sams`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Performs one transition, drawing every discrete decision from `chooser`.
+    fn step(
+        &mut self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        chooser: &mut dyn Chooser,
+    ) -> Result<StepInfo>;
+}
+
+/// A Metropolis-Hastings proposal: forward and reverse log proposal probabilities and the log
+/// ratio of targets, `ln π(s') - ln π(s)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Proposal {
+    /// `ln q(s → s')`.
+    pub ln_q_fwd: f64,
+    /// `ln q(s' → s)`.
+    pub ln_q_rev: f64,
+    /// `ln π(s') - ln π(s)`.
+    pub ln_target_ratio: f64,
+}
+
+impl Proposal {
+    /// `ln A = ln π(s') - ln π(s) + ln q(s' → s) - ln q(s → s')`; NaN when a zero-probability
+    /// reverse meets a zero-probability forward, which the accept step rejects (MATH P12).
+    pub fn ln_accept_ratio(&self) -> f64 {
+        self.ln_target_ratio + self.ln_q_rev - self.ln_q_fwd
+    }
+}
+
+/// The shared accept step: accepts with probability `min(1, A)` and reports the decision
+/// with its capped log ratio.
+pub fn metropolis_hastings(proposal: &Proposal, chooser: &mut dyn Chooser) -> (bool, StepInfo) {
+    let ln_a = proposal.ln_accept_ratio();
+    let accepted = chooser.accept(ln_a);
+    let capped = if ln_a.is_nan() { f64::NEG_INFINITY } else { ln_a.min(0.0) };
+    (
+        accepted,
+        StepInfo {
+            proposed: 1,
+            accepted: usize::from(accepted),
+            ln_accept_sum: capped,
+        },
+    )
+}
