@@ -166,7 +166,9 @@ impl<K: ConjugateKernel> Partition<K> {
 
     /// Cluster sizes in slot order.
     pub fn sizes(&self) -> Vec<usize> {
-        self.slots().map(|s| self.slots[s].as_ref().map_or(0, Cluster::size)).collect()
+        self.slots()
+            .map(|s| self.slots[s].as_ref().map_or(0, Cluster::size))
+            .collect()
     }
 
     /// The log joint under `prior` (MATH §1.2): `const + Σ_c [ln κ(n_c) + ln m(X_c)]`.
@@ -236,6 +238,63 @@ impl<K: ConjugateKernel> Partition<K> {
         slot
     }
 
+    /// Moves `points` (all in the cluster at `slot`, not all of it) into a new cluster and
+    /// returns the new slot. Both statistics are rebuilt from their members in one batch,
+    /// which is cheaper than |points| downdates and keeps no drift. Cost: O(n_c) adds.
+    pub fn split_off(&mut self, kernel: &K, slot: Slot, points: &[usize]) -> Slot {
+        let first = points[0];
+        self.remove(kernel, first);
+        let new = self.insert_new(kernel, first);
+        for &i in &points[1..] {
+            self.detach_member(slot, i);
+            self.attach_member(new, i);
+        }
+        self.refresh(kernel, slot);
+        self.refresh(kernel, new);
+        new
+    }
+
+    /// Moves every point of the cluster at `src` into the cluster at `dst` and frees `src`.
+    /// Cost: one statistic merge plus O(n_src) bookkeeping.
+    pub fn merge_clusters(&mut self, kernel: &K, dst: Slot, src: Slot) {
+        let gone = self.slots[src].take().expect("source cluster is live");
+        self.free.push(src);
+        self.n_clusters -= 1;
+        let c = self.slots[dst].as_mut().expect("target cluster is live");
+        for &i in &gone.members {
+            self.pos[i] = c.members.len();
+            c.members.push(i);
+            self.label[i] = dst;
+        }
+        kernel.merge(&mut c.stat, &gone.stat);
+        c.ln_m = kernel.ln_marginal(&c.stat);
+    }
+
+    /// Unlinks point `i` from the member list of `slot` without touching statistics.
+    fn detach_member(&mut self, slot: Slot, i: usize) {
+        let c = self.slots[slot].as_mut().expect("live");
+        let p = self.pos[i];
+        c.members.swap_remove(p);
+        if let Some(&moved) = c.members.get(p) {
+            self.pos[moved] = p;
+        }
+    }
+
+    /// Links point `i` into the member list of `slot` without touching statistics.
+    fn attach_member(&mut self, slot: Slot, i: usize) {
+        let c = self.slots[slot].as_mut().expect("live");
+        self.pos[i] = c.members.len();
+        c.members.push(i);
+        self.label[i] = slot;
+    }
+
+    /// Rebuilds the statistic and cached marginal of `slot` from its members.
+    fn refresh(&mut self, kernel: &K, slot: Slot) {
+        let c = self.slots[slot].as_mut().expect("live");
+        c.stat = kernel.stat_of(&c.members);
+        c.ln_m = kernel.ln_marginal(&c.stat);
+    }
+
     /// Checks every invariant against a fresh computation; `tol` bounds the relative error of
     /// cached log marginals. Cost O(n + Σ_c stat_of).
     pub fn validate(&self, kernel: &K, tol: f64) -> Result<()> {
@@ -262,7 +321,9 @@ impl<K: ConjugateKernel> Partition<K> {
             }
         }
         if live != self.n_clusters || seen.iter().any(|&b| !b) {
-            return Err(Error::Numerical("cluster count or coverage is wrong".into()));
+            return Err(Error::Numerical(
+                "cluster count or coverage is wrong".into(),
+            ));
         }
         Ok(())
     }

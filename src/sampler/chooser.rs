@@ -147,7 +147,10 @@ impl PathEnumerator {
             self.script.push(Decision { taken: 0, options });
         }
         let d = &mut self.script[self.depth];
-        debug_assert_eq!(d.options, options, "move is not deterministic given its choices");
+        debug_assert_eq!(
+            d.options, options,
+            "move is not deterministic given its choices"
+        );
         while !admissible(d.taken) {
             d.taken += 1;
         }
@@ -160,7 +163,10 @@ impl Chooser for PathEnumerator {
     fn choose_log(&mut self, ln_w: &[f64]) -> Result<(usize, f64)> {
         let total = normalise(ln_w)?;
         let n = ln_w.len();
-        let last_admissible = (0..n).rev().find(|&i| ln_w[i] > f64::NEG_INFINITY).unwrap_or(0);
+        let last_admissible = (0..n)
+            .rev()
+            .find(|&i| ln_w[i] > f64::NEG_INFINITY)
+            .unwrap_or(0);
         // Zero-probability options are never opened: `taken` jumps past them, and options
         // after the last admissible one are cut off so the odometer does not stall on them.
         let i = self.decide(last_admissible + 1, |i| ln_w[i] > f64::NEG_INFINITY);
@@ -176,7 +182,11 @@ impl Chooser for PathEnumerator {
     }
 
     fn accept(&mut self, ln_a: f64) -> bool {
-        let p = if ln_a.is_nan() { 0.0 } else { ln_a.min(0.0).exp() };
+        let p = if ln_a.is_nan() {
+            0.0
+        } else {
+            ln_a.min(0.0).exp()
+        };
         let probs = [p, 1.0 - p];
         let options = if probs[1] > 0.0 { 2 } else { 1 };
         let i = self.decide(options, |i| probs[i] > 0.0);
@@ -196,9 +206,7 @@ mod tests {
     /// A toy "move": pick a ∈ {0,1,2} with weights 1:2:0, then if a == 1 flip a fair coin
     /// via accept(ln 0.5). Outcomes: (0) 1/3, (1,acc) 1/3, (1,rej) 1/3.
     fn toy(ch: &mut dyn Chooser) -> (usize, bool) {
-        let (a, _) = ch
-            .choose_log(&[0.0, 2f64.ln(), f64::NEG_INFINITY])
-            .unwrap();
+        let (a, _) = ch.choose_log(&[0.0, 2f64.ln(), f64::NEG_INFINITY]).unwrap();
         let acc = a == 1 && ch.accept(0.5f64.ln());
         (a, acc)
     }

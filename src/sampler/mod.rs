@@ -7,9 +7,16 @@
 
 pub mod chooser;
 pub mod gibbs;
+pub mod hyper;
+pub mod sams;
+pub mod split_merge;
+mod two_groups;
 
 pub use chooser::{Chooser, PathEnumerator, RngChooser};
 pub use gibbs::{Gibbs, GibbsScan};
+pub use hyper::HyperMove;
+pub use sams::Sams;
+pub use split_merge::JainNeal;
 
 use crate::error::Result;
 use crate::kernel::ConjugateKernel;
@@ -92,7 +99,11 @@ impl Proposal {
 pub fn metropolis_hastings(proposal: &Proposal, chooser: &mut dyn Chooser) -> (bool, StepInfo) {
     let ln_a = proposal.ln_accept_ratio();
     let accepted = chooser.accept(ln_a);
-    let capped = if ln_a.is_nan() { f64::NEG_INFINITY } else { ln_a.min(0.0) };
+    let capped = if ln_a.is_nan() {
+        f64::NEG_INFINITY
+    } else {
+        ln_a.min(0.0)
+    };
     (
         accepted,
         StepInfo {
