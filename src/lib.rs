@@ -18,6 +18,7 @@ pub mod math;
 pub mod partition;
 pub mod prior;
 pub mod rng;
+pub mod run;
 pub mod sampler;
 
 pub use error::{Error, Result};

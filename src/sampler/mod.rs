@@ -41,7 +41,7 @@ impl<K: ConjugateKernel, P: NrmPrior> State<K, P> {
 }
 
 /// What one call of [`Move::step`] did, for traces and acceptance diagnostics.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepInfo {
     /// Metropolis-Hastings proposals made (0 for Gibbs moves).
     pub proposed: usize,

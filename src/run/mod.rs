@@ -1,0 +1,126 @@
+//! Running chains: a [`Chain`] (state + RNG stream + schedule of moves) advanced sweep by
+//! sweep, each sweep summarised in a [`SweepRecord`] and handed to [`Observer`]s.
+//!
+//! One sweep is separate from the loop that runs it: callers decide when to stop (sweep
+//! count, time budget) and what to observe.
+
+pub mod trace;
+
+pub use trace::TraceWriter;
+
+use crate::error::Result;
+use crate::kernel::ConjugateKernel;
+use crate::prior::NrmPrior;
+use crate::rng::NrmmRng;
+use crate::sampler::{Move, RngChooser, State, StepInfo};
+use std::time::Instant;
+
+/// A move in a schedule, run `repeats` times per sweep.
+pub struct Scheduled<K: ConjugateKernel, P: NrmPrior> {
+    /// The move.
+    pub mv: Box<dyn Move<K, P>>,
+    /// How many times per sweep.
+    pub repeats: usize,
+}
+
+/// What one sweep did and where it left the chain.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SweepRecord {
+    /// 1-based sweep number.
+    pub sweep: u64,
+    /// Seconds of sampling since the chain started (excludes observers).
+    pub seconds: f64,
+    /// Number of clusters after the sweep.
+    pub n_clusters: usize,
+    /// The log joint after the sweep (see [`NrmPrior::joint_label`]).
+    pub ln_joint: f64,
+    /// Per move, in schedule order: name and accumulated step information.
+    pub moves: Vec<(&'static str, StepInfo)>,
+    /// Hyperparameter values after the sweep.
+    pub hyper: Vec<(&'static str, f64)>,
+}
+
+/// Receives every sweep of a chain.
+pub trait Observer<K: ConjugateKernel, P: NrmPrior> {
+    /// Called after each sweep.
+    fn observe(&mut self, record: &SweepRecord, state: &State<K, P>) -> Result<()>;
+}
+
+/// A Markov chain: its state, its own RNG stream and its schedule of moves.
+pub struct Chain<'k, K: ConjugateKernel, P: NrmPrior> {
+    kernel: &'k K,
+    state: State<K, P>,
+    rng: NrmmRng,
+    schedule: Vec<Scheduled<K, P>>,
+    sweep: u64,
+    seconds: f64,
+}
+
+impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
+    /// A chain over `kernel`'s data from `state`, drawing from `rng`.
+    pub fn new(
+        kernel: &'k K,
+        state: State<K, P>,
+        rng: NrmmRng,
+        schedule: Vec<Scheduled<K, P>>,
+    ) -> Self {
+        Chain {
+            kernel,
+            state,
+            rng,
+            schedule,
+            sweep: 0,
+            seconds: 0.0,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &State<K, P> {
+        &self.state
+    }
+
+    /// Sweeps done so far.
+    pub fn sweeps_done(&self) -> u64 {
+        self.sweep
+    }
+
+    /// Runs every scheduled move its number of times and summarises the result.
+    pub fn sweep(&mut self) -> Result<SweepRecord> {
+        let start = Instant::now();
+        let mut moves = Vec::with_capacity(self.schedule.len());
+        for s in &mut self.schedule {
+            let mut info = StepInfo::default();
+            for _ in 0..s.repeats {
+                let mut chooser = RngChooser::new(&mut self.rng);
+                info.absorb(s.mv.step(self.kernel, &mut self.state, &mut chooser)?);
+            }
+            moves.push((s.mv.name(), info));
+        }
+        self.seconds += start.elapsed().as_secs_f64();
+        self.sweep += 1;
+        Ok(SweepRecord {
+            sweep: self.sweep,
+            seconds: self.seconds,
+            n_clusters: self.state.partition.n_clusters(),
+            ln_joint: self.state.ln_joint(),
+            moves,
+            hyper: self.state.prior.hyper_values(),
+        })
+    }
+
+    /// Runs `sweeps` sweeps, handing each record to every observer.
+    pub fn run(&mut self, sweeps: u64, observers: &mut [&mut dyn Observer<K, P>]) -> Result<()> {
+        for _ in 0..sweeps {
+            let record = self.sweep()?;
+            for o in observers.iter_mut() {
+                o.observe(&record, &self.state)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Consumes the chain, returning its state and stream.
+    pub fn into_parts(self) -> (State<K, P>, NrmmRng) {
+        (self.state, self.rng)
+    }
+}
