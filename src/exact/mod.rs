@@ -28,6 +28,7 @@ pub mod compare;
 pub mod enumerate;
 pub mod posterior;
 pub mod summary;
+pub mod transition;
 
 pub use compare::{EmpiricalPartitions, McEstimate};
 pub use enumerate::{
@@ -36,3 +37,4 @@ pub use enumerate::{
 };
 pub use posterior::{dp_ln_eppf, subset_ln_marginals, ExactPosterior, PosteriorSampler};
 pub use summary::{KProbability, PartitionProbability, PosteriorSummary, SampleComparison};
+pub use transition::{transition_matrix, TransitionMatrix};
