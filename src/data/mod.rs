@@ -130,6 +130,74 @@ impl SparseCounts {
         })
     }
 
+    /// Builds an `n × vocab` matrix from `(document, word id, count)` triplets (0-based) in any
+    /// order; duplicate `(document, word)` pairs are summed and zero counts dropped, so rows
+    /// may be empty. Errors if a document is `>= n`, a word id is `>= vocab`, a summed count
+    /// overflows `u32`, or `n == 0`.
+    ///
+    /// Cost: one `O(nnz log nnz)` sort of the triplets in place and one pass; no per-row
+    /// allocation, which is why the loaders use it rather than [`SparseCounts::from_rows`].
+    pub fn from_triplets(
+        n: usize,
+        vocab: usize,
+        mut triplets: Vec<(u32, u32, u32)>,
+    ) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::Empty(
+                "a count data set needs at least one document".into(),
+            ));
+        }
+        if let Some(&(doc, _, _)) = triplets.iter().find(|t| t.0 as usize >= n) {
+            return Err(Error::param(
+                "document index",
+                doc,
+                &format!("an index below the number of documents {n}"),
+            ));
+        }
+        if let Some(&(doc, w, _)) = triplets.iter().find(|t| t.1 as usize >= vocab) {
+            return Err(Error::param(
+                &format!("word id in document {}", doc as usize + 1),
+                w,
+                &format!("an id below the vocabulary size {vocab}"),
+            ));
+        }
+        triplets.sort_unstable_by_key(|&(d, w, _)| (d, w));
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut ids = Vec::with_capacity(triplets.len());
+        let mut counts: Vec<u32> = Vec::with_capacity(triplets.len());
+        offsets.push(0);
+        let mut last: Option<(u32, u32)> = None;
+        for (doc, w, c) in triplets {
+            if c == 0 {
+                continue;
+            }
+            while offsets.len() <= doc as usize {
+                offsets.push(ids.len());
+            }
+            if last == Some((doc, w)) {
+                let total = counts.last_mut().expect("a previous entry exists");
+                *total = total.checked_add(c).ok_or_else(|| {
+                    Error::param(
+                        &format!("count of word {w} in document {}", doc as usize + 1),
+                        format!("{} + {c}", *total),
+                        "a total below 2^32",
+                    )
+                })?;
+            } else {
+                ids.push(w);
+                counts.push(c);
+                last = Some((doc, w));
+            }
+        }
+        offsets.resize(n + 1, ids.len());
+        Ok(SparseCounts {
+            vocab,
+            offsets,
+            ids,
+            counts,
+        })
+    }
+
     /// Number of documents.
     pub fn n(&self) -> usize {
         self.offsets.len() - 1
