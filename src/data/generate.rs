@@ -99,6 +99,15 @@ pub struct GibbsTypePartitions<F> {
     repeats: Vec<usize>,
 }
 
+impl<F> std::fmt::Debug for GibbsTypePartitions<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GibbsTypePartitions")
+            .field("sigma", &self.sigma)
+            .field("memoised_ln_v", &self.memo.len())
+            .finish()
+    }
+}
+
 impl<F: FnMut(usize, usize) -> Result<f64>> GibbsTypePartitions<F> {
     /// A sampler for discount `sigma ∈ [0, 1)` and `ln_v(n, k) = ln V_{n,k}`.
     pub fn new(sigma: f64, ln_v: F) -> Result<Self> {

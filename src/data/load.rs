@@ -19,7 +19,8 @@
 //! Cost: one read of the whole input into memory, then one pass with no allocation per value
 //! (tokens are byte slices of the input); count formats are sorted once,
 //! `O(nnz log nnz)`. Memory allocated while parsing is bounded by a small multiple of the input
-//! size, whatever a header claims, so arbitrary bytes cannot trigger a huge allocation.
+//! size plus a constant, whatever a header claims, so arbitrary bytes cannot trigger a huge
+//! allocation.
 //!
 //! The writers ([`write_dense`], [`write_labels`], [`write_docword`]) write through a temporary
 //! file in the target's directory and rename it into place, so a reader never sees a half

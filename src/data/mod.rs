@@ -174,19 +174,21 @@ impl SparseCounts {
             while offsets.len() <= doc as usize {
                 offsets.push(ids.len());
             }
-            if last == Some((doc, w)) {
-                let total = counts.last_mut().expect("a previous entry exists");
-                *total = total.checked_add(c).ok_or_else(|| {
-                    Error::param(
-                        &format!("count of word {w} in document {}", doc as usize + 1),
-                        format!("{} + {c}", *total),
-                        "a total below 2^32",
-                    )
-                })?;
-            } else {
-                ids.push(w);
-                counts.push(c);
-                last = Some((doc, w));
+            match counts.last_mut() {
+                Some(total) if last == Some((doc, w)) => {
+                    *total = total.checked_add(c).ok_or_else(|| {
+                        Error::param(
+                            &format!("count of word {w} in document {}", doc as usize + 1),
+                            format!("{} + {c}", *total),
+                            "a total below 2^32",
+                        )
+                    })?;
+                }
+                _ => {
+                    ids.push(w);
+                    counts.push(c);
+                    last = Some((doc, w));
+                }
             }
         }
         offsets.resize(n + 1, ids.len());
@@ -250,4 +252,58 @@ pub fn canonical_labels(labels: &[usize]) -> Vec<usize> {
             *map.entry(*l).or_insert(next)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triplets_are_sorted_summed_and_checked() {
+        let x = SparseCounts::from_triplets(
+            4,
+            6,
+            vec![
+                (2, 5, 1),
+                (0, 3, 2),
+                (2, 1, 4),
+                (0, 3, 5),
+                (0, 0, 0),
+                (3, 2, 1),
+            ],
+        )
+        .unwrap();
+        assert_eq!((x.n(), x.vocab(), x.nnz()), (4, 6, 4));
+        assert_eq!(x.row(0), (&[3u32][..], &[7u32][..]));
+        assert_eq!(x.row(1), (&[][..], &[][..]));
+        assert_eq!(x.row(2), (&[1u32, 5][..], &[4u32, 1][..]));
+        assert_eq!(x.row(3), (&[2u32][..], &[1u32][..]));
+        let same = SparseCounts::from_rows(
+            6,
+            &[
+                vec![(3, 2), (3, 5)],
+                vec![],
+                vec![(5, 1), (1, 4)],
+                vec![(2, 1)],
+            ],
+        )
+        .unwrap();
+        assert_eq!(x, same);
+        let trailing_empty = SparseCounts::from_triplets(3, 2, vec![(0, 1, 1)]).unwrap();
+        assert_eq!((trailing_empty.n(), trailing_empty.row(2).0.len()), (3, 0));
+    }
+
+    #[test]
+    fn bad_triplets_are_errors() {
+        assert!(matches!(
+            SparseCounts::from_triplets(0, 2, vec![]),
+            Err(Error::Empty(_))
+        ));
+        assert!(SparseCounts::from_triplets(2, 2, vec![(2, 0, 1)]).is_err());
+        assert!(SparseCounts::from_triplets(2, 2, vec![(0, 2, 1)]).is_err());
+        assert!(matches!(
+            SparseCounts::from_triplets(1, 2, vec![(0, 1, u32::MAX), (0, 1, 1)]),
+            Err(Error::InvalidParameter { .. })
+        ));
+    }
 }
