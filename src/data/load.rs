@@ -1,1 +1,1105 @@
-//! (to be written)
+//! Readers and writers for the data formats `nrmm` consumes.
+//!
+//! * **Dense matrix** (text): one point per line, values separated by whitespace or by commas
+//!   (decided on the first data line), blank lines and `#` comment lines skipped.
+//! * **Labels** (text): one integer per line, any sign; or an IDX label file (magic 2049).
+//! * **UCI docword** (text): header lines `D`, `W`, `NNZ`, then `NNZ` lines
+//!   `docID wordID count`, ids 1-based.
+//! * **LDA-C** (text): one document per line, `M id:count id:count ...`, ids 0-based, `M`
+//!   pairs.
+//! * **IDX** (binary, big-endian): `00 00 08 ndims`, `ndims` 32-bit sizes, then unsigned bytes;
+//!   images (magic 2051, `n × rows × cols`) load as a dense `n × (rows·cols)` matrix of grey
+//!   levels, labels (magic 2049) as integers.
+//!
+//! Every format can be read from a path (`load_*`), from any [`Read`] (`read_*`) or from a byte
+//! slice (`parse_*`); the last two name the input `<input>` in errors. Every error names the
+//! input, the 1-based line (0 for binary formats and whole-input problems), what was found and
+//! what was expected.
+//!
+//! Cost: one read of the whole input into memory, then one pass with no allocation per value
+//! (tokens are byte slices of the input); count formats are sorted once,
+//! `O(nnz log nnz)`. Memory allocated while parsing is bounded by a small multiple of the input
+//! size plus a constant, whatever a header claims, so arbitrary bytes cannot trigger a huge
+//! allocation.
+//!
+//! The writers ([`write_dense`], [`write_labels`], [`write_docword`]) write through a temporary
+//! file in the target's directory and rename it into place, so a reader never sees a half
+//! written file; what they write loads back exactly.
+
+use std::fmt::Display;
+use std::fs;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use super::{Dataset, DenseData, SparseCounts};
+use crate::error::{Error, Result};
+
+/// The name under which in-memory input (`parse_*`, `read_*`) appears in error messages.
+pub const INPUT_NAME: &str = "<input>";
+
+/// A docword header may declare at most this many documents beyond its number of entries
+/// (documents without any word). Anything larger is taken as a corrupt header, which keeps the
+/// row index of a bogus header from allocating gigabytes.
+pub const MAX_EMPTY_DOCUMENTS: usize = 1 << 16;
+
+/// Magic number of an IDX file of unsigned-byte images (`n × rows × cols`).
+pub const IDX_IMAGES_MAGIC: u32 = 0x0803;
+
+/// Magic number of an IDX file of unsigned-byte labels (`n`).
+pub const IDX_LABELS_MAGIC: u32 = 0x0801;
+
+// ---------------------------------------------------------------------------------------------
+// Shared lexing helpers.
+
+fn input_path() -> &'static Path {
+    Path::new(INPUT_NAME)
+}
+
+fn perr(origin: &Path, line: usize, message: impl Into<String>) -> Error {
+    Error::parse(origin, line, message)
+}
+
+/// Lines with 1-based numbers; `\r\n` endings and a leading UTF-8 byte-order mark tolerated.
+fn numbered_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
+}
+
+/// Number of the line after the last one: where "unexpected end of input" is reported.
+fn end_line(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+fn is_comment(line: &[u8]) -> bool {
+    line.trim_ascii_start().first() == Some(&b'#')
+}
+
+fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(u8::is_ascii_whitespace)
+        .filter(|t| !t.is_empty())
+}
+
+/// A token quoted for an error message, cut to a readable length.
+fn show(token: &[u8]) -> String {
+    const MAX: usize = 40;
+    let text = String::from_utf8_lossy(&token[..token.len().min(MAX)]);
+    if token.len() > MAX {
+        format!("\"{text}...\"")
+    } else {
+        format!("\"{text}\"")
+    }
+}
+
+fn parse_f64(token: &[u8]) -> Option<f64> {
+    std::str::from_utf8(token).ok()?.parse().ok()
+}
+
+/// A non-negative integer, or a message saying why the token is not one.
+fn parse_unsigned(token: &[u8], what: &str) -> std::result::Result<u64, String> {
+    let text = std::str::from_utf8(token).unwrap_or("");
+    if let Ok(v) = text.parse::<u64>() {
+        return Ok(v);
+    }
+    if let Ok(v) = text.parse::<i64>() {
+        return Err(format!(
+            "{what} {v} is negative, expected a non-negative integer"
+        ));
+    }
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{what} {} is too large", show(token)));
+    }
+    if parse_f64(token).is_some() {
+        return Err(format!("{what} {} is not an integer", show(token)));
+    }
+    Err(format!("{what} {} is not a number", show(token)))
+}
+
+fn parse_count(token: &[u8]) -> std::result::Result<u32, String> {
+    let v = parse_unsigned(token, "count")?;
+    u32::try_from(v).map_err(|_| format!("count {v} is too large (at most {})", u32::MAX))
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn read_all<R: Read>(mut reader: R) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes).map_err(|source| Error::Io {
+        path: input_path().to_path_buf(),
+        source,
+    })?;
+    Ok(bytes)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dense matrices.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Separator {
+    Whitespace,
+    Comma,
+}
+
+fn dense_value(
+    token: &[u8],
+    origin: &Path,
+    line: usize,
+    column: usize,
+    sep: Separator,
+    first_line: usize,
+) -> Result<f64> {
+    if token.is_empty() {
+        return Err(perr(
+            origin,
+            line,
+            format!("value {column} is empty (a doubled or trailing comma?)"),
+        ));
+    }
+    match parse_f64(token) {
+        Some(v) if v.is_finite() => Ok(v),
+        Some(v) => Err(perr(
+            origin,
+            line,
+            format!("value {column} is {v}, expected a finite number"),
+        )),
+        None => {
+            let hint = if sep == Separator::Whitespace && token.contains(&b',') {
+                format!(" (line {first_line} has no commas, so values are separated by whitespace)")
+            } else {
+                String::new()
+            };
+            Err(perr(
+                origin,
+                line,
+                format!("value {column} {} is not a number{hint}", show(token)),
+            ))
+        }
+    }
+}
+
+fn dense_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
+    let mut values = Vec::new();
+    let mut sep = None;
+    let (mut n, mut d, mut first_line) = (0usize, 0usize, 0usize);
+    for (line_no, line) in numbered_lines(bytes) {
+        if is_blank(line) || is_comment(line) {
+            continue;
+        }
+        let sep = *sep.get_or_insert_with(|| {
+            first_line = line_no;
+            if line.contains(&b',') {
+                Separator::Comma
+            } else {
+                Separator::Whitespace
+            }
+        });
+        let before = values.len();
+        match sep {
+            Separator::Comma => {
+                for (j, token) in line.split(|&b| b == b',').enumerate() {
+                    let token = token.trim_ascii();
+                    values.push(dense_value(token, origin, line_no, j + 1, sep, first_line)?);
+                }
+            }
+            Separator::Whitespace => {
+                for (j, token) in tokens(line).enumerate() {
+                    values.push(dense_value(token, origin, line_no, j + 1, sep, first_line)?);
+                }
+            }
+        }
+        let count = values.len() - before;
+        if n == 0 {
+            d = count;
+        } else if count != d {
+            return Err(perr(
+                origin,
+                line_no,
+                format!(
+                    "{count} value{}, expected {d} like line {first_line}",
+                    if count == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        n += 1;
+    }
+    if n == 0 {
+        let what = if bytes.is_empty() {
+            "the input is empty"
+        } else {
+            "the input holds only blank or comment lines"
+        };
+        return Err(perr(
+            origin,
+            0,
+            format!("{what}, expected one point per line"),
+        ));
+    }
+    DenseData::new(n, d, values)
+}
+
+/// Parses a dense matrix (one point per line, whitespace- or comma-separated) from bytes;
+/// errors name the input `<input>`.
+///
+/// The separator is decided on the first data line: commas if it has one, whitespace otherwise.
+/// Blank lines and lines starting with `#` are skipped; non-finite values, unparsable tokens,
+/// rows of a different length than the first, and input without data are errors.
+/// Cost: `O(bytes)`, one allocation for all values.
+pub fn parse_dense(bytes: &[u8]) -> Result<DenseData> {
+    dense_from_bytes(bytes, input_path())
+}
+
+/// Reads a dense matrix from any reader (see [`parse_dense`]).
+pub fn read_dense<R: Read>(reader: R) -> Result<DenseData> {
+    parse_dense(&read_all(reader)?)
+}
+
+/// Loads a dense matrix from a file (see [`parse_dense`]); errors name the file.
+pub fn load_dense(path: impl AsRef<Path>) -> Result<DenseData> {
+    let path = path.as_ref();
+    dense_from_bytes(&read_file(path)?, path)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Labels.
+
+fn labels_from_bytes(bytes: &[u8], origin: &Path) -> Result<Vec<i64>> {
+    if bytes.starts_with(&[0, 0]) {
+        return idx_labels_from_bytes(bytes, origin);
+    }
+    let mut labels = Vec::new();
+    for (line_no, line) in numbered_lines(bytes) {
+        if is_blank(line) || is_comment(line) {
+            continue;
+        }
+        let mut toks = tokens(line);
+        let token = toks.next().unwrap_or_default();
+        let extra = toks.count();
+        if extra > 0 {
+            return Err(perr(
+                origin,
+                line_no,
+                format!("{} values, expected one integer label per line", extra + 1),
+            ));
+        }
+        let label = std::str::from_utf8(token)
+            .ok()
+            .and_then(|t| t.parse::<i64>().ok())
+            .ok_or_else(|| {
+                perr(
+                    origin,
+                    line_no,
+                    format!("label {} is not an integer", show(token)),
+                )
+            })?;
+        labels.push(label);
+    }
+    if labels.is_empty() {
+        return Err(perr(
+            origin,
+            0,
+            "no labels, expected one integer label per line",
+        ));
+    }
+    Ok(labels)
+}
+
+/// Parses labels from bytes: one integer per line (any sign; blank and `#` lines skipped), or
+/// an IDX label file (recognised by its leading zero bytes). Labels are returned as given; see
+/// [`canonicalize_labels`]. Cost: `O(bytes)`.
+pub fn parse_labels(bytes: &[u8]) -> Result<Vec<i64>> {
+    labels_from_bytes(bytes, input_path())
+}
+
+/// Reads labels from any reader (see [`parse_labels`]).
+pub fn read_labels<R: Read>(reader: R) -> Result<Vec<i64>> {
+    parse_labels(&read_all(reader)?)
+}
+
+/// Loads labels from a file (text or IDX, see [`parse_labels`]) for a data set of
+/// `expected_n` points; errors if the file holds a different number of labels.
+pub fn load_labels(path: impl AsRef<Path>, expected_n: usize) -> Result<Vec<i64>> {
+    let path = path.as_ref();
+    let labels = labels_from_bytes(&read_file(path)?, path)?;
+    if labels.len() != expected_n {
+        return Err(Error::DimensionMismatch(format!(
+            "{} holds {} labels but the data set has {expected_n} points",
+            path.display(),
+            labels.len()
+        )));
+    }
+    Ok(labels)
+}
+
+/// Relabels arbitrary integer labels as `0..K` in order of first appearance (as
+/// [`super::canonical_labels`] does for `usize`), so that e.g. 1-based or negative labels can
+/// be compared with a sampler's partition. Cost: `O(n log K)`.
+pub fn canonicalize_labels(labels: &[i64]) -> Vec<usize> {
+    let mut map = std::collections::BTreeMap::new();
+    labels
+        .iter()
+        .map(|l| {
+            let next = map.len();
+            *map.entry(*l).or_insert(next)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// UCI docword.
+
+fn docword_from_bytes(bytes: &[u8], origin: &Path) -> Result<SparseCounts> {
+    const HEADER: [&str; 3] = [
+        "the number of documents D",
+        "the vocabulary size W",
+        "the number of entries NNZ",
+    ];
+    let mut lines = numbered_lines(bytes).filter(|(_, l)| !is_blank(l));
+    let mut header = [0u64; 3];
+    for (slot, what) in header.iter_mut().zip(HEADER) {
+        let Some((line_no, line)) = lines.next() else {
+            return Err(perr(
+                origin,
+                end_line(bytes),
+                format!("unexpected end of input, expected {what} on a line of its own"),
+            ));
+        };
+        let mut toks = tokens(line);
+        let token = toks.next().unwrap_or_default();
+        if toks.next().is_some() {
+            return Err(perr(
+                origin,
+                line_no,
+                format!("expected {what} on a line of its own, found several values"),
+            ));
+        }
+        *slot = parse_unsigned(token, what)
+            .map_err(|m| perr(origin, line_no, format!("{m} (header line)")))?;
+    }
+    let [docs, vocab, nnz] = header;
+    if docs == 0 || docs > u64::from(u32::MAX) {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "the header declares D = {docs} documents, expected 1..={}",
+                u32::MAX
+            ),
+        ));
+    }
+    if vocab == 0 || vocab > u64::from(u32::MAX) {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "the header declares W = {vocab} words, expected 1..={}",
+                u32::MAX
+            ),
+        ));
+    }
+    let capacity = usize::try_from(nnz)
+        .unwrap_or(usize::MAX)
+        .min(bytes.len() / 6);
+    let mut triplets = Vec::with_capacity(capacity);
+    for (line_no, line) in lines {
+        if triplets.len() as u64 == nnz {
+            return Err(perr(
+                origin,
+                line_no,
+                format!("more entries than the header's NNZ = {nnz}"),
+            ));
+        }
+        let mut toks = tokens(line);
+        let (Some(t_doc), Some(t_word), Some(t_count), None) =
+            (toks.next(), toks.next(), toks.next(), toks.next())
+        else {
+            return Err(perr(
+                origin,
+                line_no,
+                format!(
+                    "{} values, expected three: docID wordID count",
+                    tokens(line).count()
+                ),
+            ));
+        };
+        let doc = parse_unsigned(t_doc, "document id").map_err(|m| perr(origin, line_no, m))?;
+        if doc == 0 || doc > docs {
+            return Err(perr(
+                origin,
+                line_no,
+                format!("document id {doc} out of range, expected 1..={docs} (1-based)"),
+            ));
+        }
+        let word = parse_unsigned(t_word, "word id").map_err(|m| perr(origin, line_no, m))?;
+        if word == 0 || word > vocab {
+            return Err(perr(
+                origin,
+                line_no,
+                format!("word id {word} out of range, expected 1..={vocab} (1-based)"),
+            ));
+        }
+        let count = parse_count(t_count).map_err(|m| perr(origin, line_no, m))?;
+        // Both ids were checked against the header, whose D and W fit in u32.
+        triplets.push(((doc - 1) as u32, (word - 1) as u32, count));
+    }
+    if (triplets.len() as u64) < nnz {
+        return Err(perr(
+            origin,
+            end_line(bytes),
+            format!(
+                "unexpected end of input: the header announces NNZ = {nnz} entries, found {}",
+                triplets.len()
+            ),
+        ));
+    }
+    if docs > (triplets.len() + MAX_EMPTY_DOCUMENTS) as u64 {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "the header declares D = {docs} documents for only {} entries; more than \
+                 {MAX_EMPTY_DOCUMENTS} documents would be empty, so the header looks corrupt",
+                triplets.len()
+            ),
+        ));
+    }
+    SparseCounts::from_triplets(docs as usize, vocab as usize, triplets)
+        .map_err(|e| perr(origin, 0, e.to_string()))
+}
+
+/// Parses a UCI bag-of-words `docword` file from bytes: header lines `D`, `W`, `NNZ`, then `NNZ`
+/// lines `docID wordID count` with 1-based ids (blank lines skipped). Repeated
+/// `(docID, wordID)` pairs are summed.
+///
+/// Errors: a missing or malformed header, ids outside `1..=D` / `1..=W`, negative, non-integer
+/// or oversized counts, more or fewer entries than `NNZ`, and a `D` exceeding the entries by
+/// more than [`MAX_EMPTY_DOCUMENTS`]. Cost: `O(bytes + NNZ log NNZ)`.
+pub fn parse_docword(bytes: &[u8]) -> Result<SparseCounts> {
+    docword_from_bytes(bytes, input_path())
+}
+
+/// Reads a UCI docword file from any reader (see [`parse_docword`]).
+pub fn read_docword<R: Read>(reader: R) -> Result<SparseCounts> {
+    parse_docword(&read_all(reader)?)
+}
+
+/// Loads a UCI docword file (see [`parse_docword`]); errors name the file.
+pub fn load_docword(path: impl AsRef<Path>) -> Result<SparseCounts> {
+    let path = path.as_ref();
+    docword_from_bytes(&read_file(path)?, path)
+}
+
+// ---------------------------------------------------------------------------------------------
+// LDA-C.
+
+fn ldac_from_bytes(bytes: &[u8], origin: &Path, vocab: Option<usize>) -> Result<SparseCounts> {
+    if vocab == Some(0) {
+        return Err(Error::param(
+            "vocabulary size",
+            0,
+            "a positive number of words",
+        ));
+    }
+    if let Some(v) = vocab.filter(|&v| v as u64 > u64::from(u32::MAX)) {
+        return Err(Error::param(
+            "vocabulary size",
+            v,
+            "at most 4294967295 words (ids are 32-bit)",
+        ));
+    }
+    let limit = vocab.map_or(u64::from(u32::MAX), |v| v as u64);
+    let mut triplets = Vec::new();
+    let mut docs = 0usize;
+    let mut max_id: Option<u32> = None;
+    for (line_no, line) in numbered_lines(bytes) {
+        if is_blank(line) {
+            continue;
+        }
+        let mut toks = tokens(line);
+        let announced = parse_unsigned(toks.next().unwrap_or_default(), "number of pairs M")
+            .map_err(|m| perr(origin, line_no, m))?;
+        let doc =
+            u32::try_from(docs).map_err(|_| perr(origin, line_no, "more than 2^32 documents"))?;
+        let mut found = 0u64;
+        for pair in toks {
+            found += 1;
+            let Some(colon) = pair.iter().position(|&b| b == b':') else {
+                return Err(perr(
+                    origin,
+                    line_no,
+                    format!("pair {found} {} is not of the form id:count", show(pair)),
+                ));
+            };
+            let id = parse_unsigned(&pair[..colon], "word id")
+                .map_err(|m| perr(origin, line_no, format!("pair {found}: {m}")))?;
+            if id >= limit {
+                let expected = match vocab {
+                    Some(v) => format!("the vocabulary has {v} words (ids 0..={})", v - 1),
+                    None => format!("ids must be below {}", u32::MAX),
+                };
+                return Err(perr(
+                    origin,
+                    line_no,
+                    format!("pair {found}: word id {id} out of range: {expected} (0-based)"),
+                ));
+            }
+            let count = parse_count(&pair[colon + 1..])
+                .map_err(|m| perr(origin, line_no, format!("pair {found}: {m}")))?;
+            let id = id as u32;
+            max_id = Some(max_id.map_or(id, |m| m.max(id)));
+            triplets.push((doc, id, count));
+        }
+        if found != announced {
+            return Err(perr(
+                origin,
+                line_no,
+                format!("M = {announced} announces {announced} id:count pairs, found {found}"),
+            ));
+        }
+        docs += 1;
+    }
+    if docs == 0 {
+        let what = if bytes.is_empty() {
+            "the input is empty"
+        } else {
+            "the input holds only blank lines"
+        };
+        return Err(perr(
+            origin,
+            0,
+            format!("{what}, expected one document per line"),
+        ));
+    }
+    let vocab =
+        match (vocab, max_id) {
+            (Some(v), _) => v,
+            (None, Some(m)) => m as usize + 1,
+            (None, None) => return Err(perr(
+                origin,
+                0,
+                "no word ids at all, so the vocabulary size cannot be inferred; give it explicitly",
+            )),
+        };
+    SparseCounts::from_triplets(docs, vocab, triplets).map_err(|e| perr(origin, 0, e.to_string()))
+}
+
+/// Parses an LDA-C corpus from bytes: one document per non-blank line,
+/// `M id:count id:count ...` with 0-based word ids and exactly `M` pairs. The vocabulary size
+/// is `vocab` when given (ids must be below it), else the largest id + 1. Repeated ids within a
+/// document are summed.
+///
+/// Errors: malformed pairs, negative, non-integer or oversized ids and counts, ids out of
+/// range, `M` not matching the pairs (also how a cut-off last line shows), empty input.
+/// Cost: `O(bytes + nnz log nnz)`.
+pub fn parse_ldac(bytes: &[u8], vocab: Option<usize>) -> Result<SparseCounts> {
+    ldac_from_bytes(bytes, input_path(), vocab)
+}
+
+/// Reads an LDA-C corpus from any reader (see [`parse_ldac`]).
+pub fn read_ldac<R: Read>(reader: R, vocab: Option<usize>) -> Result<SparseCounts> {
+    parse_ldac(&read_all(reader)?, vocab)
+}
+
+/// Loads an LDA-C corpus from a file (see [`parse_ldac`]); errors name the file.
+pub fn load_ldac(path: impl AsRef<Path>, vocab: Option<usize>) -> Result<SparseCounts> {
+    let path = path.as_ref();
+    ldac_from_bytes(&read_file(path)?, path, vocab)
+}
+
+// ---------------------------------------------------------------------------------------------
+// IDX.
+
+/// Checks an IDX header of unsigned bytes and returns the dimensions and the payload.
+fn idx_split<'a>(bytes: &'a [u8], origin: &Path, expected: &str) -> Result<(Vec<usize>, &'a [u8])> {
+    if bytes.len() < 4 {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "truncated IDX header: {} bytes, expected at least 4 ({expected})",
+                bytes.len()
+            ),
+        ));
+    }
+    let magic = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if bytes[0] != 0 || bytes[1] != 0 {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "not an IDX file: magic number {magic} (0x{magic:08x}) does not start with two \
+                 zero bytes; expected {expected}"
+            ),
+        ));
+    }
+    if bytes[2] != 0x08 {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "magic number {magic} (0x{magic:08x}) has element type 0x{:02x}; only unsigned \
+                 bytes (0x08) are supported; expected {expected}",
+                bytes[2]
+            ),
+        ));
+    }
+    let ndims = bytes[3] as usize;
+    let header = 4 + 4 * ndims;
+    if bytes.len() < header {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "truncated IDX header: {} bytes, the {ndims} dimensions need {header}",
+                bytes.len()
+            ),
+        ));
+    }
+    let dims: Vec<usize> = bytes[4..header]
+        .chunks_exact(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize)
+        .collect();
+    let total = dims
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            perr(
+                origin,
+                0,
+                format!("IDX dimensions {dims:?} overflow the address space"),
+            )
+        })?;
+    let payload = &bytes[header..];
+    if payload.len() < total {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "truncated IDX payload: dimensions {dims:?} need {total} bytes, found {}",
+                payload.len()
+            ),
+        ));
+    }
+    if payload.len() > total {
+        return Err(perr(
+            origin,
+            0,
+            format!(
+                "{} bytes after the IDX payload of dimensions {dims:?}; the header and the size \
+                 disagree",
+                payload.len() - total
+            ),
+        ));
+    }
+    if total == 0 {
+        return Err(perr(
+            origin,
+            0,
+            format!("IDX dimensions {dims:?} hold no data"),
+        ));
+    }
+    Ok((dims, payload))
+}
+
+fn idx_images_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
+    const EXPECTED: &str = "2051 (0x00000803, unsigned-byte images n x rows x cols)";
+    if bytes.len() >= 4 && bytes[..4] == IDX_LABELS_MAGIC.to_be_bytes() {
+        return Err(perr(
+            origin,
+            0,
+            format!("magic number 2049 marks an IDX label file; expected {EXPECTED}"),
+        ));
+    }
+    let (dims, payload) = idx_split(bytes, origin, EXPECTED)?;
+    if dims.len() < 2 {
+        return Err(perr(
+            origin,
+            0,
+            format!("{}-D IDX data, expected {EXPECTED}", dims.len()),
+        ));
+    }
+    let n = dims[0];
+    let d = payload.len() / n;
+    DenseData::new(n, d, payload.iter().map(|&b| f64::from(b)).collect())
+}
+
+fn idx_labels_from_bytes(bytes: &[u8], origin: &Path) -> Result<Vec<i64>> {
+    const EXPECTED: &str = "2049 (0x00000801, unsigned-byte labels)";
+    let (dims, payload) = idx_split(bytes, origin, EXPECTED)?;
+    if dims.len() != 1 {
+        return Err(perr(
+            origin,
+            0,
+            format!("{}-D IDX data, expected {EXPECTED}", dims.len()),
+        ));
+    }
+    Ok(payload.iter().map(|&b| i64::from(b)).collect())
+}
+
+/// Parses an IDX image file (magic 2051; more generally unsigned bytes with ≥ 2 dimensions)
+/// into an `n × (rows·cols)` matrix of grey levels `0.0..=255.0`, one image per row.
+///
+/// Errors: a wrong magic number or element type, a truncated header or payload, trailing
+/// bytes, dimensions whose product overflows, no data. Cost: `O(bytes)`.
+pub fn parse_idx_images(bytes: &[u8]) -> Result<DenseData> {
+    idx_images_from_bytes(bytes, input_path())
+}
+
+/// Reads an IDX image file from any reader (see [`parse_idx_images`]).
+pub fn read_idx_images<R: Read>(reader: R) -> Result<DenseData> {
+    parse_idx_images(&read_all(reader)?)
+}
+
+/// Loads an IDX image file (see [`parse_idx_images`]); errors name the file.
+pub fn load_idx_images(path: impl AsRef<Path>) -> Result<DenseData> {
+    let path = path.as_ref();
+    idx_images_from_bytes(&read_file(path)?, path)
+}
+
+/// Parses an IDX label file (magic 2049: unsigned bytes, one dimension) into labels, with the
+/// same error classes as [`parse_idx_images`]. Cost: `O(bytes)`.
+pub fn parse_idx_labels(bytes: &[u8]) -> Result<Vec<i64>> {
+    idx_labels_from_bytes(bytes, input_path())
+}
+
+/// Reads an IDX label file from any reader (see [`parse_idx_labels`]).
+pub fn read_idx_labels<R: Read>(reader: R) -> Result<Vec<i64>> {
+    parse_idx_labels(&read_all(reader)?)
+}
+
+/// Loads an IDX label file (see [`parse_idx_labels`]); errors name the file.
+pub fn load_idx_labels(path: impl AsRef<Path>) -> Result<Vec<i64>> {
+    let path = path.as_ref();
+    idx_labels_from_bytes(&read_file(path)?, path)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Format detection and dispatch.
+
+/// The on-disk formats a data set can be read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Dense text matrix, one point per line (whitespace or commas).
+    Dense,
+    /// UCI bag-of-words `docword` (1-based `docID wordID count` after a `D W NNZ` header).
+    Docword,
+    /// LDA-C (`M id:count ...`, 0-based ids), vocabulary size = largest id + 1.
+    Ldac,
+    /// IDX unsigned-byte images (MNIST style).
+    Idx,
+}
+
+impl Format {
+    /// The name accepted by [`Format::from_str`] and shown by `Display`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Dense => "dense",
+            Format::Docword => "docword",
+            Format::Ldac => "ldac",
+            Format::Idx => "idx",
+        }
+    }
+}
+
+impl Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "dense" | "txt" | "csv" => Ok(Format::Dense),
+            "docword" | "uci" => Ok(Format::Docword),
+            "ldac" | "lda-c" => Ok(Format::Ldac),
+            "idx" => Ok(Format::Idx),
+            _ => Err(Error::param(
+                "format",
+                s,
+                "one of dense, docword, ldac, idx",
+            )),
+        }
+    }
+}
+
+/// Guesses the format of a file from its name and its first bytes (`head`; the whole file or
+/// its first few kilobytes).
+///
+/// In order: two leading zero bytes mean IDX (text formats never contain NUL); an extension
+/// `.ldac`/`.lda-c` means LDA-C, a name starting with `docword` means UCI docword, an extension
+/// `.idx` or `ubyte` in the name means IDX; otherwise the content decides: a `:` on the first
+/// non-blank line means LDA-C, three lines holding one integer each followed by a line of three
+/// integers mean docword, anything else is a dense matrix. Cost: `O(head)`.
+pub fn detect_format(path: &Path, head: &[u8]) -> Format {
+    if head.starts_with(&[0, 0]) {
+        return Format::Idx;
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if ext == "ldac" || ext == "lda-c" {
+        return Format::Ldac;
+    }
+    if name.starts_with("docword") {
+        return Format::Docword;
+    }
+    if ext == "idx" || name.contains("ubyte") {
+        return Format::Idx;
+    }
+    let mut lines = numbered_lines(head)
+        .map(|(_, l)| l)
+        .filter(|l| !is_blank(l) && !is_comment(l));
+    let Some(first) = lines.next() else {
+        return Format::Dense;
+    };
+    if first.contains(&b':') {
+        return Format::Ldac;
+    }
+    let integers = |line: &[u8]| {
+        let mut k = 0;
+        for t in tokens(line) {
+            if !t.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            k += 1;
+        }
+        Some(k)
+    };
+    let shape: Vec<Option<usize>> = std::iter::once(first)
+        .chain(lines.take(3))
+        .map(integers)
+        .collect();
+    if shape == [Some(1), Some(1), Some(1), Some(3)] {
+        Format::Docword
+    } else {
+        Format::Dense
+    }
+}
+
+fn dataset_from_bytes(bytes: &[u8], origin: &Path, format: Option<Format>) -> Result<Dataset> {
+    let format = format.unwrap_or_else(|| detect_format(origin, bytes));
+    Ok(match format {
+        Format::Dense => Dataset::Dense(dense_from_bytes(bytes, origin)?),
+        Format::Docword => Dataset::Counts(docword_from_bytes(bytes, origin)?),
+        Format::Ldac => Dataset::Counts(ldac_from_bytes(bytes, origin, None)?),
+        Format::Idx => Dataset::Dense(idx_images_from_bytes(bytes, origin)?),
+    })
+}
+
+/// Parses a data set from bytes in the given format, or in the format [`detect_format`]
+/// guesses from the content when `format` is `None`.
+pub fn parse_dataset(bytes: &[u8], format: Option<Format>) -> Result<Dataset> {
+    dataset_from_bytes(bytes, input_path(), format)
+}
+
+/// Loads a data set from a file in the given format, or in the format [`detect_format`]
+/// guesses from the file's name and content. Dense text and IDX images give
+/// [`Dataset::Dense`], docword and LDA-C give [`Dataset::Counts`] (for LDA-C the vocabulary
+/// size is the largest id + 1; use [`load_ldac`] to fix it). Cost: one read of the file and
+/// one parse.
+pub fn load_dataset(path: impl AsRef<Path>, format: Option<Format>) -> Result<Dataset> {
+    let path = path.as_ref();
+    dataset_from_bytes(&read_file(path)?, path, format)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writers.
+
+/// Writes through a temporary sibling file, then renames it over `path`, so that a reader
+/// never sees a partial file and a failed write leaves any old file intact.
+fn write_atomically(
+    path: &Path,
+    body: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>,
+) -> Result<()> {
+    let io_err = |source: io::Error| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let name = path.file_name().ok_or_else(|| {
+        io_err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the output path names no file",
+        ))
+    })?;
+    // Unique per process and per call, so concurrent writers never share a temporary.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp{}-{serial}", std::process::id()));
+    let tmp: PathBuf = path.with_file_name(tmp_name);
+    let result = (|| {
+        let mut out = BufWriter::new(fs::File::create(&tmp)?);
+        body(&mut out)?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        // The temporary may not exist (creation failed); the original error is what matters.
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(io_err)
+}
+
+/// Formats a finite value so that it parses back to the same `f64`: plain decimals in the
+/// usual range, scientific notation for very large or small magnitudes (both are Rust's
+/// shortest round-trip representations).
+fn write_value<W: Write>(out: &mut W, v: f64) -> io::Result<()> {
+    let a = v.abs();
+    if a == 0.0 || (1e-5..1e16).contains(&a) {
+        write!(out, "{v}")
+    } else {
+        write!(out, "{v:e}")
+    }
+}
+
+/// Writes a dense matrix in the text format of [`parse_dense`] (one point per line, values
+/// separated by a space, each printed so that it reads back bit for bit).
+pub fn write_dense_to<W: Write>(out: &mut W, data: &DenseData) -> io::Result<()> {
+    for i in 0..data.n() {
+        for (j, &v) in data.row(i).iter().enumerate() {
+            if j > 0 {
+                out.write_all(b" ")?;
+            }
+            write_value(out, v)?;
+        }
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Writes a dense matrix to `path` (see [`write_dense_to`]) via a temporary file and a rename.
+pub fn write_dense(path: impl AsRef<Path>, data: &DenseData) -> Result<()> {
+    write_atomically(path.as_ref(), |out| write_dense_to(out, data))
+}
+
+/// Writes labels one per line in the text format of [`parse_labels`].
+pub fn write_labels_to<W: Write, T: Display>(out: &mut W, labels: &[T]) -> io::Result<()> {
+    for label in labels {
+        writeln!(out, "{label}")?;
+    }
+    Ok(())
+}
+
+/// Writes labels to `path` (see [`write_labels_to`]) via a temporary file and a rename.
+pub fn write_labels<T: Display>(path: impl AsRef<Path>, labels: &[T]) -> Result<()> {
+    write_atomically(path.as_ref(), |out| write_labels_to(out, labels))
+}
+
+/// Writes counts in the UCI docword format of [`parse_docword`]: `D`, `W`, `NNZ`, then one
+/// `docID wordID count` line per non-zero, 1-based, sorted by document then word.
+pub fn write_docword_to<W: Write>(out: &mut W, counts: &SparseCounts) -> io::Result<()> {
+    writeln!(out, "{}\n{}\n{}", counts.n(), counts.vocab(), counts.nnz())?;
+    for doc in 0..counts.n() {
+        let (ids, cs) = counts.row(doc);
+        for (&w, &c) in ids.iter().zip(cs) {
+            writeln!(out, "{} {} {c}", doc + 1, w as usize + 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes counts to `path` (see [`write_docword_to`]) via a temporary file and a rename.
+pub fn write_docword(path: impl AsRef<Path>, counts: &SparseCounts) -> Result<()> {
+    write_atomically(path.as_ref(), |out| write_docword_to(out, counts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_error(e: Error) -> (PathBuf, usize, String) {
+        match e {
+            Error::Parse {
+                path,
+                line,
+                message,
+            } => (path, line, message),
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lines_are_numbered_from_one_and_tolerate_crlf_and_bom() {
+        let lines: Vec<_> = numbered_lines(b"\xEF\xBB\xBFa\r\nb\n").collect();
+        assert_eq!(lines, vec![(1, &b"a"[..]), (2, &b"b"[..]), (3, &b""[..])]);
+        assert_eq!(end_line(b"a\nb\n"), 3);
+    }
+
+    #[test]
+    fn unsigned_parser_names_each_failure() {
+        assert_eq!(parse_unsigned(b"42", "id"), Ok(42));
+        assert!(parse_unsigned(b"-3", "id")
+            .unwrap_err()
+            .contains("negative"));
+        assert!(parse_unsigned(b"2.5", "id")
+            .unwrap_err()
+            .contains("not an integer"));
+        assert!(parse_unsigned(b"abc", "id")
+            .unwrap_err()
+            .contains("not a number"));
+        assert!(parse_unsigned(b"99999999999999999999999", "id")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(parse_count(b"4294967296")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn shown_tokens_are_cut() {
+        assert_eq!(show(b"ab"), "\"ab\"");
+        assert!(show(&[b'x'; 100]).ends_with("...\""));
+    }
+
+    #[test]
+    fn values_round_trip_through_text() {
+        for v in [
+            0.0,
+            -0.0,
+            1.5,
+            -1e-300,
+            1e300,
+            0.1,
+            1e-5,
+            9.99e15,
+            1e16,
+            f64::MIN_POSITIVE,
+        ] {
+            let mut s = Vec::new();
+            write_value(&mut s, v).unwrap();
+            assert_eq!(parse_f64(&s), Some(v), "{}", String::from_utf8_lossy(&s));
+            assert!(s.len() < 30);
+        }
+    }
+
+    #[test]
+    fn dense_comment_and_blank_lines_do_not_count() {
+        let x = parse_dense(b"# header\n\n1 2\n  # indented comment\n3 4\n").unwrap();
+        assert_eq!((x.n(), x.d()), (2, 2));
+        let (_, line, msg) = parse_error(parse_dense(b"# a\n1 2\n3\n").unwrap_err());
+        assert_eq!(line, 3);
+        assert_eq!(msg, "1 value, expected 2 like line 2");
+    }
+}

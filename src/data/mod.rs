@@ -130,6 +130,76 @@ impl SparseCounts {
         })
     }
 
+    /// Builds an `n × vocab` matrix from `(document, word id, count)` triplets (0-based) in any
+    /// order; duplicate `(document, word)` pairs are summed and zero counts dropped, so rows
+    /// may be empty. Errors if a document is `>= n`, a word id is `>= vocab`, a summed count
+    /// overflows `u32`, or `n == 0`.
+    ///
+    /// Cost: one `O(nnz log nnz)` sort of the triplets in place and one pass; no per-row
+    /// allocation, which is why the loaders use it rather than [`SparseCounts::from_rows`].
+    pub fn from_triplets(
+        n: usize,
+        vocab: usize,
+        mut triplets: Vec<(u32, u32, u32)>,
+    ) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::Empty(
+                "a count data set needs at least one document".into(),
+            ));
+        }
+        if let Some(&(doc, _, _)) = triplets.iter().find(|t| t.0 as usize >= n) {
+            return Err(Error::param(
+                "document index",
+                doc,
+                &format!("an index below the number of documents {n}"),
+            ));
+        }
+        if let Some(&(doc, w, _)) = triplets.iter().find(|t| t.1 as usize >= vocab) {
+            return Err(Error::param(
+                &format!("word id in document {}", doc as usize + 1),
+                w,
+                &format!("an id below the vocabulary size {vocab}"),
+            ));
+        }
+        triplets.sort_unstable_by_key(|&(d, w, _)| (d, w));
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut ids = Vec::with_capacity(triplets.len());
+        let mut counts: Vec<u32> = Vec::with_capacity(triplets.len());
+        offsets.push(0);
+        let mut last: Option<(u32, u32)> = None;
+        for (doc, w, c) in triplets {
+            if c == 0 {
+                continue;
+            }
+            while offsets.len() <= doc as usize {
+                offsets.push(ids.len());
+            }
+            match counts.last_mut() {
+                Some(total) if last == Some((doc, w)) => {
+                    *total = total.checked_add(c).ok_or_else(|| {
+                        Error::param(
+                            &format!("count of word {w} in document {}", doc as usize + 1),
+                            format!("{} + {c}", *total),
+                            "a total below 2^32",
+                        )
+                    })?;
+                }
+                _ => {
+                    ids.push(w);
+                    counts.push(c);
+                    last = Some((doc, w));
+                }
+            }
+        }
+        offsets.resize(n + 1, ids.len());
+        Ok(SparseCounts {
+            vocab,
+            offsets,
+            ids,
+            counts,
+        })
+    }
+
     /// Number of documents.
     pub fn n(&self) -> usize {
         self.offsets.len() - 1
@@ -187,4 +257,58 @@ pub fn canonical_labels_of<L: Copy + Ord>(labels: &[L]) -> Vec<usize> {
             *map.entry(*l).or_insert(next)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triplets_are_sorted_summed_and_checked() {
+        let x = SparseCounts::from_triplets(
+            4,
+            6,
+            vec![
+                (2, 5, 1),
+                (0, 3, 2),
+                (2, 1, 4),
+                (0, 3, 5),
+                (0, 0, 0),
+                (3, 2, 1),
+            ],
+        )
+        .unwrap();
+        assert_eq!((x.n(), x.vocab(), x.nnz()), (4, 6, 4));
+        assert_eq!(x.row(0), (&[3u32][..], &[7u32][..]));
+        assert_eq!(x.row(1), (&[][..], &[][..]));
+        assert_eq!(x.row(2), (&[1u32, 5][..], &[4u32, 1][..]));
+        assert_eq!(x.row(3), (&[2u32][..], &[1u32][..]));
+        let same = SparseCounts::from_rows(
+            6,
+            &[
+                vec![(3, 2), (3, 5)],
+                vec![],
+                vec![(5, 1), (1, 4)],
+                vec![(2, 1)],
+            ],
+        )
+        .unwrap();
+        assert_eq!(x, same);
+        let trailing_empty = SparseCounts::from_triplets(3, 2, vec![(0, 1, 1)]).unwrap();
+        assert_eq!((trailing_empty.n(), trailing_empty.row(2).0.len()), (3, 0));
+    }
+
+    #[test]
+    fn bad_triplets_are_errors() {
+        assert!(matches!(
+            SparseCounts::from_triplets(0, 2, vec![]),
+            Err(Error::Empty(_))
+        ));
+        assert!(SparseCounts::from_triplets(2, 2, vec![(2, 0, 1)]).is_err());
+        assert!(SparseCounts::from_triplets(2, 2, vec![(0, 2, 1)]).is_err());
+        assert!(matches!(
+            SparseCounts::from_triplets(1, 2, vec![(0, 1, u32::MAX), (0, 1, 1)]),
+            Err(Error::InvalidParameter { .. })
+        ));
+    }
 }
