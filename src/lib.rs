@@ -11,10 +11,12 @@
 #![warn(missing_docs)]
 
 pub mod data;
+pub mod diagnostics;
 pub mod error;
 pub mod exact;
 pub mod kernel;
 pub mod math;
+pub mod model;
 pub mod partition;
 pub mod prior;
 pub mod rng;

@@ -1,0 +1,311 @@
+//! Command-line arguments of `nrmm`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Bayesian nonparametric mixture models on normalized random measures.
+#[derive(Debug, Parser)]
+#[command(name = "nrmm", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the log joint of a given clustering under the model.
+    Loglik(LoglikArgs),
+    /// Print the exact posterior over partitions of a small data set (n ≤ 12).
+    Exact(ExactArgs),
+    /// Write a synthetic data set (and its true labels).
+    Generate(GenerateArgs),
+    /// Run MCMC chains and write traces, final labels and a summary.
+    Run(RunArgs),
+    /// Run a sampler on a tiny data set (n ≤ 10) and compare it with the exact posterior.
+    CheckExact(CheckExactArgs),
+}
+
+/// Which conjugate kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KernelKind {
+    /// Normal-Wishart on real vectors.
+    Nw,
+    /// Multinomial-Dirichlet on count vectors.
+    Md,
+}
+
+/// Which NRM prior.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PriorKind {
+    /// Dirichlet process.
+    Dp,
+    /// Normalized generalized gamma process.
+    Nggp,
+}
+
+/// File formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Whitespace- or comma-separated real matrix, one point per line.
+    Dense,
+    /// UCI bag-of-words `docword` file.
+    Docword,
+    /// LDA-C (`M id:count ...`).
+    Ldac,
+    /// IDX images (`ubyte`).
+    Idx,
+}
+
+/// The data a verb reads.
+#[derive(Debug, Args)]
+pub struct DataArgs {
+    /// Data file; without it, the built-in default data set (a seeded 13-cluster 2-D mixture).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// File format (detected from the file when omitted).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+}
+
+/// Model flags shared by every verb that builds a model.
+#[derive(Debug, Args, Clone)]
+pub struct ModelArgs {
+    /// Conjugate kernel (default: nw for real data, md for counts).
+    #[arg(long, value_enum)]
+    pub kernel: Option<KernelKind>,
+    /// Dirichlet concentration of the Multinomial-Dirichlet kernel.
+    #[arg(long, default_value_t = 0.1)]
+    pub beta: f64,
+    /// Normal-Wishart prior mean ξ, comma-separated (default: the data mean).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub nw_xi: Option<Vec<f64>>,
+    /// Normal-Wishart scale Ψ, d·d comma-separated values row by row (default: the data
+    /// covariance rescaled to determinant 0.1).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub nw_psi: Option<Vec<f64>>,
+    /// Normal-Wishart mean precision scale r (default 0.1).
+    #[arg(long)]
+    pub nw_r: Option<f64>,
+    /// Normal-Wishart degrees of freedom ν > d - 1 (default d + 6).
+    #[arg(long)]
+    pub nw_nu: Option<f64>,
+    /// NRM prior.
+    #[arg(long, value_enum, default_value_t = PriorKind::Dp)]
+    pub prior: PriorKind,
+    /// Concentration α (default 1).
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    /// NGGP discount σ in (0, 1) (default 0.5).
+    #[arg(long)]
+    pub sigma: Option<f64>,
+    /// NGGP auxiliary variable u > 0 (default 1; samplers always resample it).
+    #[arg(long)]
+    pub u: Option<f64>,
+    /// Put the reference hyperpriors on the hyperparameters instead of fixing them:
+    /// α ~ Gamma(1, 1), and for NGGP σ ~ Beta(1.5, 1.5) truncated to [0.01, 0.99]. Samplers
+    /// then resample them each sweep; `exact` integrates them out.
+    #[arg(long)]
+    pub hyperpriors: bool,
+}
+
+/// `nrmm loglik`.
+#[derive(Debug, Args)]
+pub struct LoglikArgs {
+    /// The data.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Cluster labels, one integer per line (any integers).
+    #[arg(long)]
+    pub labels: PathBuf,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `nrmm exact`.
+#[derive(Debug, Args)]
+pub struct ExactArgs {
+    /// The data (the built-in default is data set B of the tgMCMC exactness study, 7 points).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// How many of the most probable partitions to print.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `generate` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GenerateKind {
+    /// A Gaussian mixture (dense format).
+    Gaussian,
+    /// Bags of words from Dirichlet-multinomial clusters (docword format).
+    Counts,
+}
+
+/// `nrmm generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to generate.
+    #[arg(value_enum)]
+    pub kind: GenerateKind,
+    /// Number of points or documents.
+    #[arg(long)]
+    pub n: usize,
+    /// Dimension (Gaussian) or vocabulary size (counts).
+    #[arg(long)]
+    pub d: usize,
+    /// Fixed number of clusters (otherwise drawn from --prior).
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// Prior the partition is drawn from when --k is absent.
+    #[arg(long, value_enum, default_value_t = PriorKind::Dp)]
+    pub prior: PriorKind,
+    /// Concentration α of the partition prior.
+    #[arg(long, default_value_t = 1.0)]
+    pub alpha: f64,
+    /// NGGP discount σ.
+    #[arg(long, default_value_t = 0.5)]
+    pub sigma: f64,
+    /// Dirichlet concentration of each cluster's word distribution (counts).
+    #[arg(long, default_value_t = 0.1)]
+    pub beta: f64,
+    /// Mean document length (counts).
+    #[arg(long, default_value_t = 50.0)]
+    pub doc_length: f64,
+    /// Seed.
+    #[arg(long)]
+    pub seed: u64,
+    /// Output data file.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Output file for the true labels.
+    #[arg(long)]
+    pub labels_out: Option<PathBuf>,
+}
+
+/// Samplers available to `run` and `check-exact`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SamplerKind {
+    /// Collapsed Gibbs (Neal 2000, Algorithm 3).
+    Gibbs,
+    /// Jain-Neal split-merge plus one Gibbs sweep.
+    JainNeal,
+    /// Dahl's sequentially-allocated merge-split plus one Gibbs sweep.
+    Sams,
+}
+
+/// Sampler settings shared by `run` and `check-exact`.
+#[derive(Debug, Args, Clone)]
+pub struct SamplerArgs {
+    /// The sampler.
+    #[arg(long, value_enum, default_value_t = SamplerKind::Gibbs)]
+    pub sampler: SamplerKind,
+    /// Split-merge proposals per sweep.
+    #[arg(long, default_value_t = 1)]
+    pub proposals: usize,
+    /// Restricted Gibbs launch scans of Jain-Neal.
+    #[arg(long, default_value_t = 10)]
+    pub launch_scans: usize,
+    /// Gibbs sweeps interleaved with each round of split-merge proposals (0: none).
+    #[arg(long, default_value_t = 1)]
+    pub gibbs_sweeps: usize,
+    /// Visit only this many random points per Gibbs sweep.
+    #[arg(long)]
+    pub gibbs_subset: Option<usize>,
+}
+
+/// Initial clusterings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitArg {
+    /// All points in one cluster.
+    Single,
+    /// Every point alone.
+    Singletons,
+    /// Labels from a file.
+    Labels(PathBuf),
+}
+
+impl std::str::FromStr for InitArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "single" => Ok(InitArg::Single),
+            "singletons" => Ok(InitArg::Singletons),
+            _ => match s.strip_prefix("labels:") {
+                Some(p) if !p.is_empty() => Ok(InitArg::Labels(PathBuf::from(p))),
+                _ => Err(format!(
+                    "unknown initialisation '{s}': expected single, singletons or labels:FILE"
+                )),
+            },
+        }
+    }
+}
+
+/// `nrmm run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The data.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The sampler.
+    #[command(flatten)]
+    pub sampler: SamplerArgs,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of sweeps per chain.
+    #[arg(long, conflicts_with = "seconds")]
+    pub sweeps: Option<u64>,
+    /// Sampling time per chain in seconds (the sweep count then varies between runs).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Number of chains (run in parallel).
+    #[arg(long, default_value_t = 1)]
+    pub chains: usize,
+    /// Initial clustering: single, singletons or labels:FILE.
+    #[arg(long, default_value = "single")]
+    pub init: InitArg,
+    /// Keep every thin-th sweep in the trace.
+    #[arg(long, default_value_t = 1)]
+    pub thin: u64,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `nrmm check-exact`.
+#[derive(Debug, Args)]
+pub struct CheckExactArgs {
+    /// The data (n ≤ 10; the built-in default is data set B, 7 points).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The sampler.
+    #[command(flatten)]
+    pub sampler: SamplerArgs,
+    /// Sweeps to run.
+    #[arg(long, default_value_t = 100_000)]
+    pub sweeps: u64,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,150 @@
+//! Every move's exact one-step kernel, built by enumerating all of its random choices
+//! (scan orders included) from every partition of a tiny data set, leaves the exact posterior
+//! invariant and satisfies detailed balance (MATH §7.1, kernel-level check).
+
+use nrmm::data::{DenseData, SparseCounts};
+use nrmm::exact::{transition_matrix, ExactPosterior};
+use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
+use nrmm::prior::{Dp, Nggp, NrmPrior};
+use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Move, Sams};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+const TOL: f64 = 1e-12;
+
+/// The first `n` points of data set B (MATH §5.3), with the reference hyperparameters.
+fn nw_kernel(n: usize) -> NormalWishart {
+    let b = [
+        [0.0, 0.0],
+        [0.1, -0.08],
+        [-0.07, 0.12],
+        [1.0, 1.05],
+        [1.12, 0.93],
+        [0.55, 0.5],
+        [1.05, 1.2],
+    ];
+    let rows: Vec<Vec<f64>> = b[..n].iter().map(|r| r.to_vec()).collect();
+    let data = DenseData::from_rows(&rows).unwrap();
+    let hyper = NwHyper::from_data(&data).unwrap();
+    NormalWishart::new(Arc::new(data), hyper).unwrap()
+}
+
+/// Five short documents over a six-word vocabulary, two topics.
+fn md_kernel(n: usize) -> MultinomialDirichlet {
+    let docs = vec![
+        vec![(0, 3), (1, 1)],
+        vec![(0, 2), (1, 2), (2, 1)],
+        vec![(3, 2), (4, 2)],
+        vec![(4, 1), (5, 3)],
+        vec![(1, 1), (3, 1), (5, 1)],
+    ];
+    let counts = SparseCounts::from_rows(6, &docs[..n]).unwrap();
+    MultinomialDirichlet::new(Arc::new(counts), 0.5).unwrap()
+}
+
+/// The exact posterior given the prior's current hyperparameters (and `u` for NGGP).
+fn posterior<K: ConjugateKernel, P: NrmPrior>(kernel: &K, prior: &P) -> Vec<f64> {
+    let p = prior.clone();
+    ExactPosterior::new(kernel, move |sizes: &[usize]| {
+        sizes.iter().map(|&s| p.ln_kappa(s)).sum::<f64>()
+    })
+    .unwrap()
+    .probabilities()
+    .to_vec()
+}
+
+fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, mv: &mut M) {
+    let pi = posterior(kernel, prior);
+    let t = transition_matrix(kernel, prior, mv).unwrap();
+    let name = mv.name();
+    assert!(t.row_sum_error() < TOL, "{name}: rows sum off by {}", t.row_sum_error());
+    assert!(t.invariance_error(&pi) < TOL, "{name}: |πK - π| = {}", t.invariance_error(&pi));
+    assert!(
+        t.detailed_balance_error(&pi) < TOL,
+        "{name}: detailed balance off by {}",
+        t.detailed_balance_error(&pi)
+    );
+}
+
+fn priors() -> (Dp, Nggp) {
+    (Dp::new(1.0).unwrap(), Nggp::fixed(1.3, 0.4, 2.5).unwrap())
+}
+
+#[test]
+fn gibbs_full_sweep_is_exact() {
+    let (dp, nggp) = priors();
+    let mut mv = Gibbs::new(GibbsScan::Full).unwrap();
+    check(&nw_kernel(4), &dp, &mut mv);
+    check(&nw_kernel(4), &nggp, &mut mv);
+    check(&md_kernel(4), &dp, &mut mv);
+    check(&md_kernel(4), &nggp, &mut mv);
+}
+
+#[test]
+fn gibbs_subset_sweep_is_exact() {
+    let (dp, nggp) = priors();
+    let mut mv = Gibbs::new(GibbsScan::Subset(2)).unwrap();
+    check(&nw_kernel(5), &dp, &mut mv);
+    check(&md_kernel(5), &nggp, &mut mv);
+}
+
+#[test]
+fn sams_is_exact() {
+    let (dp, nggp) = priors();
+    let mut mv = Sams::new();
+    for n in [4, 5] {
+        check(&nw_kernel(n), &dp, &mut mv);
+        check(&nw_kernel(n), &nggp, &mut mv);
+        check(&md_kernel(n), &dp, &mut mv);
+        check(&md_kernel(n), &nggp, &mut mv);
+    }
+}
+
+#[test]
+fn jain_neal_is_exact() {
+    let (dp, nggp) = priors();
+    for scans in [0, 1, 2] {
+        let mut mv = JainNeal::new(scans);
+        check(&nw_kernel(4), &dp, &mut mv);
+        check(&md_kernel(4), &nggp, &mut mv);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Random 4-point 2-D data sets and random hyperparameters: Gibbs and SAMS stay exact.
+    #[test]
+    fn random_models_stay_exact(
+        xs in proptest::collection::vec(-3.0f64..3.0, 8),
+        alpha in 0.2f64..5.0,
+        sigma in 0.05f64..0.95,
+        u in 0.1f64..20.0,
+        r in 0.05f64..2.0,
+        nu_extra in 0.1f64..6.0,
+    ) {
+        let rows: Vec<Vec<f64>> = xs.chunks(2).map(<[f64]>::to_vec).collect();
+        let data = DenseData::from_rows(&rows).unwrap();
+        let hyper = NwHyper::new(vec![0.0, 0.0], vec![1.0, 0.2, 0.2, 0.5], r, 1.0 + nu_extra).unwrap();
+        let kernel = NormalWishart::new(Arc::new(data), hyper).unwrap();
+        let dp = Dp::new(alpha).unwrap();
+        let nggp = Nggp::fixed(alpha, sigma, u).unwrap();
+        check(&kernel, &dp, &mut Sams::new());
+        check(&kernel, &nggp, &mut Sams::new());
+        check(&kernel, &nggp, &mut Gibbs::new(GibbsScan::Full).unwrap());
+    }
+
+    /// Random count data sets: the sparse kernel's moves stay exact too.
+    #[test]
+    fn random_count_models_stay_exact(
+        docs in proptest::collection::vec(proptest::collection::vec((0u32..5, 1u32..4), 1..4), 4),
+        beta in 0.05f64..3.0,
+        alpha in 0.2f64..5.0,
+    ) {
+        let counts = SparseCounts::from_rows(5, &docs).unwrap();
+        let kernel = MultinomialDirichlet::new(Arc::new(counts), beta).unwrap();
+        let dp = Dp::new(alpha).unwrap();
+        check(&kernel, &dp, &mut Sams::new());
+        check(&kernel, &dp, &mut Gibbs::new(GibbsScan::Full).unwrap());
+    }
+}
