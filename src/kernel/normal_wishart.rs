@@ -6,8 +6,7 @@
 //! Numerics (MATH §2.1, P3, P4, P6, P7):
 //! * the data are centred by ξ once at construction, so ξ = 0 in every formula below;
 //! * a statistic holds the count, the mean and the centred scatter `M₂` (two-pass in batch,
-//!   Welford updates, Chan
-//!   merges), never raw sums of `x xᵀ`;
+//!   Welford updates, Chan merges), never raw sums of `x xᵀ`;
 //! * it caches the lower Cholesky factor of `Ψ_n = Ψ + M₂ + (r n / (r + n)) x̄ x̄ᵀ` and
 //!   `ln |Ψ_n|`, kept current by O(d²) rank-1 updates and downdates, with refactorisation from
 //!   the statistics when a downdate would lose definiteness;
