@@ -9,6 +9,10 @@
 pub mod cholesky;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
+mod scratch;
+
+pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
+pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
 
 /// A conjugate kernel over an owned data set whose points are addressed by index.
 ///
