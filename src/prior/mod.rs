@@ -4,13 +4,31 @@
 //! The joint law is `p(X, Π, u) = u^{n-1} e^{-ψ(u)} / Γ(n) · Π_c κ(n_c, u) m(X_c)`. A prior
 //! exposes the per-cluster weight `ln κ(n, u)`, the Gibbs weights up to a common factor, the
 //! constant of the log joint, and updates of its hyperparameters given the partition.
+//!
+//! - [`dp`]: the Dirichlet process (MATH §1.5), `α` fixed or Gamma with the Escobar–West or
+//!   `u`-augmented update (§1.7).
+//! - [`nggp`]: the normalized generalized gamma process (§1.4) with state `(α, σ, u)`, its
+//!   updates (§1.7) and `ln V_{n,k}` by quadrature (§7.1).
+//! - [`hyper`]: the Gamma and truncated Beta hyperpriors (§1.6).
+//! - [`slice`](mod@slice): Neal's slice sampler with the randomly split stepping-out budget (§1.7, P11).
+//! - [`integrated`]: `p(Π)` with `u` and random hyperparameters integrated out, tabulated for
+//!   the exact posterior by enumeration (§7.1).
+//! - [`Prior`]: the run-time choice between the two.
 
 pub mod dp;
 pub mod hyper;
+pub mod integrated;
 pub mod nggp;
+mod numeric;
 pub mod slice;
 
-use crate::error::Result;
+pub use dp::{AlphaUpdate, Dp};
+pub use hyper::{sample_gamma, BetaPrior, GammaPrior};
+pub use integrated::{PartitionPrior, PartitionPriorSpec};
+pub use nggp::{ln_v, Nggp, NggpHyperPriors};
+pub use slice::SliceSampler;
+
+use crate::error::{Error, Result};
 use crate::rng::NrmmRng;
 
 /// A normalized random measure prior as seen by the samplers (MATH §1.2-§1.5).
@@ -52,4 +70,111 @@ pub trait NrmPrior: Clone + Send + Sync + std::fmt::Debug {
 
     /// Current hyperparameter values by name (`alpha`, `sigma`, `u`), for traces.
     fn hyper_values(&self) -> Vec<(&'static str, f64)>;
+}
+
+/// The prior chosen at run time (e.g. on the command line): every [`NrmPrior`] method
+/// dispatches to the variant.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Prior {
+    /// The Dirichlet process.
+    Dp(Dp),
+    /// The normalized generalized gamma process.
+    Nggp(Nggp),
+}
+
+impl Prior {
+    /// `ln p(Π)` given the current hyperparameters, with `u` integrated out: the DP or NGGP
+    /// EPPF ([`Dp::ln_eppf`], [`Nggp::ln_eppf`]).
+    pub fn ln_eppf(&self, sizes: &[usize]) -> Result<f64> {
+        match self {
+            Prior::Dp(p) => p.ln_eppf(sizes),
+            Prior::Nggp(p) => p.ln_eppf(sizes),
+        }
+    }
+}
+
+impl From<Dp> for Prior {
+    fn from(p: Dp) -> Self {
+        Prior::Dp(p)
+    }
+}
+
+impl From<Nggp> for Prior {
+    fn from(p: Nggp) -> Self {
+        Prior::Nggp(p)
+    }
+}
+
+impl NrmPrior for Prior {
+    fn ln_kappa(&self, n: usize) -> f64 {
+        match self {
+            Prior::Dp(p) => p.ln_kappa(n),
+            Prior::Nggp(p) => p.ln_kappa(n),
+        }
+    }
+
+    fn ln_kappa_join(&self, n: usize) -> f64 {
+        match self {
+            Prior::Dp(p) => p.ln_kappa_join(n),
+            Prior::Nggp(p) => p.ln_kappa_join(n),
+        }
+    }
+
+    fn ln_kappa_new(&self) -> f64 {
+        match self {
+            Prior::Dp(p) => p.ln_kappa_new(),
+            Prior::Nggp(p) => p.ln_kappa_new(),
+        }
+    }
+
+    fn ln_joint_const(&self, n: usize) -> f64 {
+        match self {
+            Prior::Dp(p) => p.ln_joint_const(n),
+            Prior::Nggp(p) => p.ln_joint_const(n),
+        }
+    }
+
+    fn ln_joint(&self, sizes: &[usize], ln_marginals: &[f64]) -> f64 {
+        match self {
+            Prior::Dp(p) => p.ln_joint(sizes, ln_marginals),
+            Prior::Nggp(p) => p.ln_joint(sizes, ln_marginals),
+        }
+    }
+
+    fn joint_label(&self) -> &'static str {
+        match self {
+            Prior::Dp(p) => p.joint_label(),
+            Prior::Nggp(p) => p.joint_label(),
+        }
+    }
+
+    fn resample_hyper(&mut self, sizes: &[usize], rng: &mut NrmmRng) -> Result<()> {
+        match self {
+            Prior::Dp(p) => p.resample_hyper(sizes, rng),
+            Prior::Nggp(p) => p.resample_hyper(sizes, rng),
+        }
+    }
+
+    fn hyper_values(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Prior::Dp(p) => p.hyper_values(),
+            Prior::Nggp(p) => p.hyper_values(),
+        }
+    }
+}
+
+/// `(n, K)` of a partition given its block sizes; errors if there are no blocks or a block is
+/// empty. Cost: O(K).
+pub(crate) fn block_counts(sizes: &[usize]) -> Result<(usize, usize)> {
+    if sizes.is_empty() {
+        return Err(Error::Empty("a partition needs at least one block".into()));
+    }
+    if let Some(i) = sizes.iter().position(|&s| s == 0) {
+        return Err(Error::param(
+            &format!("block size #{i}"),
+            0,
+            "a positive number of points in every block",
+        ));
+    }
+    Ok((sizes.iter().sum(), sizes.len()))
 }
