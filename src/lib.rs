@@ -1,13 +1,4 @@
-//! # nrmm
-//!
-//! Bayesian nonparametric mixture models on normalized random measures (NRMs): the Dirichlet
-//! process and the normalized generalized gamma process, with conjugate kernels
-//! (Normal-Wishart, Multinomial-Dirichlet), exact posteriors by enumeration for small data
-//! sets, and samplers that are checked against them.
-//!
-//! The mathematics follows the project's `MATH.md` section by section; each item's
-//! documentation cites the section it implements.
-
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod data;

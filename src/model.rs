@@ -149,8 +149,12 @@ impl ModelSpec {
                     Some(NwHyper::from_data(&x)?)
                 };
                 let pick = |own: &Option<Vec<f64>>, f: fn(&NwHyper) -> &[f64]| {
-                    own.clone()
-                        .unwrap_or_else(|| reference.as_ref().map(|h| f(h).to_vec()).unwrap_or_default())
+                    own.clone().unwrap_or_else(|| {
+                        reference
+                            .as_ref()
+                            .map(|h| f(h).to_vec())
+                            .unwrap_or_default()
+                    })
                 };
                 let hyper = NwHyper::new(
                     pick(&self.nw_xi, NwHyper::xi),
@@ -161,15 +165,23 @@ impl ModelSpec {
                 Ok(AnyKernel::Nw(NormalWishart::new(Arc::new(x), hyper)?))
             }
             (None | Some(KernelKind::Md), Dataset::Counts(c)) => {
-                if self.nw_xi.is_some() || self.nw_psi.is_some() || self.nw_r.is_some() || self.nw_nu.is_some() {
+                if self.nw_xi.is_some()
+                    || self.nw_psi.is_some()
+                    || self.nw_r.is_some()
+                    || self.nw_nu.is_some()
+                {
                     return Err(Error::Usage(
                         "--nw-* hyperparameters belong to the Normal-Wishart kernel, but the data are counts".into(),
                     ));
                 }
-                Ok(AnyKernel::Md(MultinomialDirichlet::new(Arc::new(c), self.beta)?))
+                Ok(AnyKernel::Md(MultinomialDirichlet::new(
+                    Arc::new(c),
+                    self.beta,
+                )?))
             }
             (Some(KernelKind::Md), Dataset::Dense(_)) => Err(Error::Usage(
-                "--kernel md needs count data (docword or LDA-C), but the data are a real matrix".into(),
+                "--kernel md needs count data (docword or LDA-C), but the data are a real matrix"
+                    .into(),
             )),
             (Some(KernelKind::Nw), Dataset::Counts(_)) => Err(Error::Usage(
                 "--kernel nw needs a real matrix, but the data are counts: use --kernel md".into(),

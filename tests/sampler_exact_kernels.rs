@@ -31,7 +31,7 @@ fn nw_kernel(n: usize) -> NormalWishart {
 
 /// Five short documents over a six-word vocabulary, two topics.
 fn md_kernel(n: usize) -> MultinomialDirichlet {
-    let docs = vec![
+    let docs = [
         vec![(0, 3), (1, 1)],
         vec![(0, 2), (1, 2), (2, 1)],
         vec![(3, 2), (4, 2)],
@@ -57,8 +57,16 @@ fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, 
     let pi = posterior(kernel, prior);
     let t = transition_matrix(kernel, prior, mv).unwrap();
     let name = mv.name();
-    assert!(t.row_sum_error() < TOL, "{name}: rows sum off by {}", t.row_sum_error());
-    assert!(t.invariance_error(&pi) < TOL, "{name}: |πK - π| = {}", t.invariance_error(&pi));
+    assert!(
+        t.row_sum_error() < TOL,
+        "{name}: rows sum off by {}",
+        t.row_sum_error()
+    );
+    assert!(
+        t.invariance_error(&pi) < TOL,
+        "{name}: |πK - π| = {}",
+        t.invariance_error(&pi)
+    );
     assert!(
         t.detailed_balance_error(&pi) < TOL,
         "{name}: detailed balance off by {}",

@@ -66,7 +66,10 @@ mod tests {
         }
         let expected = n as f64 * (1.0 - phi) / (1.0 + phi);
         let got = effective_sample_size(&x);
-        assert!((got / expected - 1.0).abs() < 0.1, "ESS {got} vs {expected}");
+        assert!(
+            (got / expected - 1.0).abs() < 0.1,
+            "ESS {got} vs {expected}"
+        );
     }
 
     #[test]

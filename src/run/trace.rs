@@ -78,7 +78,7 @@ impl TraceWriter {
 
 impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for TraceWriter {
     fn observe(&mut self, record: &SweepRecord, _state: &State<K, P>) -> Result<()> {
-        if record.sweep % self.thin != 0 {
+        if !record.sweep.is_multiple_of(self.thin) {
             return Ok(());
         }
         self.write_record(record).map_err(|source| Error::Io {

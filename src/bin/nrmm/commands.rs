@@ -82,7 +82,11 @@ fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
     }
 }
 
-fn build(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<(AnyKernel, Prior, ModelSpec)> {
+fn build(
+    data: &DataArgs,
+    model: &ModelArgs,
+    builtin: Builtin,
+) -> Result<(AnyKernel, Prior, ModelSpec)> {
     let spec = ModelSpec::from(model);
     let prior = spec.build_prior()?;
     let kernel = spec.build_kernel(load_data(data, builtin)?)?;
@@ -90,7 +94,10 @@ fn build(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<(AnyKer
 }
 
 fn print_json(value: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(value).expect("JSON values always serialise"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON values always serialise")
+    );
 }
 
 fn loglik(a: LoglikArgs) -> Result<()> {
@@ -152,7 +159,12 @@ fn exact(a: ExactArgs) -> Result<()> {
         println!("  {rgs}  {p:.6}");
     }
     println!("\nP(K = k):");
-    for (k, p) in post.k_probabilities().iter().enumerate().filter(|(_, p)| **p > 0.0) {
+    for (k, p) in post
+        .k_probabilities()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| **p > 0.0)
+    {
         println!("  {k:>2}  {p:.6}");
     }
     println!("\nE[K] = {:.6}", post.expected_k());
@@ -195,7 +207,11 @@ fn generate(a: GenerateArgs) -> Result<()> {
         load::write_labels(path, &one_based)?;
     }
     let k = labels.iter().max().map_or(0, |m| m + 1);
-    eprintln!("wrote {} points in {k} clusters to {}", a.n, a.out.display());
+    eprintln!(
+        "wrote {} points in {k} clusters to {}",
+        a.n,
+        a.out.display()
+    );
     Ok(())
 }
 
@@ -211,7 +227,10 @@ fn schedule<K: ConjugateKernel + 'static>(
     };
     let mut moves: Vec<Scheduled<K, Prior>> = Vec::new();
     match s.sampler {
-        SamplerKind::Gibbs => moves.push(Scheduled { mv: Box::new(Gibbs::new(scan)?), repeats: 1 }),
+        SamplerKind::Gibbs => moves.push(Scheduled {
+            mv: Box::new(Gibbs::new(scan)?),
+            repeats: 1,
+        }),
         SamplerKind::JainNeal | SamplerKind::Sams => {
             if s.proposals == 0 && s.gibbs_sweeps == 0 {
                 return Err(Error::Usage(
@@ -222,14 +241,23 @@ fn schedule<K: ConjugateKernel + 'static>(
                 SamplerKind::Sams => Box::new(Sams::new()),
                 _ => Box::new(JainNeal::new(s.launch_scans)),
             };
-            moves.push(Scheduled { mv, repeats: s.proposals });
+            moves.push(Scheduled {
+                mv,
+                repeats: s.proposals,
+            });
             if s.gibbs_sweeps > 0 {
-                moves.push(Scheduled { mv: Box::new(Gibbs::new(scan)?), repeats: s.gibbs_sweeps });
+                moves.push(Scheduled {
+                    mv: Box::new(Gibbs::new(scan)?),
+                    repeats: s.gibbs_sweeps,
+                });
             }
         }
     }
     if resample_hyper {
-        moves.push(Scheduled { mv: Box::new(HyperMove), repeats: 1 });
+        moves.push(Scheduled {
+            mv: Box::new(HyperMove),
+            repeats: 1,
+        });
     }
     Ok(moves)
 }
@@ -249,7 +277,10 @@ fn resamples_hyper(spec: &ModelSpec) -> bool {
 }
 
 fn create_dir(path: &Path) -> Result<()> {
-    std::fs::create_dir_all(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+    std::fs::create_dir_all(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// What one chain of `run` reports in the summary.
@@ -273,9 +304,17 @@ fn run_chain<K: ConjugateKernel + 'static>(
 ) -> Result<ChainSummary> {
     let dir = a.out.join(format!("chain-{chain}"));
     create_dir(&dir)?;
-    let state = State { partition: initial_partition(kernel, &a.init)?, prior: prior.clone() };
+    let state = State {
+        partition: initial_partition(kernel, &a.init)?,
+        prior: prior.clone(),
+    };
     let rng = nrmm::rng::SeedPlan::new(a.seed).chain(chain as u64);
-    let mut chain_run = Chain::new(kernel, state, rng, schedule(&a.sampler, resamples_hyper(spec))?);
+    let mut chain_run = Chain::new(
+        kernel,
+        state,
+        rng,
+        schedule(&a.sampler, resamples_hyper(spec))?,
+    );
     let mut trace = TraceWriter::create(&dir.join("trace.csv"), a.thin)?;
     let (mut ks, mut joints) = (Vec::new(), Vec::new());
     let budget = a.sweeps.map_or(u64::MAX, |s| s);
@@ -312,7 +351,14 @@ fn run(a: RunArgs) -> Result<()> {
         return Err(Error::param("--chains", 0, "at least 1"));
     }
     let (kernel, prior, spec) = build(&a.data, &a.model, Builtin::Toy)?;
-    let a = RunArgs { sweeps: a.sweeps.or(if a.seconds.is_none() { Some(1000) } else { None }), ..a };
+    let a = RunArgs {
+        sweeps: a.sweeps.or(if a.seconds.is_none() {
+            Some(1000)
+        } else {
+            None
+        }),
+        ..a
+    };
     create_dir(&a.out)?;
     let summaries: Vec<ChainSummary> = with_kernel!(&kernel, |k| {
         (0..a.chains)
@@ -330,12 +376,24 @@ fn run(a: RunArgs) -> Result<()> {
         "chains": summaries,
     });
     let path = a.out.join("summary.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&summary).expect("serialises"))
-        .map_err(|source| Error::Io { path: path.clone(), source })?;
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&summary).expect("serialises"),
+    )
+    .map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
     for s in &summaries {
         println!(
             "chain {}: {} sweeps in {:.2} s, K = {}, {} = {:.3}, ESS(K) = {:.0}",
-            s.chain, s.sweeps, s.seconds, s.n_clusters, prior.joint_label(), s.log_joint, s.ess_n_clusters
+            s.chain,
+            s.sweeps,
+            s.seconds,
+            s.n_clusters,
+            prior.joint_label(),
+            s.log_joint,
+            s.ess_n_clusters
         );
     }
     println!("wrote {}", a.out.display());
@@ -355,7 +413,10 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
     }
     let (post, empirical, ks) = with_kernel!(&kernel, |k| {
         let post = exact_posterior(k, &prior)?;
-        let state = State { partition: Partition::single(k), prior: prior.clone() };
+        let state = State {
+            partition: Partition::single(k),
+            prior: prior.clone(),
+        };
         let rng = nrmm::rng::SeedPlan::new(a.seed).chain(0);
         let mut chain = Chain::new(k, state, rng, schedule(&a.sampler, resamples_hyper(&spec))?);
         let burn_in = a.sweeps / 10;
@@ -387,7 +448,10 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
         }));
         return Ok(());
     }
-    println!("{} draws after 10% burn-in, effective size (of K) {n_eff:.0}", empirical.total());
+    println!(
+        "{} draws after 10% burn-in, effective size (of K) {n_eff:.0}",
+        empirical.total()
+    );
     println!(
         "total variation to the exact posterior: {:.4}   (a perfect sampler of that size: {:.4})",
         comparison.tv, comparison.expected_tv
