@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use nrmm::data::load::*;
-use nrmm::data::{Dataset, DenseData, SparseCounts};
+use nrmm::data::{canonical_labels, Dataset, DenseData, SparseCounts};
 use nrmm::Error;
 
 /// A scratch directory unique to this test process and test name, removed on drop.
@@ -187,7 +187,7 @@ fn writers_replace_files_atomically_and_leave_no_temporaries() {
 fn labels_parse_any_integers_and_canonicalise() {
     let labels = parse_labels(b"# truth\n3\n-1\n3\n\n0\n-1\n").unwrap();
     assert_eq!(labels, vec![3, -1, 3, 0, -1]);
-    assert_eq!(canonicalize_labels(&labels), vec![0, 1, 0, 2, 1]);
+    assert_eq!(canonical_labels(&labels), vec![0, 1, 0, 2, 1]);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use nrmm::data::generate::toy_like;
 use nrmm::data::load::*;
-use nrmm::data::{Dataset, DenseData};
+use nrmm::data::{canonical_labels, Dataset, DenseData};
 
 fn data_dir(sub: &str) -> Option<PathBuf> {
     let root = std::env::var_os("NRMM_DATA_DIR")
@@ -73,7 +73,7 @@ fn toy_set_loads_with_its_13_clusters_and_reference_moments() {
     let Some(dir) = data_dir("toy") else { return };
     let x = load_dense(dir.join("X.txt")).unwrap();
     assert_eq!((x.n(), x.d()), (1300, 2));
-    let labels = canonicalize_labels(&load_labels(dir.join("gt_labels.txt"), x.n()).unwrap());
+    let labels = canonical_labels(&load_labels(dir.join("gt_labels.txt"), x.n()).unwrap());
     assert_eq!(cluster_sizes(&labels), vec![100; 13]);
     // REFERENCE_FIGURES.md: data mean and raw covariance of the toy set.
     let (mean, cov) = mean_and_covariance(&x);
@@ -91,8 +91,7 @@ fn toy_set_loads_with_its_13_clusters_and_reference_moments() {
 fn toy_like_resembles_the_real_toy_set() {
     let Some(dir) = data_dir("toy") else { return };
     let real = load_dense(dir.join("X.txt")).unwrap();
-    let real_labels =
-        canonicalize_labels(&load_labels(dir.join("gt_labels.txt"), real.n()).unwrap());
+    let real_labels = canonical_labels(&load_labels(dir.join("gt_labels.txt"), real.n()).unwrap());
     let (synthetic, labels) = toy_like(1);
     let (_, cov_real) = mean_and_covariance(&real);
     let (_, cov_syn) = mean_and_covariance(&synthetic);
@@ -116,7 +115,7 @@ fn ten_k_set_loads_with_119_labels() {
     let Some(dir) = data_dir("10k") else { return };
     let x = load_dense(dir.join("X.txt")).unwrap();
     assert_eq!((x.n(), x.d()), (10_000, 6));
-    let labels = canonicalize_labels(&load_labels(dir.join("gt_labels.txt"), x.n()).unwrap());
+    let labels = canonical_labels(&load_labels(dir.join("gt_labels.txt"), x.n()).unwrap());
     let sizes = cluster_sizes(&labels);
     assert_eq!(sizes.len(), 119);
     assert_eq!(*sizes.iter().min().unwrap(), 3);
@@ -164,7 +163,7 @@ fn mnist_loads_from_idx() {
         labels,
         load_idx_labels(dir.join("labels-idx1-ubyte")).unwrap()
     );
-    let mut digits = canonicalize_labels(&labels);
+    let mut digits = canonical_labels(&labels);
     digits.sort_unstable();
     digits.dedup();
     assert_eq!(digits.len(), 10);

@@ -318,7 +318,7 @@ fn labels_from_bytes(bytes: &[u8], origin: &Path) -> Result<Vec<i64>> {
 
 /// Parses labels from bytes: one integer per line (any sign; blank and `#` lines skipped), or
 /// an IDX label file (recognised by its leading zero bytes). Labels are returned as given; see
-/// [`canonicalize_labels`]. Cost: `O(bytes)`.
+/// [`super::canonical_labels`]. Cost: `O(bytes)`.
 pub fn parse_labels(bytes: &[u8]) -> Result<Vec<i64>> {
     labels_from_bytes(bytes, input_path())
 }
@@ -341,20 +341,6 @@ pub fn load_labels(path: impl AsRef<Path>, expected_n: usize) -> Result<Vec<i64>
         )));
     }
     Ok(labels)
-}
-
-/// Relabels arbitrary integer labels as `0..K` in order of first appearance (as
-/// [`super::canonical_labels`] does for `usize`), so that e.g. 1-based or negative labels can
-/// be compared with a sampler's partition. Cost: `O(n log K)`.
-pub fn canonicalize_labels(labels: &[i64]) -> Vec<usize> {
-    let mut map = std::collections::BTreeMap::new();
-    labels
-        .iter()
-        .map(|l| {
-            let next = map.len();
-            *map.entry(*l).or_insert(next)
-        })
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------

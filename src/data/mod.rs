@@ -242,13 +242,10 @@ impl Dataset {
     }
 }
 
-/// Cluster labels, one per point, as `0..K` in order of first appearance.
-pub fn canonical_labels(labels: &[usize]) -> Vec<usize> {
-    canonical_labels_of(labels)
-}
-
-/// [`canonical_labels`] for labels of any ordered type (file labels may be negative).
-pub fn canonical_labels_of<L: Copy + Ord>(labels: &[L]) -> Vec<usize> {
+/// Relabels labels of any ordered type (file labels may be 1-based or negative) as `0..K` in
+/// order of first appearance: the restricted growth string of the partition they describe.
+/// Cost: `O(n log K)`.
+pub fn canonical_labels<L: Copy + Ord>(labels: &[L]) -> Vec<usize> {
     let mut map = std::collections::BTreeMap::new();
     labels
         .iter()

@@ -73,7 +73,7 @@ impl<K: ConjugateKernel> Partition<K> {
                 labels.len()
             )));
         }
-        let canon = crate::data::canonical_labels_of(labels);
+        let canon = crate::data::canonical_labels(labels);
         let k = canon.iter().copied().max().map_or(0, |m| m + 1);
         let mut members = vec![Vec::new(); k];
         let mut pos = vec![0; n];
