@@ -1,5 +1,10 @@
-//! Diagnostics computed from traces after (or beside) a run.
+//! Diagnostics computed from traces and draws after (or beside) a run: effective sample size
+//! and R-hat, agreement with known labels, posterior similarity and point estimates.
 
+pub mod agreement;
 pub mod ess;
+pub mod similarity;
 
-pub use ess::effective_sample_size;
+pub use agreement::{adjusted_rand_index, normalized_mutual_information};
+pub use ess::{effective_sample_size, ess_bulk, ess_chains, ess_tail, split_rhat};
+pub use similarity::{map_draw, PairSample, SimilarityMatrix};
