@@ -3,8 +3,12 @@
 
 pub mod agreement;
 pub mod ess;
+pub mod predictive;
 pub mod similarity;
 
 pub use agreement::{adjusted_rand_index, normalized_mutual_information};
 pub use ess::{effective_sample_size, ess_bulk, ess_chains, ess_tail, split_rhat};
+pub use predictive::{
+    cluster_log_probabilities, ln_predictive_density, predict_labels, PredictiveKernel,
+};
 pub use similarity::{map_draw, PairSample, SimilarityMatrix};
