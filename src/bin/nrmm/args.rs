@@ -4,8 +4,17 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// Bayesian nonparametric mixture models on normalized random measures.
+///
+/// Exit status: 0 on success, 1 when a verb fails (bad input file, impossible parameter, a
+/// file that cannot be written), 2 when the command line itself is malformed.
 #[derive(Debug, Parser)]
-#[command(name = "nrmm", version, about, long_about = None)]
+#[command(
+    name = "nrmm",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit status: 0 on success, 1 when a verb fails, 2 when the command line is malformed."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -75,9 +84,10 @@ pub struct ModelArgs {
     /// Conjugate kernel (default: nw for real data, md for counts).
     #[arg(long, value_enum)]
     pub kernel: Option<KernelKind>,
-    /// Dirichlet concentration of the Multinomial-Dirichlet kernel.
-    #[arg(long, default_value_t = 0.1)]
-    pub beta: f64,
+    /// Dirichlet concentration β > 0 of the Multinomial-Dirichlet kernel (default 0.1; count
+    /// data only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub beta: Option<f64>,
     /// Normal-Wishart prior mean ξ, comma-separated (default: the data mean).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub nw_xi: Option<Vec<f64>>,
@@ -86,22 +96,22 @@ pub struct ModelArgs {
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub nw_psi: Option<Vec<f64>>,
     /// Normal-Wishart mean precision scale r (default 0.1).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub nw_r: Option<f64>,
     /// Normal-Wishart degrees of freedom ν > d - 1 (default d + 6).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub nw_nu: Option<f64>,
     /// NRM prior.
     #[arg(long, value_enum, default_value_t = PriorKind::Dp)]
     pub prior: PriorKind,
     /// Concentration α (default 1).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub alpha: Option<f64>,
     /// NGGP discount σ in (0, 1) (default 0.5).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub sigma: Option<f64>,
     /// NGGP auxiliary variable u > 0 (default 1; samplers always resample it).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub u: Option<f64>,
     /// Put the reference hyperpriors on the hyperparameters instead of fixing them:
     /// α ~ Gamma(1, 1), and for NGGP σ ~ Beta(1.5, 1.5) truncated to [0.01, 0.99]. Samplers
@@ -137,7 +147,7 @@ pub struct ExactArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// How many of the most probable partitions to print.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     pub top: usize,
     /// Print a JSON object instead of text.
     #[arg(long)]
@@ -147,7 +157,8 @@ pub struct ExactArgs {
 /// What `generate` makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GenerateKind {
-    /// A Gaussian mixture (dense format).
+    /// A Gaussian mixture (dense format); each cluster's mean and precision drawn from a
+    /// Normal-Wishart with ξ = 0, Ψ = I, r = 0.02, ν = d + 3.
     Gaussian,
     /// Bags of words from Dirichlet-multinomial clusters (docword format).
     Counts,
@@ -160,36 +171,38 @@ pub struct GenerateArgs {
     #[arg(value_enum)]
     pub kind: GenerateKind,
     /// Number of points or documents.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub n: usize,
     /// Dimension (Gaussian) or vocabulary size (counts).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub d: usize,
-    /// Fixed number of clusters (otherwise drawn from --prior).
-    #[arg(long)]
+    /// Fixed number of clusters, each point's cluster drawn uniformly (otherwise the partition
+    /// is drawn from --prior).
+    #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["prior", "alpha", "sigma"])]
     pub k: Option<usize>,
-    /// Prior the partition is drawn from when --k is absent.
-    #[arg(long, value_enum, default_value_t = PriorKind::Dp)]
-    pub prior: PriorKind,
-    /// Concentration α of the partition prior.
-    #[arg(long, default_value_t = 1.0)]
-    pub alpha: f64,
-    /// NGGP discount σ.
-    #[arg(long, default_value_t = 0.5)]
-    pub sigma: f64,
-    /// Dirichlet concentration of each cluster's word distribution (counts).
-    #[arg(long, default_value_t = 0.1)]
-    pub beta: f64,
-    /// Mean document length (counts).
-    #[arg(long, default_value_t = 50.0)]
-    pub doc_length: f64,
+    /// Prior the partition is drawn from when --k is absent (default dp).
+    #[arg(long, value_enum)]
+    pub prior: Option<PriorKind>,
+    /// Concentration α > 0 of the partition prior (default 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub alpha: Option<f64>,
+    /// NGGP discount σ in (0, 1) (default 0.5; with --prior nggp only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub sigma: Option<f64>,
+    /// Dirichlet concentration β > 0 of each cluster's word distribution (default 0.1; counts
+    /// only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub beta: Option<f64>,
+    /// Mean document length, at least 1 (default 50; counts only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub doc_length: Option<f64>,
     /// Seed.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: u64,
     /// Output data file.
     #[arg(long)]
     pub out: PathBuf,
-    /// Output file for the true labels.
+    /// Output file for the true labels (1-based, one per line).
     #[arg(long)]
     pub labels_out: Option<PathBuf>,
 }
@@ -212,16 +225,16 @@ pub struct SamplerArgs {
     #[arg(long, value_enum, default_value_t = SamplerKind::Gibbs)]
     pub sampler: SamplerKind,
     /// Split-merge proposals per sweep.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub proposals: usize,
     /// Restricted Gibbs launch scans of Jain-Neal.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     pub launch_scans: usize,
     /// Gibbs sweeps interleaved with each round of split-merge proposals (0: none).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub gibbs_sweeps: usize,
     /// Visit only this many random points per Gibbs sweep.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub gibbs_subset: Option<usize>,
 }
 
@@ -265,22 +278,23 @@ pub struct RunArgs {
     #[command(flatten)]
     pub sampler: SamplerArgs,
     /// Seed of every random draw.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
-    /// Number of sweeps per chain.
-    #[arg(long, conflicts_with = "seconds")]
+    /// Number of sweeps per chain (default 1000 unless --seconds is given).
+    #[arg(long, conflicts_with = "seconds", allow_negative_numbers = true)]
     pub sweeps: Option<u64>,
-    /// Sampling time per chain in seconds (the sweep count then varies between runs).
-    #[arg(long)]
+    /// Sampling time per chain in seconds, finite and > 0 (the sweep count then varies between
+    /// runs).
+    #[arg(long, allow_negative_numbers = true)]
     pub seconds: Option<f64>,
-    /// Number of chains (run in parallel).
-    #[arg(long, default_value_t = 1)]
+    /// Number of chains, at least 1 (run in parallel).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub chains: usize,
     /// Initial clustering: single, singletons or labels:FILE.
     #[arg(long, default_value = "single")]
     pub init: InitArg,
-    /// Keep every thin-th sweep in the trace.
-    #[arg(long, default_value_t = 1)]
+    /// Keep every thin-th sweep in the trace (at least 1).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub thin: u64,
     /// Output directory.
     #[arg(long)]
@@ -299,11 +313,11 @@ pub struct CheckExactArgs {
     /// The sampler.
     #[command(flatten)]
     pub sampler: SamplerArgs,
-    /// Sweeps to run.
-    #[arg(long, default_value_t = 100_000)]
+    /// Sweeps to run, at least 100 (the first 10% are burn-in).
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true)]
     pub sweeps: u64,
     /// Seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Print a JSON object instead of text.
     #[arg(long)]

@@ -1,6 +1,10 @@
 //! The verbs of `nrmm`, each a thin layer over the library.
 
 use crate::args::*;
+use crate::output::{self, create_dir, writing};
+use crate::progress::{Budget, Progress};
+use crate::thinned::Thinned;
+use clap::ValueEnum;
 use nrmm::data::generate::{self, DocLengths, NormalWishartSampler};
 use nrmm::data::load::{self, Format};
 use nrmm::data::Dataset;
@@ -15,7 +19,7 @@ use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Sams, State};
 use nrmm::{with_kernel, Error, Result};
 use rayon::prelude::*;
 use serde_json::json;
-use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs one verb.
 pub fn dispatch(command: Command) -> Result<()> {
@@ -28,6 +32,62 @@ pub fn dispatch(command: Command) -> Result<()> {
     }
 }
 
+/// Dirichlet concentration of the Multinomial-Dirichlet kernel and of generated word
+/// distributions when `--beta` is absent.
+const DEFAULT_BETA: f64 = 0.1;
+
+/// The library's names of model parameters and the flags that set them.
+const MODEL_FLAGS: &[(&str, &str)] = &[
+    ("alpha", "--alpha"),
+    ("sigma", "--sigma"),
+    ("u", "--u"),
+    ("beta", "--beta"),
+    ("xi", "--nw-xi"),
+    ("psi", "--nw-psi"),
+    ("r", "--nw-r"),
+    ("nu", "--nw-nu"),
+];
+
+/// The library's names of sampler settings and the flags that set them.
+const SAMPLER_FLAGS: &[(&str, &str)] = &[("Gibbs subset size", "--gibbs-subset")];
+
+/// The library's names of generator parameters and the flags of `generate` that set them.
+const GENERATE_FLAGS: &[(&str, &str)] = &[
+    ("n", "--n"),
+    ("k", "--k"),
+    ("alpha", "--alpha"),
+    ("sigma", "--sigma"),
+    ("beta", "--beta"),
+    ("mean document length", "--doc-length"),
+    ("vocab", "--d"),
+];
+
+/// Renames the parameter of an [`Error::InvalidParameter`] to the flag the user typed
+/// (`nu` becomes `--nw-nu`), so that the message says which flag to change. An indexed name
+/// (`psi[0][1]`) keeps its index. Only used on errors of library calls that take nothing but
+/// those flags' values, so the renaming cannot blame a flag for a value the user never gave.
+fn name_flag(e: Error, flags: &[(&str, &str)]) -> Error {
+    match e {
+        Error::InvalidParameter {
+            name,
+            value,
+            expected,
+        } => {
+            let (base, index) = name.split_at(name.find('[').unwrap_or(name.len()));
+            let name = flags
+                .iter()
+                .find(|(library, _)| *library == base)
+                .map_or_else(|| name.clone(), |(_, flag)| format!("{flag}{index}"));
+            Error::InvalidParameter {
+                name,
+                value,
+                expected,
+            }
+        }
+        other => other,
+    }
+}
+
 impl From<&ModelArgs> for ModelSpec {
     fn from(m: &ModelArgs) -> Self {
         ModelSpec {
@@ -35,7 +95,7 @@ impl From<&ModelArgs> for ModelSpec {
                 KernelKind::Nw => nrmm::model::KernelKind::Nw,
                 KernelKind::Md => nrmm::model::KernelKind::Md,
             }),
-            beta: m.beta,
+            beta: m.beta.unwrap_or(DEFAULT_BETA),
             nw_xi: m.nw_xi.clone(),
             nw_psi: m.nw_psi.clone(),
             nw_r: m.nw_r,
@@ -61,6 +121,7 @@ enum Builtin {
     SetB,
 }
 
+/// The data of `--data` (format from `--format` or detected), or the built-in data set.
 fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
     match &d.data {
         Some(path) => load::load_dataset(
@@ -82,24 +143,87 @@ fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
     }
 }
 
+/// The prior, the data and the kernel over them, with errors naming the flag to change.
 fn build(
     data: &DataArgs,
     model: &ModelArgs,
     builtin: Builtin,
 ) -> Result<(AnyKernel, Prior, ModelSpec)> {
     let spec = ModelSpec::from(model);
-    let prior = spec.build_prior()?;
-    let kernel = spec.build_kernel(load_data(data, builtin)?)?;
+    let prior = spec.build_prior().map_err(|e| name_flag(e, MODEL_FLAGS))?;
+    let data = load_data(data, builtin)?;
+    check_model_flags(model, &data)?;
+    let kernel = spec
+        .build_kernel(data)
+        .map_err(|e| explain_kernel_error(name_flag(e, MODEL_FLAGS), model))?;
     Ok((kernel, prior, spec))
 }
 
-fn print_json(value: &serde_json::Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("JSON values always serialise")
-    );
+/// Ties a failed positive-definiteness check to what the user can change: their own
+/// `--nw-psi`, or the data-based defaults, which all four `--nw-*` flags together replace.
+fn explain_kernel_error(e: Error, m: &ModelArgs) -> Error {
+    match e {
+        Error::NotPositiveDefinite(what) if m.nw_psi.is_some() && what.contains("psi") => {
+            Error::Usage(format!(
+                "--nw-psi must be symmetric positive definite: {what} is not"
+            ))
+        }
+        Error::NotPositiveDefinite(what) if what.contains("data") => Error::Usage(format!(
+            "{what} is not symmetric positive definite, so the Normal-Wishart defaults cannot \
+             be derived from the data: give --nw-xi, --nw-psi, --nw-r and --nw-nu"
+        )),
+        other => other,
+    }
 }
 
+/// Refuses model flags that the data make meaningless, naming the flag: `--beta` for a
+/// Normal-Wishart model, and `--nw-xi` / `--nw-psi` of the wrong length for the data's
+/// dimension. (Kernel/data mismatches and `--nw-*` on count data are the library's to refuse.)
+fn check_model_flags(m: &ModelArgs, data: &Dataset) -> Result<()> {
+    let Dataset::Dense(x) = data else {
+        return Ok(());
+    };
+    if m.kernel == Some(KernelKind::Md) {
+        return Ok(());
+    }
+    if m.beta.is_some() {
+        return Err(Error::Usage(
+            "--beta is the Multinomial-Dirichlet concentration, but the data are a real matrix \
+             (Normal-Wishart kernel): drop --beta"
+                .into(),
+        ));
+    }
+    let d = x.d();
+    if let Some(xi) = &m.nw_xi {
+        if xi.len() != d {
+            return Err(Error::param(
+                "--nw-xi",
+                format!("{} values", xi.len()),
+                &format!("{d} comma-separated values, one per data column"),
+            ));
+        }
+    }
+    if let Some(psi) = &m.nw_psi {
+        if psi.len() != d * d {
+            return Err(Error::param(
+                "--nw-psi",
+                format!("{} values", psi.len()),
+                &format!("{d} x {d} = {} comma-separated values, row by row", d * d),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Prints `value` as pretty JSON on standard output.
+fn print_json(value: &serde_json::Value) -> Result<()> {
+    output::stdout(|out| {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+        writeln!(out)
+    })
+}
+
+/// `nrmm loglik`: the log joint of the given labels under the model (MATH §1.2).
 fn loglik(a: LoglikArgs) -> Result<()> {
     let (kernel, prior, _) = build(&a.data, &a.model, Builtin::Toy)?;
     let n = with_kernel!(&kernel, |k| k.n_points());
@@ -110,7 +234,7 @@ fn loglik(a: LoglikArgs) -> Result<()> {
     });
     use nrmm::prior::NrmPrior;
     if a.json {
-        print_json(&json!({
+        return print_json(&json!({
             "log_joint": ln_joint,
             "joint": prior.joint_label(),
             "n_clusters": k,
@@ -118,21 +242,32 @@ fn loglik(a: LoglikArgs) -> Result<()> {
             "d": kernel.dim(),
             "hyper": prior.hyper_values().into_iter().collect::<std::collections::BTreeMap<_, _>>(),
         }));
-    } else {
-        println!("{} = {ln_joint:.6}", prior.joint_label());
-        println!("clusters: {k}   points: {n}   dimension: {}", kernel.dim());
     }
-    Ok(())
+    output::stdout(|out| {
+        writeln!(out, "{} = {ln_joint:.6}", prior.joint_label())?;
+        writeln!(
+            out,
+            "clusters: {k}   points: {n}   dimension: {}",
+            kernel.dim()
+        )
+    })
 }
+
+/// Most points `exact` enumerates: 12 points have 4,213,597 partitions (about a second).
+const EXACT_MAX_POINTS: usize = 12;
+
+/// Most points `check-exact` takes: its sampler must visit the partitions often enough for
+/// the comparison to mean something (10 points have 115,975).
+const CHECK_EXACT_MAX_POINTS: usize = 10;
 
 /// The exact partition prior targeted by samplers running `prior` (hyperparameters fixed or
 /// integrated, MATH §7.1).
 fn exact_posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> Result<ExactPosterior> {
     let n = kernel.n_points();
-    if n > 12 {
+    if n > EXACT_MAX_POINTS {
         return Err(Error::TooLarge(format!(
             "the exact posterior enumerates all set partitions; {n} points have too many \
-             (at most 12, whose 4,213,597 partitions take about a second)"
+             (at most {EXACT_MAX_POINTS}, whose 4,213,597 partitions take about a second)"
         )));
     }
     let weights = PartitionPrior::new(PartitionPriorSpec::from_prior(prior)?, n)?;
@@ -141,45 +276,114 @@ fn exact_posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> Result<Exac
     })
 }
 
+/// `nrmm exact`: the exact posterior over partitions by enumeration (MATH §7.1).
 fn exact(a: ExactArgs) -> Result<()> {
     let (kernel, prior, _) = build(&a.data, &a.model, Builtin::SetB)?;
     let post = with_kernel!(&kernel, |k| exact_posterior(k, &prior))?;
-    let summary = post.summary(a.top);
+    // More than every partition is every partition; the clamp also keeps a huge --top from
+    // reserving memory for entries that cannot exist.
+    let top = a.top.min(post.n_partitions());
     if a.json {
-        print_json(&serde_json::to_value(&summary).expect("summary serialises"));
-        return Ok(());
+        let summary = serde_json::to_value(post.summary(top))
+            .map_err(|e| Error::Numerical(format!("the exact posterior summary: {e}")))?;
+        return print_json(&summary);
     }
-    println!(
-        "exact posterior over {} partitions of {} points",
-        post.n_partitions(),
-        post.n_points()
-    );
-    println!("\ntop partitions (labels by point):");
-    for (rgs, p) in post.top(a.top) {
-        println!("  {rgs}  {p:.6}");
-    }
-    println!("\nP(K = k):");
-    for (k, p) in post
-        .k_probabilities()
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| **p > 0.0)
-    {
-        println!("  {k:>2}  {p:.6}");
-    }
-    println!("\nE[K] = {:.6}", post.expected_k());
-    Ok(())
+    output::stdout(|out| {
+        writeln!(
+            out,
+            "exact posterior over {} partitions of {} points",
+            post.n_partitions(),
+            post.n_points()
+        )?;
+        writeln!(out, "\ntop partitions (labels by point):")?;
+        for (rgs, p) in post.top(top) {
+            writeln!(out, "  {rgs}  {p:.6}")?;
+        }
+        writeln!(out, "\nP(K = k):")?;
+        for (k, p) in post
+            .k_probabilities()
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| **p > 0.0)
+        {
+            writeln!(out, "  {k:>2}  {p:.6}")?;
+        }
+        writeln!(out, "\nE[K] = {:.6}", post.expected_k())
+    })
 }
 
+/// Most 8-byte values `generate` may hold at once (2 GiB): beyond it a typo in `--n` or `--d`
+/// would end in an allocation failure (an abort, not an error).
+const MAX_GENERATED_VALUES: f64 = (1u64 << 28) as f64;
+
+/// Values `generate` holds at once for `n` points in `k` clusters: the data plus, per cluster,
+/// a `d × d` precision factor and a mean (Gaussian) or a `d`-word distribution (counts; each
+/// document keeps at most `min(length, d)` id-count pairs).
+fn generated_values(kind: GenerateKind, n: usize, d: usize, k: usize, doc_length: f64) -> f64 {
+    let (n, d, k) = (n as f64, d as f64, k as f64);
+    match kind {
+        GenerateKind::Gaussian => n * d + k * (d * d + d) + d * d,
+        GenerateKind::Counts => k * d + 2.0 * n * doc_length.min(d),
+    }
+}
+
+/// `nrmm generate`: a partition (uniform with `--k`, else from the DP's CRP or the NGGP's
+/// Gibbs-type urn), then Gaussian data from Normal-Wishart clusters or bags of words from
+/// Dirichlet-multinomial clusters.
 fn generate(a: GenerateArgs) -> Result<()> {
+    let prior = a.prior.unwrap_or(PriorKind::Dp);
+    if a.sigma.is_some() && prior != PriorKind::Nggp {
+        return Err(Error::Usage(
+            "--sigma is the NGGP discount: add --prior nggp".into(),
+        ));
+    }
+    if a.kind == GenerateKind::Gaussian && (a.beta.is_some() || a.doc_length.is_some()) {
+        return Err(Error::Usage(
+            "--beta and --doc-length shape bags of words: they apply to generate counts only"
+                .into(),
+        ));
+    }
+    if a.n == 0 {
+        return Err(Error::param("--n", 0, "at least 1 point"));
+    }
+    if a.d == 0 {
+        return Err(Error::param("--d", 0, "at least 1"));
+    }
+    let doc_length = a.doc_length.unwrap_or(50.0);
+    // The labels alone hold n values; the full check needs the number of clusters.
+    if a.n as f64 > MAX_GENERATED_VALUES {
+        return Err(Error::param(
+            "--n",
+            a.n,
+            &format!("at most {MAX_GENERATED_VALUES} points"),
+        ));
+    }
     let mut rng = nrmm::rng::SeedPlan::new(a.seed).chain(0);
+    let alpha = a.alpha.unwrap_or(1.0);
     let labels = match a.k {
-        Some(k) => generate::partition_uniform(a.n, k, &mut rng)?,
-        None => match a.prior {
-            PriorKind::Dp => generate::partition_crp(a.n, a.alpha, &mut rng)?,
-            PriorKind::Nggp => generate::partition_nggp(a.n, a.alpha, a.sigma, &mut rng)?,
+        Some(k) => generate::partition_uniform(a.n, k, &mut rng),
+        None => match prior {
+            PriorKind::Dp => generate::partition_crp(a.n, alpha, &mut rng),
+            PriorKind::Nggp => {
+                generate::partition_nggp(a.n, alpha, a.sigma.unwrap_or(0.5), &mut rng)
+            }
         },
-    };
+    }
+    .map_err(|e| name_flag(e, GENERATE_FLAGS))?;
+    // Labels are 0..k with possibly empty clusters (a fixed --k draws each point's cluster
+    // uniformly), so both counts are taken from them.
+    let slots = labels.iter().max().map_or(0, |m| m + 1);
+    let values = generated_values(a.kind, a.n, a.d, slots, doc_length);
+    if values > MAX_GENERATED_VALUES {
+        return Err(Error::TooLarge(format!(
+            "--n {} with --d {} in {slots} clusters needs about {:.1} GiB; at most {:.0} GiB: \
+             lower --n or --d",
+            a.n,
+            a.d,
+            values * 8.0 / (1u64 << 30) as f64,
+            MAX_GENERATED_VALUES * 8.0 / (1u64 << 30) as f64
+        )));
+    }
     match a.kind {
         GenerateKind::Gaussian => {
             let d = a.d;
@@ -189,30 +393,37 @@ fn generate(a: GenerateArgs) -> Result<()> {
             }
             let nw = NormalWishartSampler::new(&vec![0.0; d], &psi, 0.02, d as f64 + 3.0)?;
             let (x, _) = generate::gaussian_mixture(&labels, &nw, &mut rng)?;
-            load::write_dense(&a.out, &x)?;
+            load::write_dense(&a.out, &x).map_err(writing)?;
         }
         GenerateKind::Counts => {
             let (c, _) = generate::bag_of_words(
                 &labels,
                 a.d,
-                a.beta,
-                DocLengths::Poisson { mean: a.doc_length },
+                a.beta.unwrap_or(DEFAULT_BETA),
+                DocLengths::Poisson { mean: doc_length },
                 &mut rng,
-            )?;
-            load::write_docword(&a.out, &c)?;
+            )
+            .map_err(|e| name_flag(e, GENERATE_FLAGS))?;
+            load::write_docword(&a.out, &c).map_err(writing)?;
         }
     }
     if let Some(path) = &a.labels_out {
         let one_based: Vec<usize> = labels.iter().map(|l| l + 1).collect();
-        load::write_labels(path, &one_based)?;
+        load::write_labels(path, &one_based).map_err(writing)?;
     }
-    let k = labels.iter().max().map_or(0, |m| m + 1);
-    eprintln!(
-        "wrote {} points in {k} clusters to {}",
-        a.n,
-        a.out.display()
-    );
-    Ok(())
+    let mut used = vec![false; slots];
+    for &l in &labels {
+        used[l] = true;
+    }
+    let k = used.iter().filter(|&&u| u).count();
+    output::stdout(|out| {
+        writeln!(
+            out,
+            "wrote {} points in {k} clusters to {}",
+            a.n,
+            a.out.display()
+        )
+    })
 }
 
 /// The moves of a sweep for the chosen sampler (MATH §6), plus the hyperparameter move when
@@ -225,10 +436,11 @@ fn schedule<K: ConjugateKernel + 'static>(
         Some(m) => GibbsScan::Subset(m),
         None => GibbsScan::Full,
     };
+    let gibbs = || Gibbs::new(scan).map_err(|e| name_flag(e, SAMPLER_FLAGS));
     let mut moves: Vec<Scheduled<K, Prior>> = Vec::new();
     match s.sampler {
         SamplerKind::Gibbs => moves.push(Scheduled {
-            mv: Box::new(Gibbs::new(scan)?),
+            mv: Box::new(gibbs()?),
             repeats: 1,
         }),
         SamplerKind::JainNeal | SamplerKind::Sams => {
@@ -247,7 +459,7 @@ fn schedule<K: ConjugateKernel + 'static>(
             });
             if s.gibbs_sweeps > 0 {
                 moves.push(Scheduled {
-                    mv: Box::new(Gibbs::new(scan)?),
+                    mv: Box::new(gibbs()?),
                     repeats: s.gibbs_sweeps,
                 });
             }
@@ -262,154 +474,265 @@ fn schedule<K: ConjugateKernel + 'static>(
     Ok(moves)
 }
 
-fn initial_partition<K: ConjugateKernel>(kernel: &K, init: &InitArg) -> Result<Partition<K>> {
-    match init {
-        InitArg::Single => Ok(Partition::single(kernel)),
-        InitArg::Singletons => Ok(Partition::singletons(kernel)),
-        InitArg::Labels(path) => {
-            Partition::from_labels(kernel, &load::load_labels(path, kernel.n_points())?)
+/// The sampler's name as typed on the command line.
+fn sampler_name(s: SamplerKind) -> String {
+    s.to_possible_value()
+        .map_or_else(|| format!("{s:?}"), |v| v.get_name().to_string())
+}
+
+/// A resolved `--init`: a labels file is read once, before any chain starts.
+enum Init {
+    /// All points in one cluster.
+    Single,
+    /// Every point alone.
+    Singletons,
+    /// The labels of the file, one per point.
+    Labels(Vec<i64>),
+}
+
+impl Init {
+    /// Reads a labels file (checking it has one label per point) or notes the fixed choice.
+    fn resolve(init: &InitArg, n: usize) -> Result<Self> {
+        Ok(match init {
+            InitArg::Single => Init::Single,
+            InitArg::Singletons => Init::Singletons,
+            InitArg::Labels(path) => Init::Labels(load::load_labels(path, n)?),
+        })
+    }
+
+    /// The initial partition over `kernel`'s data.
+    fn partition<K: ConjugateKernel>(&self, kernel: &K) -> Result<Partition<K>> {
+        match self {
+            Init::Single => Ok(Partition::single(kernel)),
+            Init::Singletons => Ok(Partition::singletons(kernel)),
+            Init::Labels(labels) => Partition::from_labels(kernel, labels),
         }
     }
 }
 
+/// Whether the model has hyperparameters that samplers resample (the NGGP's `u` always).
 fn resamples_hyper(spec: &ModelSpec) -> bool {
     spec.hyperpriors || spec.prior == nrmm::model::PriorKind::Nggp
 }
 
-fn create_dir(path: &Path) -> Result<()> {
-    std::fs::create_dir_all(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
+/// Values of each series kept for the effective sample sizes of `run` (see [`Thinned`]): 512
+/// KiB per series, and an ESS computation that stays well under a second.
+const ESS_BUFFER: usize = 1 << 16;
 
-/// What one chain of `run` reports in the summary.
+/// What one chain of `run` reports in `summary.json`.
 #[derive(serde::Serialize)]
 struct ChainSummary {
+    /// Chain index (its directory is `chain-<index>`, its RNG stream the same index).
     chain: usize,
+    /// Sweeps done.
     sweeps: u64,
+    /// Sampling seconds (observers excluded).
     seconds: f64,
+    /// Clusters after the last sweep.
     n_clusters: usize,
+    /// Log joint after the last sweep.
     log_joint: f64,
+    /// Effective sample size of the number of clusters over the second half of the chain,
+    /// from at most [`ESS_BUFFER`] evenly spaced sweeps of the whole chain.
     ess_n_clusters: f64,
+    /// The same for the log joint.
     ess_log_joint: f64,
+    /// Distance in sweeps between the values the ESS was computed from (1 unless the chain
+    /// outgrew the buffer).
+    ess_stride: u64,
 }
 
+/// Everything a chain of `run` shares with the others.
+struct RunPlan<'a> {
+    prior: &'a Prior,
+    init: &'a Init,
+    budget: Budget,
+    seed: u64,
+    thin: u64,
+    out: &'a std::path::Path,
+    progress: &'a Progress,
+    /// Set by the first chain that fails; the others stop at their next sweep.
+    failed: AtomicBool,
+}
+
+/// Runs chain `chain` to the budget, writing its trace and final labels. `Ok(None)` means it
+/// stopped early because another chain failed (that chain's error is the one to report).
 fn run_chain<K: ConjugateKernel + 'static>(
     kernel: &K,
-    prior: &Prior,
-    a: &RunArgs,
-    spec: &ModelSpec,
+    plan: &RunPlan<'_>,
     chain: usize,
-) -> Result<ChainSummary> {
-    let dir = a.out.join(format!("chain-{chain}"));
+    moves: Vec<Scheduled<K, Prior>>,
+) -> Result<Option<ChainSummary>> {
+    let result = sample_chain(kernel, plan, chain, moves);
+    if result.is_err() {
+        plan.failed.store(true, Ordering::Relaxed);
+    }
+    result
+}
+
+/// The body of [`run_chain`].
+fn sample_chain<K: ConjugateKernel + 'static>(
+    kernel: &K,
+    plan: &RunPlan<'_>,
+    chain: usize,
+    moves: Vec<Scheduled<K, Prior>>,
+) -> Result<Option<ChainSummary>> {
+    let dir = plan.out.join(format!("chain-{chain}"));
     create_dir(&dir)?;
     let state = State {
-        partition: initial_partition(kernel, &a.init)?,
-        prior: prior.clone(),
+        partition: plan.init.partition(kernel)?,
+        prior: plan.prior.clone(),
     };
-    let rng = nrmm::rng::SeedPlan::new(a.seed).chain(chain as u64);
-    let mut chain_run = Chain::new(
-        kernel,
-        state,
-        rng,
-        schedule(&a.sampler, resamples_hyper(spec))?,
-    );
-    let mut trace = TraceWriter::create(&dir.join("trace.csv"), a.thin)?;
-    let (mut ks, mut joints) = (Vec::new(), Vec::new());
-    let budget = a.sweeps.map_or(u64::MAX, |s| s);
-    let seconds = a.seconds.unwrap_or(f64::INFINITY);
-    let mut last = None;
-    while chain_run.sweeps_done() < budget {
+    let rng = nrmm::rng::SeedPlan::new(plan.seed).chain(chain as u64);
+    let mut chain_run = Chain::new(kernel, state, rng, moves);
+    let mut trace = TraceWriter::create(&dir.join("trace.csv"), plan.thin).map_err(writing)?;
+    let mut ks = Thinned::new(ESS_BUFFER);
+    let mut joints = Thinned::new(ESS_BUFFER);
+    let mut bar = plan.progress.chain(chain);
+    let last = loop {
+        if plan.failed.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let record = chain_run.sweep()?;
-        nrmm::run::Observer::observe(&mut trace, &record, chain_run.state())?;
+        nrmm::run::Observer::observe(&mut trace, &record, chain_run.state()).map_err(writing)?;
         ks.push(record.n_clusters as f64);
         joints.push(record.ln_joint);
-        let done = record.seconds >= seconds;
-        last = Some(record);
-        if done {
-            break;
+        bar.update(&record);
+        if plan.budget.done(&record) {
+            break record;
         }
-    }
-    trace.flush()?;
-    let state = chain_run.state();
-    load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
-    let last = last.ok_or_else(|| Error::Usage("the run made no sweep".into()))?;
-    Ok(ChainSummary {
+    };
+    trace.flush().map_err(writing)?;
+    load::write_labels(
+        dir.join("labels.txt"),
+        &chain_run.state().partition.canonical_labels(),
+    )
+    .map_err(writing)?;
+    Ok(Some(ChainSummary {
         chain,
         sweeps: last.sweep,
         seconds: last.seconds,
         n_clusters: last.n_clusters,
         log_joint: last.ln_joint,
-        ess_n_clusters: effective_sample_size(&ks[ks.len() / 2..]),
-        ess_log_joint: effective_sample_size(&joints[joints.len() / 2..]),
-    })
+        ess_n_clusters: effective_sample_size(ks.second_half()),
+        ess_log_joint: effective_sample_size(joints.second_half()),
+        ess_stride: ks.stride(),
+    }))
 }
 
+/// The budget of `run`'s chains from `--sweeps` / `--seconds` (1000 sweeps without either).
+fn run_budget(a: &RunArgs) -> Result<Budget> {
+    match (a.sweeps, a.seconds) {
+        (Some(0), _) => Err(Error::param("--sweeps", 0, "at least 1")),
+        (Some(n), _) => Ok(Budget::Sweeps(n)),
+        (None, Some(s)) if !(s > 0.0 && s.is_finite()) => Err(Error::param(
+            "--seconds",
+            s,
+            "a finite number of seconds > 0",
+        )),
+        (None, Some(s)) => Ok(Budget::Seconds(s)),
+        (None, None) => Ok(Budget::Sweeps(1000)),
+    }
+}
+
+/// `nrmm run`: `--chains` chains in parallel, each writing `chain-<i>/trace.csv` and
+/// `chain-<i>/labels.txt` under `--out`, then `summary.json` and a line per chain on standard
+/// output.
 fn run(a: RunArgs) -> Result<()> {
     if a.chains == 0 {
         return Err(Error::param("--chains", 0, "at least 1"));
     }
+    if a.thin == 0 {
+        return Err(Error::param("--thin", 0, "at least 1"));
+    }
+    let budget = run_budget(&a)?;
     let (kernel, prior, spec) = build(&a.data, &a.model, Builtin::Toy)?;
-    let a = RunArgs {
-        sweeps: a.sweeps.or(if a.seconds.is_none() {
-            Some(1000)
-        } else {
-            None
-        }),
-        ..a
+    let n = with_kernel!(&kernel, |k| k.n_points());
+    let init = Init::resolve(&a.init, n)?;
+    let progress = Progress::new(budget);
+    let plan = RunPlan {
+        prior: &prior,
+        init: &init,
+        budget,
+        seed: a.seed,
+        thin: a.thin,
+        out: &a.out,
+        progress: &progress,
+        failed: AtomicBool::new(false),
     };
-    create_dir(&a.out)?;
     let summaries: Vec<ChainSummary> = with_kernel!(&kernel, |k| {
-        (0..a.chains)
+        // Every setting is checked by building the schedules before anything is written.
+        let schedules = (0..a.chains)
+            .map(|_| schedule(&a.sampler, resamples_hyper(&spec)))
+            .collect::<Result<Vec<_>>>()?;
+        create_dir(&a.out)?;
+        // Every chain ends (a failure stops the others at their next sweep) before the first
+        // error, in chain order, is reported: the one that made the others stop.
+        let results: Vec<Result<Option<ChainSummary>>> = schedules
             .into_par_iter()
-            .map(|c| run_chain(k, &prior, &a, &spec, c))
-            .collect::<Result<Vec<_>>>()
+            .enumerate()
+            .map(|(c, moves)| run_chain(k, &plan, c, moves))
+            .collect();
+        // Without an error no chain stopped early, so every chain has its summary.
+        let mut summaries = Vec::with_capacity(results.len());
+        for result in results {
+            summaries.extend(result?);
+        }
+        Ok::<_, Error>(summaries)
     })?;
     use nrmm::prior::NrmPrior;
     let summary = json!({
-        "command": std::env::args().collect::<Vec<_>>(),
+        "command": std::env::args_os()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect::<Vec<_>>(),
         "seed": a.seed,
-        "sampler": format!("{:?}", a.sampler.sampler).to_lowercase(),
+        "sampler": sampler_name(a.sampler.sampler),
         "model": spec,
         "joint": prior.joint_label(),
         "chains": summaries,
     });
-    let path = a.out.join("summary.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&summary).expect("serialises"),
-    )
-    .map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
-    for s in &summaries {
-        println!(
-            "chain {}: {} sweeps in {:.2} s, K = {}, {} = {:.3}, ESS(K) = {:.0}",
-            s.chain,
-            s.sweeps,
-            s.seconds,
-            s.n_clusters,
-            prior.joint_label(),
-            s.log_joint,
-            s.ess_n_clusters
-        );
-    }
-    println!("wrote {}", a.out.display());
-    Ok(())
+    let text = serde_json::to_string_pretty(&summary)
+        .map_err(|e| Error::Numerical(format!("the run summary: {e}")))?;
+    output::write_file(&a.out.join("summary.json"), &text)?;
+    output::stdout(|out| {
+        for s in &summaries {
+            writeln!(
+                out,
+                "chain {}: {} sweeps in {:.2} s, K = {}, {} = {:.3}, ESS(K) = {:.0}",
+                s.chain,
+                s.sweeps,
+                s.seconds,
+                s.n_clusters,
+                prior.joint_label(),
+                s.log_joint,
+                s.ess_n_clusters
+            )?;
+        }
+        writeln!(out, "wrote {}", a.out.display())
+    })
 }
 
+/// Fewest sweeps `check-exact` accepts: below it the comparison is noise.
+const CHECK_EXACT_MIN_SWEEPS: u64 = 100;
+
+/// `nrmm check-exact`: one chain from the single-cluster partition, its post-burn-in
+/// partitions compared with the exact posterior (total variation against the noise floor of a
+/// perfect sampler with the chain's effective sample size).
 fn check_exact(a: CheckExactArgs) -> Result<()> {
+    if a.sweeps < CHECK_EXACT_MIN_SWEEPS {
+        return Err(Error::param(
+            "--sweeps",
+            a.sweeps,
+            &format!("at least {CHECK_EXACT_MIN_SWEEPS}"),
+        ));
+    }
     let (kernel, prior, spec) = build(&a.data, &a.model, Builtin::SetB)?;
     let n = with_kernel!(&kernel, |k| k.n_points());
-    if n > 10 {
+    if n > CHECK_EXACT_MAX_POINTS {
         return Err(Error::TooLarge(format!(
-            "check-exact compares against every set partition; {n} points are too many (at most 10)"
+            "check-exact compares against every set partition; {n} points are too many \
+             (at most {CHECK_EXACT_MAX_POINTS})"
         )));
-    }
-    if a.sweeps < 100 {
-        return Err(Error::param("--sweeps", a.sweeps, "at least 100"));
     }
     let (post, empirical, ks) = with_kernel!(&kernel, |k| {
         let post = exact_posterior(k, &prior)?;
@@ -421,7 +744,9 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
         let mut chain = Chain::new(k, state, rng, schedule(&a.sampler, resamples_hyper(&spec))?);
         let burn_in = a.sweeps / 10;
         let mut empirical = EmpiricalPartitions::new(n)?;
-        let mut ks = Vec::with_capacity((a.sweeps - burn_in) as usize);
+        // Reserve for the usual run lengths only; a huge --sweeps grows the series as it goes.
+        let kept = usize::try_from(a.sweeps - burn_in).unwrap_or(usize::MAX);
+        let mut ks = Vec::with_capacity(kept.min(1 << 20));
         for sweep in 0..a.sweeps {
             chain.sweep()?;
             if sweep >= burn_in {
@@ -437,7 +762,7 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
     let p_k_exact = post.k_probabilities();
     let p_k_sampler = empirical.k_frequencies();
     if a.json {
-        print_json(&json!({
+        return print_json(&json!({
             "tv": comparison.tv,
             "tv_noise_floor": comparison.expected_tv,
             "n_eff": n_eff,
@@ -446,23 +771,26 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
             "p_k_sampler": p_k_sampler,
             "comparison": comparison,
         }));
-        return Ok(());
     }
-    println!(
-        "{} draws after 10% burn-in, effective size (of K) {n_eff:.0}",
-        empirical.total()
-    );
-    println!(
-        "total variation to the exact posterior: {:.4}   (a perfect sampler of that size: {:.4})",
-        comparison.tv, comparison.expected_tv
-    );
-    println!("\n  k   P(K=k) exact   sampler");
-    for k in 1..p_k_exact.len().max(p_k_sampler.len()) {
-        let e = p_k_exact.get(k).copied().unwrap_or(0.0);
-        let s = p_k_sampler.get(k).copied().unwrap_or(0.0);
-        if e > 0.0 || s > 0.0 {
-            println!("  {k:>2}   {e:.6}     {s:.6}");
+    output::stdout(|out| {
+        writeln!(
+            out,
+            "{} draws after 10% burn-in, effective size (of K) {n_eff:.0}",
+            empirical.total()
+        )?;
+        writeln!(
+            out,
+            "total variation to the exact posterior: {:.4}   (a perfect sampler of that size: {:.4})",
+            comparison.tv, comparison.expected_tv
+        )?;
+        writeln!(out, "\n  k   P(K=k) exact   sampler")?;
+        for k in 1..p_k_exact.len().max(p_k_sampler.len()) {
+            let e = p_k_exact.get(k).copied().unwrap_or(0.0);
+            let s = p_k_sampler.get(k).copied().unwrap_or(0.0);
+            if e > 0.0 || s > 0.0 {
+                writeln!(out, "  {k:>2}   {e:.6}     {s:.6}")?;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

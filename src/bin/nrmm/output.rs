@@ -1,0 +1,85 @@
+//! Where results and failures go: results to standard output, the one-line error report to
+//! standard error, and failures to write a file reported as such.
+
+use nrmm::{Error, Result};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Writes what `body` produces to standard output through one buffer, then flushes.
+///
+/// A closed pipe (the reader stopped early, as `nrmm exact | head -3` does) ends the output
+/// quietly and counts as success, as for any Unix filter; any other failure (a full disk) is an
+/// error. `println!` would panic in both cases.
+pub fn stdout(body: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    match body(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Error::Usage(format!(
+            "cannot write to standard output: {e}"
+        ))),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Rewords the library's I/O error for a file being written: [`Error::Io`] always reads
+/// "cannot read PATH", which misleads when the failing path is an output.
+pub fn writing(e: Error) -> Error {
+    match e {
+        Error::Io { path, source } => {
+            Error::Usage(format!("cannot write {}: {source}", path.display()))
+        }
+        other => other,
+    }
+}
+
+/// Creates a directory and its parents (an existing directory is fine).
+pub fn create_dir(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path)
+        .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
+}
+
+/// Writes `text` to `path`, replacing any old file.
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text)
+        .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))
+}
+
+/// `message` folded onto one line: lines trimmed, blank lines dropped, the rest joined by a
+/// space, so that every failure is exactly one line whatever produced it.
+pub fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Prints `error: MESSAGE` as one line on standard error. A failure to write it is ignored:
+/// there is nowhere left to report it, and the exit status still tells.
+pub fn report_error(message: &str) {
+    let _ = writeln!(io::stderr().lock(), "error: {}", one_line(message));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_folds_lines_and_drops_blanks() {
+        assert_eq!(one_line("a\n\n  b  \nc\n"), "a b c");
+        assert_eq!(one_line("single"), "single");
+        assert_eq!(one_line(""), "");
+    }
+
+    #[test]
+    fn writing_rewords_io_errors_only() {
+        let io = Error::Io {
+            path: "out/x.txt".into(),
+            source: io::Error::new(io::ErrorKind::PermissionDenied, "denied"),
+        };
+        assert_eq!(writing(io).to_string(), "cannot write out/x.txt: denied");
+        let other = Error::Usage("kept".into());
+        assert_eq!(writing(other).to_string(), "kept");
+    }
+}

@@ -1,0 +1,165 @@
+//! When a chain of `run` stops, and its progress bar: one bar per chain on standard error,
+//! drawn only when standard error is a terminal, so that pipes, files and tests see nothing.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nrmm::run::SweepRecord;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// When a chain stops.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    /// After this many sweeps (at least 1).
+    Sweeps(u64),
+    /// After the first sweep that brings the chain's sampling time (observers excluded, see
+    /// [`SweepRecord::seconds`]) to at least this many seconds (finite, > 0).
+    Seconds(f64),
+}
+
+impl Budget {
+    /// Whether a chain whose latest sweep is `record` has used up its budget.
+    pub fn done(self, record: &SweepRecord) -> bool {
+        match self {
+            Budget::Sweeps(n) => record.sweep >= n,
+            Budget::Seconds(s) => record.seconds >= s,
+        }
+    }
+}
+
+/// How often a bar's position and message are refreshed: formatting the message allocates, so
+/// it is done at most this often rather than every sweep.
+const REFRESH: Duration = Duration::from_millis(100);
+
+/// The bars of one `run`, or nothing when standard error is not a terminal.
+pub struct Progress {
+    multi: Option<MultiProgress>,
+    budget: Budget,
+}
+
+impl Progress {
+    /// Bars for chains running to `budget`, drawn only if standard error is a terminal.
+    pub fn new(budget: Budget) -> Self {
+        let multi = std::io::stderr()
+            .is_terminal()
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        Progress { multi, budget }
+    }
+
+    /// The bar of chain `chain`. Sweep budgets show sweeps done of the total with an estimate
+    /// of the time left; time budgets show sampling seconds of the total.
+    pub fn chain(&self, chain: usize) -> ChainBar {
+        let bar = self.multi.as_ref().map(|multi| {
+            let (len, template) = match self.budget {
+                Budget::Sweeps(n) => (
+                    n,
+                    "chain {prefix}: [{bar:30}] {pos}/{len} sweeps, {eta} left, {msg}",
+                ),
+                Budget::Seconds(s) => (millis(s), "chain {prefix}: [{bar:30}] {msg}"),
+            };
+            let style = ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> ");
+            multi.add(
+                ProgressBar::new(len)
+                    .with_style(style)
+                    .with_prefix(chain.to_string()),
+            )
+        });
+        ChainBar {
+            bar,
+            budget: self.budget,
+            next_refresh: Instant::now(),
+        }
+    }
+}
+
+/// Seconds as whole milliseconds, the unit of a time budget's bar.
+fn millis(seconds: f64) -> u64 {
+    // `as` saturates, which is what a bar of an absurdly long budget needs.
+    (seconds * 1000.0).ceil() as u64
+}
+
+/// The bar of one chain; cleared from the terminal when dropped, whether the chain finished or
+/// failed (its one-line summary or error follows on the terminal).
+pub struct ChainBar {
+    bar: Option<ProgressBar>,
+    budget: Budget,
+    next_refresh: Instant,
+}
+
+impl ChainBar {
+    /// Shows the chain after the sweep `record`: at most every [`REFRESH`], and always for the
+    /// last sweep. Without a terminal this returns at once; with one, a sweep between
+    /// refreshes costs one clock read.
+    pub fn update(&mut self, record: &SweepRecord) {
+        let Some(bar) = &self.bar else {
+            return;
+        };
+        let now = Instant::now();
+        if now < self.next_refresh && !self.budget.done(record) {
+            return;
+        }
+        self.next_refresh = now + REFRESH;
+        match self.budget {
+            Budget::Sweeps(_) => {
+                bar.set_position(record.sweep);
+                bar.set_message(format!(
+                    "K = {}, log joint {:.1}",
+                    record.n_clusters, record.ln_joint
+                ));
+            }
+            Budget::Seconds(total) => {
+                bar.set_position(millis(record.seconds));
+                bar.set_message(format!(
+                    "{:.1}/{total} s, {} sweeps, K = {}, log joint {:.1}",
+                    record.seconds, record.sweep, record.n_clusters, record.ln_joint
+                ));
+            }
+        }
+    }
+}
+
+impl Drop for ChainBar {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(sweep: u64, seconds: f64) -> SweepRecord {
+        SweepRecord {
+            sweep,
+            seconds,
+            n_clusters: 1,
+            ln_joint: 0.0,
+            moves: Vec::new(),
+            hyper: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn sweep_budget_ends_at_its_count() {
+        let b = Budget::Sweeps(3);
+        assert!(!b.done(&record(2, 100.0)));
+        assert!(b.done(&record(3, 0.0)));
+    }
+
+    #[test]
+    fn time_budget_ends_once_sampling_time_reaches_it() {
+        let b = Budget::Seconds(0.5);
+        assert!(!b.done(&record(1000, 0.499)));
+        assert!(b.done(&record(1, 0.5)));
+    }
+
+    #[test]
+    fn milliseconds_round_up_and_saturate() {
+        assert_eq!(millis(0.0015), 2);
+        assert_eq!(millis(2.0), 2000);
+        assert_eq!(millis(1e300), u64::MAX);
+    }
+}

@@ -1,0 +1,1417 @@
+//! The `nrmm` command line end to end: every verb with its documented examples, the files
+//! `run` writes, and every user mistake ending as one `error:` line on standard error with a
+//! non-zero exit status (2 for a malformed command line, 1 for a failing verb), never a panic.
+//!
+//! Tests that read the real toy data print a message and return when `../shared/data/toy` is
+//! absent (`NRMM_DATA_DIR` points them at another copy).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use nrmm::data::generate::data_set_b;
+use nrmm::data::load;
+use nrmm::kernel::MultinomialDirichlet;
+use nrmm::partition::Partition;
+use nrmm::prior::{Dp, Prior};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_nrmm");
+
+/// A fresh directory under the system temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "nrmm-cli-{}-{tag}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create a temporary directory");
+        TempDir(dir)
+    }
+
+    /// The path of `name` inside the directory, as a command-line argument.
+    fn arg(&self, name: &str) -> String {
+        self.0
+            .join(name)
+            .to_str()
+            .expect("temporary paths are UTF-8")
+            .to_string()
+    }
+
+    /// Writes `text` to `name` and returns its path as an argument.
+    fn write(&self, name: &str, text: &str) -> String {
+        std::fs::write(self.0.join(name), text).expect("write a test file");
+        self.arg(name)
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.0.join(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn nrmm<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the nrmm binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `nrmm args`, asserts success with nothing on standard error (no progress bar off a
+/// terminal), and returns standard output.
+fn ok(args: &[&str]) -> String {
+    let out = nrmm(args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "nrmm {args:?} failed ({}): {stderr}",
+        out.status
+    );
+    assert!(stderr.is_empty(), "nrmm {args:?} wrote to stderr: {stderr}");
+    stdout
+}
+
+/// Runs `nrmm args` and parses its standard output as JSON.
+fn ok_json(args: &[&str]) -> Value {
+    let stdout = ok(args);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("nrmm {args:?}: {e}: {stdout}"))
+}
+
+/// Asserts that `nrmm args` fails with exit status `code` and exactly one line on standard
+/// error, `error: ...`, containing every needle, with nothing on standard output; returns the
+/// line.
+fn fails(args: &[&str], code: i32, needles: &[&str]) -> String {
+    let out = nrmm(args);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "nrmm {args:?}: status {} with stderr {stderr}",
+        out.status
+    );
+    assert!(
+        !stderr.contains("panicked"),
+        "nrmm {args:?} panicked: {stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nrmm {args:?} wrote to stdout: {}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "nrmm {args:?}: not one line: {stderr}"
+    );
+    assert!(stderr.starts_with("error: "), "nrmm {args:?}: {stderr}");
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "nrmm {args:?}: {stderr:?} lacks {needle:?}"
+        );
+    }
+    stderr
+}
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("NRMM_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"))
+}
+
+/// The toy data and its true labels, or `None` (with a message) when absent.
+fn toy() -> Option<(String, String)> {
+    let dir = data_dir().join("toy");
+    let (x, y) = (dir.join("X.txt"), dir.join("gt_labels.txt"));
+    if x.is_file() && y.is_file() {
+        Some((x.to_str()?.to_string(), y.to_str()?.to_string()))
+    } else {
+        eprintln!(
+            "skipping: real data folder {} is absent (expected at ../shared/data/toy, or set \
+             NRMM_DATA_DIR)",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn field<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v.get(name)
+        .unwrap_or_else(|| panic!("JSON lacks field {name}: {v}"))
+}
+
+fn f64_of(v: &Value, name: &str) -> f64 {
+    field(v, name)
+        .as_f64()
+        .unwrap_or_else(|| panic!("{name} is not a number: {v}"))
+}
+
+fn u64_of(v: &Value, name: &str) -> u64 {
+    field(v, name)
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name} is not an integer: {v}"))
+}
+
+fn f64_list(v: &Value, name: &str) -> Vec<f64> {
+    field(v, name)
+        .as_array()
+        .unwrap_or_else(|| panic!("{name} is not an array: {v}"))
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
+/// Distinct labels of a labels file.
+fn label_count(path: &str) -> usize {
+    let body = std::fs::read_to_string(path).expect("a labels file");
+    let mut labels: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    labels.sort_unstable();
+    labels.dedup();
+    labels.len()
+}
+
+/// The rows of a CSV trace: its header and the values of every row.
+fn trace(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let body = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = body.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("a header")
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let rows = lines
+        .map(|l| {
+            l.split(',')
+                .map(|v| v.parse().expect("a number"))
+                .collect::<Vec<f64>>()
+        })
+        .collect();
+    (header, rows)
+}
+
+fn column(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("trace header {header:?} lacks {name}"))
+}
+
+/// Checks what `run` wrote for `chains` chains of `n` points, each `sweeps` sweeps long when
+/// given, and returns the summary.
+fn check_run_output(
+    out: &TempDir,
+    dir: &str,
+    chains: usize,
+    n: usize,
+    sweeps: Option<u64>,
+) -> Value {
+    let summary: Value =
+        serde_json::from_str(&out.read(&format!("{dir}/summary.json"))).expect("summary.json");
+    let chain_summaries = field(&summary, "chains").as_array().expect("chains");
+    assert_eq!(chain_summaries.len(), chains);
+    for (c, s) in chain_summaries.iter().enumerate() {
+        assert_eq!(u64_of(s, "chain"), c as u64);
+        let (header, rows) = trace(&out.0.join(format!("{dir}/chain-{c}/trace.csv")));
+        for name in ["sweep", "seconds", "n_clusters", "log_joint"] {
+            column(&header, name);
+        }
+        assert!(header.len() > 4, "no move columns: {header:?}");
+        let done = u64_of(s, "sweeps");
+        if let Some(sweeps) = sweeps {
+            assert_eq!(done, sweeps);
+        }
+        let last = rows.last().expect("at least one row");
+        assert_eq!(last[column(&header, "sweep")] as u64, done);
+        assert_eq!(
+            last[column(&header, "n_clusters")] as u64,
+            u64_of(s, "n_clusters")
+        );
+        assert!((last[column(&header, "log_joint")] - f64_of(s, "log_joint")).abs() < 1e-5);
+        assert!(f64_of(s, "seconds") > 0.0);
+        assert!(f64_of(s, "ess_n_clusters") > 0.0);
+        assert!(f64_of(s, "ess_log_joint") > 0.0);
+        let labels = out.read(&format!("{dir}/chain-{c}/labels.txt"));
+        assert_eq!(labels.lines().count(), n);
+        let mut distinct: Vec<&str> = labels.lines().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len() as u64, u64_of(s, "n_clusters"));
+    }
+    summary
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every verb works.
+
+/// The golden value of the paper's toy set under the reference model (REFERENCE_FIGURES).
+#[test]
+fn loglik_of_the_toy_truth_is_the_golden_value() {
+    let Some((x, y)) = toy() else { return };
+    let out = ok(&["loglik", "--data", &x, "--labels", &y]);
+    assert!(
+        out.contains("= -1577.569613"),
+        "text output lacks the golden value: {out}"
+    );
+    assert!(
+        out.contains("clusters: 13") && out.contains("points: 1300"),
+        "{out}"
+    );
+    let v = ok_json(&["loglik", "--data", &x, "--labels", &y, "--json"]);
+    assert!((f64_of(&v, "log_joint") + 1577.569613).abs() < 5e-7, "{v}");
+    assert_eq!(u64_of(&v, "n_clusters"), 13);
+    assert_eq!(u64_of(&v, "n"), 1300);
+    assert_eq!(u64_of(&v, "d"), 2);
+}
+
+/// `loglik --kernel md` on a generated docword file gives the library's log joint, and the
+/// kernel follows the data without the flag.
+#[test]
+fn loglik_md_on_generated_counts_matches_the_library() {
+    let dir = TempDir::new("loglik-md");
+    let (x, y) = (dir.arg("docword.txt"), dir.arg("y.txt"));
+    ok(&[
+        "generate",
+        "counts",
+        "--n",
+        "30",
+        "--d",
+        "40",
+        "--k",
+        "3",
+        "--seed",
+        "7",
+        "--out",
+        &x,
+        "--labels-out",
+        &y,
+    ]);
+    let v = ok_json(&[
+        "loglik", "--data", &x, "--labels", &y, "--kernel", "md", "--json",
+    ]);
+    assert_eq!(u64_of(&v, "n"), 30);
+    assert_eq!(u64_of(&v, "d"), 40);
+    assert_eq!(u64_of(&v, "n_clusters") as usize, label_count(&y));
+
+    let counts = load::load_docword(&x).expect("the generated docword loads");
+    let labels = load::load_labels(&y, 30).expect("the generated labels load");
+    let kernel = MultinomialDirichlet::new(std::sync::Arc::new(counts), 0.1).expect("kernel");
+    let prior = Prior::Dp(Dp::new(1.0).expect("prior"));
+    let expected = Partition::from_labels(&kernel, &labels)
+        .expect("partition")
+        .ln_joint(&prior);
+    assert!(
+        (f64_of(&v, "log_joint") - expected).abs() < 1e-9 * expected.abs(),
+        "{} vs {expected}",
+        f64_of(&v, "log_joint")
+    );
+    let text = ok(&["loglik", "--data", &x, "--labels", &y, "--beta", "0.1"]);
+    assert!(text.contains(&format!("{expected:.6}")), "{text}");
+}
+
+/// Under a DP with fixed α the EPPF is normalised, so `ln p(Π | X) + ln Z = ln p(X, Π)`: the
+/// most probable partition of `exact` fed back to `loglik` ties the two verbs together.
+#[test]
+fn exact_and_loglik_agree_on_data_set_b() {
+    let dir = TempDir::new("exact-loglik");
+    let data = dir.arg("b.txt");
+    load::write_dense(&data, &data_set_b()).expect("write data set B");
+    let post = ok_json(&["exact", "--data", &data, "--json", "--top", "3"]);
+    let ln_z = f64_of(&post, "ln_normaliser");
+    for part in field(&post, "top_partitions").as_array().expect("top") {
+        let rgs = field(part, "rgs").as_str().expect("rgs");
+        let labels: String = rgs.chars().map(|c| format!("{c}\n")).collect();
+        let y = dir.write("y.txt", &labels);
+        let joint = f64_of(
+            &ok_json(&["loglik", "--data", &data, "--labels", &y, "--json"]),
+            "log_joint",
+        );
+        let ln_p = f64_of(part, "ln_probability");
+        assert!(
+            (ln_p + ln_z - joint).abs() < 1e-9,
+            "{rgs}: {ln_p} + {ln_z} vs {joint}"
+        );
+    }
+}
+
+#[test]
+fn exact_text_and_json_describe_the_same_posterior() {
+    let v = ok_json(&["exact", "--json"]);
+    assert_eq!(u64_of(&v, "n_points"), 7);
+    assert_eq!(u64_of(&v, "n_partitions"), 877);
+    let pk = field(&v, "k_probabilities")
+        .as_array()
+        .expect("k probabilities");
+    let total: f64 = pk.iter().map(|e| f64_of(e, "probability")).sum();
+    assert!((total - 1.0).abs() < 1e-12);
+    let mean: f64 = pk
+        .iter()
+        .map(|e| u64_of(e, "k") as f64 * f64_of(e, "probability"))
+        .sum();
+    let expected_k = f64_of(&v, "expected_k");
+    assert!((mean - expected_k).abs() < 1e-12);
+    let top: Vec<f64> = field(&v, "top_partitions")
+        .as_array()
+        .expect("top")
+        .iter()
+        .map(|p| f64_of(p, "probability"))
+        .collect();
+    assert_eq!(top.len(), 10, "--top defaults to 10");
+    assert!(top.windows(2).all(|w| w[0] >= w[1]), "{top:?}");
+
+    let text = ok(&["exact"]);
+    assert!(
+        text.starts_with("exact posterior over 877 partitions of 7 points"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("E[K] = {expected_k:.6}")), "{text}");
+    assert!(text.contains(&format!("{:.6}", top[0])), "{text}");
+}
+
+/// DP and NGGP, fixed and with hyperpriors, are four different exact posteriors, each a
+/// distribution over K.
+#[test]
+fn exact_under_each_prior_and_with_hyperpriors() {
+    let runs = [
+        vec!["exact", "--json"],
+        vec!["exact", "--json", "--hyperpriors"],
+        vec![
+            "exact", "--json", "--prior", "nggp", "--alpha", "1", "--sigma", "0.5",
+        ],
+        vec!["exact", "--json", "--prior", "nggp", "--hyperpriors"],
+    ];
+    let mut means = Vec::new();
+    for args in &runs {
+        let v = ok_json(args);
+        let total: f64 = field(&v, "k_probabilities")
+            .as_array()
+            .expect("k probabilities")
+            .iter()
+            .map(|e| f64_of(e, "probability"))
+            .sum();
+        assert!((total - 1.0).abs() < 1e-9, "{args:?}: {total}");
+        means.push(f64_of(&v, "expected_k"));
+    }
+    for i in 0..means.len() {
+        for j in 0..i {
+            assert!(
+                (means[i] - means[j]).abs() > 1e-6,
+                "{:?} and {:?} give the same E[K] = {}",
+                runs[i],
+                runs[j],
+                means[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn exact_top_is_clamped_to_every_partition() {
+    let v = ok_json(&["exact", "--json", "--top", "100000000000"]);
+    assert_eq!(
+        field(&v, "top_partitions").as_array().expect("top").len(),
+        877
+    );
+    let v = ok_json(&["exact", "--json", "--top", "0"]);
+    assert!(field(&v, "top_partitions")
+        .as_array()
+        .expect("top")
+        .is_empty());
+}
+
+#[test]
+fn exact_and_check_exact_refuse_too_many_points() {
+    let dir = TempDir::new("too-many");
+    let x13 = dir.arg("x13.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "13", "--d", "2", "--k", "2", "--seed", "1", "--out", &x13,
+    ]);
+    fails(&["exact", "--data", &x13], 1, &["13 points", "at most 12"]);
+    let x11 = dir.arg("x11.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "11", "--d", "2", "--k", "2", "--seed", "1", "--out", &x11,
+    ]);
+    fails(
+        &["check-exact", "--data", &x11, "--sweeps", "200"],
+        1,
+        &["11 points", "at most 10"],
+    );
+    // 11 points are fine for exact.
+    let v = ok_json(&["exact", "--data", &x11, "--json", "--top", "1"]);
+    assert_eq!(u64_of(&v, "n_partitions"), 678_570);
+}
+
+#[test]
+fn generate_gaussian_with_k_and_each_prior_round_trips() {
+    let dir = TempDir::new("generate-gaussian");
+    for (tag, extra) in [
+        ("k", vec!["--k", "4"]),
+        ("dp", vec!["--prior", "dp", "--alpha", "2"]),
+        (
+            "nggp",
+            vec!["--prior", "nggp", "--alpha", "1", "--sigma", "0.3"],
+        ),
+    ] {
+        let (x, y) = (
+            dir.arg(&format!("{tag}-x.txt")),
+            dir.arg(&format!("{tag}-y.txt")),
+        );
+        let mut args = vec![
+            "generate",
+            "gaussian",
+            "--n",
+            "40",
+            "--d",
+            "3",
+            "--seed",
+            "11",
+            "--out",
+            &x,
+            "--labels-out",
+            &y,
+        ];
+        args.extend(extra.iter().copied());
+        let said = ok(&args);
+        let k = label_count(&y);
+        assert_eq!(
+            said.trim(),
+            format!("wrote 40 points in {k} clusters to {x}")
+        );
+        if tag == "k" {
+            assert!(k <= 4, "{k} clusters for --k 4");
+        }
+        let data = load::load_dense(&x).expect("generated data load");
+        assert_eq!((data.n(), data.d()), (40, 3));
+        let v = ok_json(&["loglik", "--data", &x, "--labels", &y, "--json"]);
+        assert_eq!(u64_of(&v, "n_clusters") as usize, k);
+        assert_eq!((u64_of(&v, "n"), u64_of(&v, "d")), (40, 3));
+        let out = dir.arg(&format!("{tag}-run"));
+        ok(&["run", "--data", &x, "--sweeps", "3", "--out", &out]);
+        check_run_output(&dir, &format!("{tag}-run"), 1, 40, Some(3));
+    }
+}
+
+#[test]
+fn generate_counts_round_trips_through_loglik_and_run() {
+    let dir = TempDir::new("generate-counts");
+    let (x, y) = (dir.arg("docword.txt"), dir.arg("y.txt"));
+    ok(&[
+        "generate",
+        "counts",
+        "--n",
+        "25",
+        "--d",
+        "60",
+        "--prior",
+        "nggp",
+        "--sigma",
+        "0.4",
+        "--beta",
+        "0.2",
+        "--doc-length",
+        "20",
+        "--seed",
+        "3",
+        "--out",
+        &x,
+        "--labels-out",
+        &y,
+    ]);
+    let header: Vec<String> = dir
+        .read("docword.txt")
+        .lines()
+        .take(2)
+        .map(str::to_string)
+        .collect();
+    assert_eq!(header, ["25", "60"]);
+    let v = ok_json(&["loglik", "--data", &x, "--labels", &y, "--json"]);
+    assert_eq!(u64_of(&v, "n_clusters") as usize, label_count(&y));
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--sampler",
+        "sams",
+        "--sweeps",
+        "4",
+        "--out",
+        &dir.arg("run"),
+    ]);
+    check_run_output(&dir, "run", 1, 25, Some(4));
+}
+
+#[test]
+fn generate_is_a_function_of_its_seed() {
+    let dir = TempDir::new("generate-seed");
+    let make = |name: &str, seed: &str| {
+        let x = dir.arg(name);
+        ok(&[
+            "generate", "gaussian", "--n", "20", "--d", "2", "--seed", seed, "--out", &x,
+        ]);
+        dir.read(name)
+    };
+    let (a, b, c) = (make("a.txt", "5"), make("b.txt", "5"), make("c.txt", "6"));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn run_writes_trace_labels_and_summary() {
+    let dir = TempDir::new("run-files");
+    let out = dir.arg("o");
+    let said = ok(&[
+        "run", "--sweeps", "6", "--thin", "2", "--seed", "4", "--out", &out,
+    ]);
+    assert!(said.starts_with("chain 0: 6 sweeps in "), "{said}");
+    assert!(said.trim_end().ends_with(&format!("wrote {out}")), "{said}");
+    assert_eq!(said.lines().count(), 2, "{said}");
+    let summary = check_run_output(&dir, "o", 1, 1300, Some(6));
+    assert_eq!(field(&summary, "sampler"), "gibbs");
+    assert_eq!(u64_of(&summary, "seed"), 4);
+    let (header, rows) = trace(&dir.0.join("o/chain-0/trace.csv"));
+    let sweeps: Vec<f64> = rows.iter().map(|r| r[column(&header, "sweep")]).collect();
+    assert_eq!(sweeps, [2.0, 4.0, 6.0], "--thin 2 keeps every second sweep");
+    column(&header, "alpha");
+}
+
+#[test]
+fn run_with_a_time_budget_and_two_chains() {
+    let dir = TempDir::new("run-seconds");
+    let x = dir.arg("x.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "60", "--d", "2", "--k", "3", "--seed", "2", "--out", &x,
+    ]);
+    let said = ok(&[
+        "run",
+        "--data",
+        &x,
+        "--seconds",
+        "0.2",
+        "--chains",
+        "2",
+        "--out",
+        &dir.arg("o"),
+    ]);
+    assert!(
+        said.contains("chain 0: ") && said.contains("chain 1: "),
+        "{said}"
+    );
+    let summary = check_run_output(&dir, "o", 2, 60, None);
+    for s in field(&summary, "chains").as_array().expect("chains") {
+        assert!(f64_of(s, "seconds") >= 0.2, "{s}");
+    }
+    // Different chains draw from different streams.
+    assert_ne!(
+        dir.read("o/chain-0/trace.csv"),
+        dir.read("o/chain-1/trace.csv")
+    );
+}
+
+/// A Gibbs sweep over one random point (`--gibbs-subset 1`) changes K by at most one, so the
+/// first row of the trace shows where the chain started.
+#[test]
+fn run_starts_where_init_says() {
+    let dir = TempDir::new("run-init");
+    let (x, y) = (dir.arg("x.txt"), dir.arg("y.txt"));
+    ok(&[
+        "generate",
+        "gaussian",
+        "--n",
+        "30",
+        "--d",
+        "2",
+        "--k",
+        "4",
+        "--seed",
+        "9",
+        "--out",
+        &x,
+        "--labels-out",
+        &y,
+    ]);
+    let k0 = label_count(&y) as f64;
+    let labels_init = format!("labels:{y}");
+    for (name, init, start) in [
+        ("single", "single", 1.0),
+        ("singletons", "singletons", 30.0),
+        ("labels", labels_init.as_str(), k0),
+    ] {
+        ok(&[
+            "run",
+            "--data",
+            &x,
+            "--init",
+            init,
+            "--sweeps",
+            "1",
+            "--gibbs-subset",
+            "1",
+            "--out",
+            &dir.arg(name),
+        ]);
+        let (header, rows) = trace(&dir.0.join(format!("{name}/chain-0/trace.csv")));
+        let k = rows[0][column(&header, "n_clusters")];
+        assert!(
+            (k - start).abs() <= 1.0,
+            "--init {init}: K = {k} after one point moved"
+        );
+    }
+}
+
+#[test]
+fn run_each_sampler_under_each_prior() {
+    let dir = TempDir::new("run-samplers");
+    let x = dir.arg("x.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "50", "--d", "2", "--k", "3", "--seed", "8", "--out", &x,
+    ]);
+    for sampler in ["gibbs", "jain-neal", "sams"] {
+        for (tag, prior) in [
+            ("dp", vec![]),
+            ("dp-hyper", vec!["--hyperpriors"]),
+            ("nggp", vec!["--prior", "nggp", "--sigma", "0.3"]),
+            ("nggp-hyper", vec!["--prior", "nggp", "--hyperpriors"]),
+        ] {
+            let name = format!("{sampler}-{tag}");
+            let out = dir.arg(&name);
+            let mut args = vec![
+                "run",
+                "--data",
+                &x,
+                "--sampler",
+                sampler,
+                "--sweeps",
+                "5",
+                "--out",
+                &out,
+            ];
+            args.extend(prior.iter().copied());
+            ok(&args);
+            let summary = check_run_output(&dir, &name, 1, 50, Some(5));
+            assert_eq!(field(&summary, "sampler"), sampler);
+            let (header, _) = trace(&dir.0.join(format!("{name}/chain-0/trace.csv")));
+            if tag.starts_with("nggp") {
+                for h in ["u", "alpha", "sigma"] {
+                    column(&header, h);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn run_is_a_function_of_its_seed() {
+    let dir = TempDir::new("run-seed");
+    let x = dir.arg("x.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "40", "--d", "2", "--k", "3", "--seed", "1", "--out", &x,
+    ]);
+    for (name, seed) in [("a", "3"), ("b", "3"), ("c", "4")] {
+        ok(&[
+            "run",
+            "--data",
+            &x,
+            "--sampler",
+            "sams",
+            "--init",
+            "singletons",
+            "--sweeps",
+            "10",
+            "--chains",
+            "2",
+            "--seed",
+            seed,
+            "--out",
+            &dir.arg(name),
+        ]);
+    }
+    for c in 0..2 {
+        let labels = |run: &str| dir.read(&format!("{run}/chain-{c}/labels.txt"));
+        assert_eq!(labels("a"), labels("b"));
+    }
+    let column_of = |run: &str, name: &str| -> Vec<f64> {
+        let (header, rows) = trace(&dir.0.join(format!("{run}/chain-0/trace.csv")));
+        let i = column(&header, name);
+        rows.iter().map(|r| r[i]).collect()
+    };
+    assert_eq!(column_of("a", "log_joint"), column_of("b", "log_joint"));
+    assert_ne!(column_of("a", "log_joint"), column_of("c", "log_joint"));
+}
+
+#[test]
+fn check_exact_reports_tv_and_both_k_distributions() {
+    let v = ok_json(&[
+        "check-exact",
+        "--sampler",
+        "sams",
+        "--prior",
+        "nggp",
+        "--hyperpriors",
+        "--sweeps",
+        "2000",
+        "--json",
+    ]);
+    let tv = f64_of(&v, "tv");
+    let floor = f64_of(&v, "tv_noise_floor");
+    assert!((0.0..=1.0).contains(&tv), "{tv}");
+    assert!(floor > 0.0 && floor <= 1.0, "{floor}");
+    for name in ["p_k_exact", "p_k_sampler"] {
+        let p = f64_list(&v, name);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{name}: {p:?}");
+    }
+    let text = ok(&["check-exact", "--sweeps", "500"]);
+    assert!(
+        text.contains("total variation to the exact posterior"),
+        "{text}"
+    );
+    assert!(text.contains("450 draws after 10% burn-in"), "{text}");
+}
+
+/// Every `nrmm ...` line of the README's command-line section runs as written (in a scratch
+/// directory, with `../shared/data` pointing at the data).
+#[test]
+fn readme_examples_work() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let dir = TempDir::new("readme");
+    let data = data_dir();
+    let lines: Vec<&str> = readme
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("nrmm "))
+        .collect();
+    assert!(lines.len() >= 6, "README lost its examples: {lines:?}");
+    for line in lines {
+        if line.contains("../shared/data") && toy().is_none() {
+            continue;
+        }
+        let line = line.replace("../shared/data", data.to_str().expect("UTF-8 data path"));
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        let out = Command::new(BIN)
+            .args(&args)
+            .current_dir(&dir.0)
+            .stdin(Stdio::null())
+            .output()
+            .expect("nrmm runs");
+        assert!(
+            out.status.success(),
+            "README example `{line}` failed: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every user mistake is one line and a non-zero exit.
+
+#[test]
+fn malformed_command_lines_exit_2_with_one_line() {
+    fails(
+        &[],
+        2,
+        &["no verb given", "loglik, exact, generate, run, check-exact"],
+    );
+    fails(&["cluster"], 2, &["'cluster'", "expected one of loglik"]);
+    fails(
+        &["run", "--out", "x", "--sampler", "gibs"],
+        2,
+        &["--sampler", "gibbs, jain-neal, sams"],
+    );
+    fails(
+        &["loglik", "--labels", "y", "--kernel", "gauss"],
+        2,
+        &["--kernel", "nw, md"],
+    );
+    fails(
+        &["exact", "--prior", "pitman-yor"],
+        2,
+        &["--prior", "dp, nggp"],
+    );
+    fails(&["loglik"], 2, &["--labels"]);
+    fails(&["run"], 2, &["--out"]);
+    fails(
+        &["generate", "gaussian", "--n", "5"],
+        2,
+        &["--d", "--seed", "--out"],
+    );
+    fails(
+        &[
+            "generate", "images", "--n", "5", "--d", "2", "--seed", "1", "--out", "x",
+        ],
+        2,
+        &["gaussian, counts"],
+    );
+    fails(
+        &["run", "--out", "x", "--init", "random"],
+        2,
+        &["--init", "single, singletons or labels:FILE"],
+    );
+    fails(
+        &["run", "--out", "x", "--init", "labels:"],
+        2,
+        &["labels:FILE"],
+    );
+    fails(
+        &["run", "--out", "x", "--sweeps", "3", "--seconds", "1"],
+        2,
+        &["--sweeps", "--seconds"],
+    );
+    fails(
+        &["run", "--out", "x", "--chains", "-1"],
+        2,
+        &["--chains", "-1"],
+    );
+    fails(
+        &["run", "--out", "x", "--sweeps", "many"],
+        2,
+        &["--sweeps", "many"],
+    );
+    fails(&["exact", "--alpha", "one"], 2, &["--alpha", "one"]);
+    fails(&["exact", "--nw-psi", "1,x,0,1"], 2, &["--nw-psi", "x"]);
+    fails(&["exact", "--unknown-flag"], 2, &["--unknown-flag"]);
+    fails(
+        &[
+            "generate", "gaussian", "--n", "9", "--d", "2", "--k", "2", "--alpha", "1", "--seed",
+            "1", "--out", "x",
+        ],
+        2,
+        &["--k", "--alpha"],
+    );
+}
+
+#[test]
+fn help_and_version_succeed() {
+    let help = ok(&["--help"]);
+    assert!(
+        help.contains("check-exact") && help.contains("Exit status"),
+        "{help}"
+    );
+    assert!(ok(&["run", "--help"]).contains("--seconds"));
+    assert!(ok(&["--version"]).starts_with("nrmm "));
+}
+
+#[test]
+fn unreadable_and_malformed_files_are_named() {
+    let dir = TempDir::new("bad-files");
+    let missing = dir.arg("missing.txt");
+    let good = dir.write("good.txt", "0 0\n1 0.5\n0.3 2\n");
+    let labels3 = dir.write("y3.txt", "1\n1\n2\n");
+    fails(
+        &["loglik", "--data", &missing, "--labels", &labels3],
+        1,
+        &["cannot read", "missing.txt"],
+    );
+    fails(
+        &["loglik", "--data", &good, "--labels", &missing],
+        1,
+        &["cannot read", "missing.txt"],
+    );
+    fails(
+        &[
+            "run",
+            "--data",
+            &good,
+            "--init",
+            &format!("labels:{missing}"),
+            "--out",
+            &dir.arg("o"),
+        ],
+        1,
+        &["cannot read", "missing.txt"],
+    );
+    fails(&["exact", "--data", &dir.arg("")], 1, &["cannot read"]);
+
+    let nan = dir.write("nan.txt", "0 0\n1 NaN\n0.3 2\n");
+    fails(
+        &["loglik", "--data", &nan, "--labels", &labels3],
+        1,
+        &["nan.txt:2", "NaN"],
+    );
+    let ragged = dir.write("ragged.txt", "0 0\n1\n0.3 2\n");
+    fails(
+        &["loglik", "--data", &ragged, "--labels", &labels3],
+        1,
+        &["ragged.txt:2", "expected 2"],
+    );
+    let word = dir.write("word.txt", "0 0\n1 x\n0.3 2\n");
+    fails(
+        &["exact", "--data", &word, "--format", "dense"],
+        1,
+        &["word.txt:2"],
+    );
+    let empty = dir.write("empty.txt", "");
+    fails(&["exact", "--data", &empty], 1, &["empty.txt", "empty"]);
+
+    // Docword: too few entries, ids out of range, a non-integer count.
+    let short = dir.write("short.docword", "3\n5\n3\n1 1 1\n3 5 2\n");
+    fails(
+        &["exact", "--data", &short, "--format", "docword"],
+        1,
+        &["short.docword", "NNZ = 3"],
+    );
+    let word_id = dir.write("id.docword", "3\n5\n2\n1 1 1\n3 6 2\n");
+    fails(
+        &["exact", "--data", &word_id, "--format", "docword"],
+        1,
+        &["id.docword:5", "word id 6"],
+    );
+    let doc_id = dir.write("doc.docword", "3\n5\n2\n1 1 1\n4 5 2\n");
+    fails(
+        &["exact", "--data", &doc_id, "--format", "docword"],
+        1,
+        &["doc.docword:5", "document id 4"],
+    );
+    let count = dir.write("count.docword", "3\n5\n2\n1 1 1\n3 5 2.5\n");
+    fails(
+        &["exact", "--data", &count, "--format", "docword"],
+        1,
+        &["count.docword:5", "2.5"],
+    );
+    let idx = dir.write("not.idx", "this is text\n");
+    fails(
+        &["exact", "--data", &idx, "--format", "idx"],
+        1,
+        &["not.idx", "IDX"],
+    );
+
+    let bad_labels = dir.write("bad-labels.txt", "1\ntwo\n3\n");
+    fails(
+        &["loglik", "--data", &good, "--labels", &bad_labels],
+        1,
+        &["bad-labels.txt:2"],
+    );
+    let labels2 = dir.write("y2.txt", "1\n2\n");
+    fails(
+        &["loglik", "--data", &good, "--labels", &labels2],
+        1,
+        &["2 labels", "3 points"],
+    );
+    fails(
+        &[
+            "run",
+            "--data",
+            &good,
+            "--init",
+            &format!("labels:{labels2}"),
+            "--out",
+            &dir.arg("o"),
+        ],
+        1,
+        &["2 labels", "3 points"],
+    );
+    fails(
+        &["loglik", "--labels", &labels2],
+        1,
+        &["2 labels", "1300 points"],
+    );
+    fails(
+        &["exact", "--format", "dense"],
+        1,
+        &["--format needs --data"],
+    );
+}
+
+#[test]
+fn kernel_and_data_must_agree() {
+    let dir = TempDir::new("kernel-data");
+    let dense = dir.write("x.txt", "0 0\n1 0.5\n0.3 2\n");
+    let counts = dir.write("c.docword", "3\n5\n3\n1 1 1\n2 2 4\n3 5 2\n");
+    fails(
+        &["exact", "--data", &dense, "--kernel", "md"],
+        1,
+        &["--kernel md", "count data"],
+    );
+    fails(
+        &["exact", "--data", &counts, "--kernel", "nw"],
+        1,
+        &["--kernel nw", "counts"],
+    );
+    fails(
+        &["exact", "--data", &counts, "--nw-r", "2"],
+        1,
+        &["--nw-*", "counts"],
+    );
+    fails(
+        &["exact", "--data", &dense, "--beta", "0.5"],
+        1,
+        &["--beta", "real matrix"],
+    );
+    // Each works with the kernel that fits.
+    ok(&[
+        "exact", "--data", &counts, "--kernel", "md", "--beta", "0.5",
+    ]);
+    ok(&["exact", "--data", &dense, "--kernel", "nw"]);
+}
+
+#[test]
+fn impossible_hyperparameters_name_their_flag() {
+    fails(
+        &["exact", "--sigma", "0.5"],
+        1,
+        &["--sigma", "--prior nggp"],
+    );
+    fails(&["exact", "--u", "2"], 1, &["--u", "--prior nggp"]);
+    for alpha in ["0", "-1", "NaN", "inf"] {
+        fails(&["exact", "--alpha", alpha], 1, &["--alpha", "> 0"]);
+    }
+    for sigma in ["0", "1", "1.5", "-0.2", "nan"] {
+        fails(
+            &["exact", "--prior", "nggp", "--sigma", sigma],
+            1,
+            &["--sigma", "(0, 1)"],
+        );
+    }
+    fails(
+        &[
+            "exact",
+            "--prior",
+            "nggp",
+            "--hyperpriors",
+            "--sigma",
+            "0.995",
+        ],
+        1,
+        &["--sigma", "[0.01, 0.99]"],
+    );
+    fails(
+        &["exact", "--prior", "nggp", "--u", "0"],
+        1,
+        &["--u", "> 0"],
+    );
+    // The built-in data set B is 2-D: ν must exceed 1.
+    fails(&["exact", "--nw-nu", "1"], 1, &["--nw-nu", "> d - 1 = 1"]);
+    fails(&["exact", "--nw-nu", "-3"], 1, &["--nw-nu"]);
+    fails(&["exact", "--nw-r", "0"], 1, &["--nw-r", "> 0"]);
+    fails(
+        &["exact", "--nw-psi", "1,2,2,1"],
+        1,
+        &["--nw-psi", "positive definite"],
+    );
+    fails(
+        &["exact", "--nw-psi", "1,2,3,1"],
+        1,
+        &["--nw-psi[1][0]", "symmetric"],
+    );
+    fails(
+        &["exact", "--nw-psi", "1,0,0"],
+        1,
+        &["--nw-psi", "3 values", "4 comma-separated"],
+    );
+    fails(
+        &["exact", "--nw-psi", "1,0,0,1,0"],
+        1,
+        &["--nw-psi", "5 values"],
+    );
+    fails(
+        &["exact", "--nw-xi", "0,0,0"],
+        1,
+        &["--nw-xi", "3 values", "2 comma-separated"],
+    );
+    fails(&["exact", "--nw-xi", "0,inf"], 1, &["--nw-xi[1]", "finite"]);
+    let dir = TempDir::new("hyper");
+    let counts = dir.write("c.docword", "2\n4\n2\n1 1 1\n2 2 4\n");
+    fails(
+        &["exact", "--data", &counts, "--beta", "0"],
+        1,
+        &["--beta", "> 0"],
+    );
+    // Collinear points leave no data-based Normal-Wishart default; explicit ones work.
+    let line = dir.write("line.txt", "1 2\n2 4\n3 6\n");
+    fails(
+        &["exact", "--data", &line],
+        1,
+        &["sample covariance", "--nw-xi, --nw-psi, --nw-r and --nw-nu"],
+    );
+    ok(&[
+        "exact", "--data", &line, "--nw-xi", "0,0", "--nw-psi", "1,0,0,1", "--nw-r", "1",
+        "--nw-nu", "3",
+    ]);
+}
+
+#[test]
+fn run_budget_and_settings_are_checked_before_sampling() {
+    let dir = TempDir::new("run-budget");
+    let out = dir.arg("o");
+    fails(
+        &["run", "--chains", "0", "--out", &out],
+        1,
+        &["--chains", "at least 1"],
+    );
+    fails(
+        &["run", "--sweeps", "0", "--out", &out],
+        1,
+        &["--sweeps", "at least 1"],
+    );
+    fails(
+        &["run", "--thin", "0", "--out", &out],
+        1,
+        &["--thin", "at least 1"],
+    );
+    for seconds in ["0", "-1", "NaN", "inf"] {
+        fails(
+            &["run", "--seconds", seconds, "--out", &out],
+            1,
+            &["--seconds", "> 0"],
+        );
+    }
+    fails(
+        &["run", "--gibbs-subset", "0", "--sweeps", "1", "--out", &out],
+        1,
+        &["--gibbs-subset"],
+    );
+    fails(
+        &[
+            "run",
+            "--sampler",
+            "sams",
+            "--proposals",
+            "0",
+            "--gibbs-sweeps",
+            "0",
+            "--out",
+            &out,
+        ],
+        1,
+        &["--proposals 0", "--gibbs-sweeps 0"],
+    );
+    fails(
+        &["check-exact", "--sweeps", "10"],
+        1,
+        &["--sweeps", "at least 100"],
+    );
+    assert!(
+        !dir.0.join("o").exists(),
+        "a refused run created its output directory"
+    );
+}
+
+#[test]
+fn generate_parameters_name_their_flag() {
+    let dir = TempDir::new("generate-bad");
+    let out = dir.arg("x.txt");
+    let g = |extra: &[&'static str]| {
+        let mut args: Vec<String> = ["generate", "gaussian", "--seed", "1", "--out", &out]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let check = |args: Vec<String>, needles: &[&str]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails(&args, 1, needles);
+    };
+    check(g(&["--n", "0", "--d", "2"]), &["--n", "at least 1"]);
+    check(g(&["--n", "10", "--d", "0"]), &["--d", "at least 1"]);
+    check(
+        g(&["--n", "10", "--d", "2", "--k", "0"]),
+        &["--k", "1..=10"],
+    );
+    check(
+        g(&["--n", "10", "--d", "2", "--k", "11"]),
+        &["--k", "1..=10"],
+    );
+    check(
+        g(&["--n", "10", "--d", "2", "--alpha", "0"]),
+        &["--alpha", "> 0"],
+    );
+    check(
+        g(&["--n", "10", "--d", "2", "--sigma", "0.5"]),
+        &["--sigma", "--prior nggp"],
+    );
+    check(
+        g(&["--n", "10", "--d", "2", "--prior", "nggp", "--sigma", "1"]),
+        &["--sigma", "(0, 1)"],
+    );
+    check(
+        g(&["--n", "10", "--d", "2", "--beta", "0.5"]),
+        &["--beta", "counts only"],
+    );
+    check(
+        g(&["--n", "1000000000000", "--d", "2"]),
+        &["--n", "at most"],
+    );
+    check(
+        g(&["--n", "100000", "--d", "100000", "--k", "1"]),
+        &["GiB", "lower --n or --d"],
+    );
+    let c = |extra: &[&str]| {
+        let mut args = vec![
+            "generate", "counts", "--seed", "1", "--out", &out, "--n", "10", "--d", "20",
+        ];
+        args.extend_from_slice(extra);
+        fails(&args, 1, &[extra[0]]);
+    };
+    c(&["--doc-length", "0"]);
+    c(&["--doc-length", "nan"]);
+    c(&["--beta", "-1"]);
+    assert!(
+        !dir.0.join("x.txt").exists(),
+        "a refused generate wrote its output"
+    );
+}
+
+#[test]
+fn outputs_that_cannot_be_written_are_named() {
+    let dir = TempDir::new("unwritable");
+    // A path below a regular file cannot be created, whatever the user's permissions.
+    let file = dir.write("file", "not a directory\n");
+    let below = format!("{file}/x.txt");
+    fails(
+        &[
+            "generate", "gaussian", "--n", "5", "--d", "2", "--seed", "1", "--out", &below,
+        ],
+        1,
+        &["cannot write", "file/x.txt"],
+    );
+    fails(
+        &[
+            "generate",
+            "gaussian",
+            "--n",
+            "5",
+            "--d",
+            "2",
+            "--seed",
+            "1",
+            "--out",
+            &dir.arg("ok.txt"),
+            "--labels-out",
+            &below,
+        ],
+        1,
+        &["cannot write", "file/x.txt"],
+    );
+    fails(
+        &[
+            "generate",
+            "counts",
+            "--n",
+            "5",
+            "--d",
+            "4",
+            "--seed",
+            "1",
+            "--out",
+            &dir.arg(""),
+        ],
+        1,
+        &["cannot write"],
+    );
+    fails(
+        &["run", "--sweeps", "1", "--out", &file],
+        1,
+        &["cannot create directory", "file"],
+    );
+    fails(
+        &["run", "--sweeps", "1", "--out", &format!("{file}/run")],
+        1,
+        &["cannot create directory", "file/run"],
+    );
+    // An existing directory where the trace goes.
+    let run = dir.arg("run");
+    std::fs::create_dir_all(dir.0.join("run/chain-0/trace.csv")).expect("a blocking directory");
+    fails(
+        &["run", "--sweeps", "1", "--out", &run],
+        1,
+        &["cannot write", "trace.csv"],
+    );
+}
+
+/// A reader that stops early (`| head`) ends the output quietly; a full disk is an error.
+#[test]
+fn closed_or_full_standard_output_is_not_a_panic() {
+    let mut child = Command::new(BIN)
+        .args(["exact", "--prior", "nggp", "--hyperpriors", "--top", "877"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrmm runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("nrmm ends");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipping the full-disk case: no /dev/full on this system");
+        return;
+    };
+    let out = Command::new(BIN)
+        .args(["exact", "--json"])
+        .stdout(full)
+        .output()
+        .expect("nrmm runs");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot write to standard output"),
+        "{stderr}"
+    );
+}
+
+/// Paths need not be UTF-8: the summary records the command line lossily instead of failing.
+#[cfg(unix)]
+#[test]
+fn non_utf8_output_paths_work() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("non-utf8");
+    let out = dir.0.join(OsStr::from_bytes(b"run-\xff"));
+    let result = nrmm(&[
+        OsStr::new("run"),
+        OsStr::new("--sweeps"),
+        OsStr::new("2"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ]);
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    assert!(out.join("summary.json").is_file());
+    assert!(out.join("chain-0/labels.txt").is_file());
+}
+
+/// A chain that fails stops the others at their next sweep, and its error is the one
+/// reported: a one-minute budget ends at once.
+#[test]
+fn a_failing_chain_stops_the_others() {
+    let dir = TempDir::new("chain-fails");
+    std::fs::create_dir_all(dir.0.join("run/chain-0/trace.csv")).expect("a blocking directory");
+    let start = std::time::Instant::now();
+    fails(
+        &[
+            "run",
+            "--seconds",
+            "60",
+            "--chains",
+            "2",
+            "--out",
+            &dir.arg("run"),
+        ],
+        1,
+        &["cannot write", "chain-0", "trace.csv"],
+    );
+    let elapsed = start.elapsed().as_secs_f64();
+    assert!(elapsed < 20.0, "the healthy chain ran on for {elapsed} s");
+    assert!(!dir.0.join("run/summary.json").exists());
+}
