@@ -20,6 +20,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A file could not be created or written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file that failed.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
     /// A file's content does not follow its format.
     #[error("{path}:{line}: {message}")]
     Parse {

@@ -139,11 +139,8 @@ impl ModelSpec {
     pub fn build_kernel(&self, data: Dataset) -> Result<AnyKernel> {
         match (self.kernel, data) {
             (None | Some(KernelKind::Nw), Dataset::Dense(x)) => {
-                let reference = if self.nw_xi.is_some()
-                    && self.nw_psi.is_some()
-                    && self.nw_r.is_some()
-                    && self.nw_nu.is_some()
-                {
+                // Only ξ and Ψ come from the data; r and ν defaults do not need it.
+                let reference = if self.nw_xi.is_some() && self.nw_psi.is_some() {
                     None
                 } else {
                     Some(NwHyper::from_data(&x)?)

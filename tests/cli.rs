@@ -1140,7 +1140,7 @@ fn impossible_hyperparameters_name_their_flag() {
     fails(
         &["exact", "--data", &line],
         1,
-        &["sample covariance", "--nw-xi, --nw-psi, --nw-r and --nw-nu"],
+        &["sample covariance", "give --nw-xi and --nw-psi"],
     );
     ok(&[
         "exact", "--data", &line, "--nw-xi", "0,0", "--nw-psi", "1,0,0,1", "--nw-r", "1",

@@ -175,7 +175,7 @@ fn writers_replace_files_atomically_and_leave_no_temporaries() {
     let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().collect();
     assert_eq!(left.len(), 1, "temporary files left behind");
     match write_labels(dir.file("no/such/dir/x.txt"), &[1]) {
-        Err(Error::Io { path, .. }) => assert_eq!(path, dir.file("no/such/dir/x.txt")),
+        Err(Error::Write { path, .. }) => assert_eq!(path, dir.file("no/such/dir/x.txt")),
         other => panic!("expected an I/O error, got {other:?}"),
     }
 }

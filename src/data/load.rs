@@ -917,7 +917,7 @@ fn write_atomically(
     path: &Path,
     body: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>,
 ) -> Result<()> {
-    let io_err = |source: io::Error| Error::Io {
+    let io_err = |source: io::Error| Error::Write {
         path: path.to_path_buf(),
         source,
     };

@@ -21,7 +21,7 @@ pub struct TraceWriter {
 impl TraceWriter {
     /// Creates (truncates) the trace file.
     pub fn create(path: &Path, thin: u64) -> Result<Self> {
-        let file = std::fs::File::create(path).map_err(|source| Error::Io {
+        let file = std::fs::File::create(path).map_err(|source| Error::Write {
             path: path.to_path_buf(),
             source,
         })?;
@@ -35,7 +35,7 @@ impl TraceWriter {
 
     /// Flushes buffered rows to disk.
     pub fn flush(&mut self) -> Result<()> {
-        self.out.flush().map_err(|source| Error::Io {
+        self.out.flush().map_err(|source| Error::Write {
             path: self.path.clone(),
             source,
         })
@@ -81,7 +81,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for TraceWriter {
         if !record.sweep.is_multiple_of(self.thin) {
             return Ok(());
         }
-        self.write_record(record).map_err(|source| Error::Io {
+        self.write_record(record).map_err(|source| Error::Write {
             path: self.path.clone(),
             source,
         })

@@ -1,7 +1,7 @@
 //! The verbs of `nrmm`, each a thin layer over the library.
 
 use crate::args::*;
-use crate::output::{self, create_dir, writing};
+use crate::output::{self, create_dir};
 use crate::progress::{Budget, Progress};
 use crate::thinned::Thinned;
 use clap::ValueEnum;
@@ -160,7 +160,7 @@ fn build(
 }
 
 /// Ties a failed positive-definiteness check to what the user can change: their own
-/// `--nw-psi`, or the data-based defaults, which all four `--nw-*` flags together replace.
+/// `--nw-psi`, or the data-based defaults of ξ and Ψ, which `--nw-xi` and `--nw-psi` replace.
 fn explain_kernel_error(e: Error, m: &ModelArgs) -> Error {
     match e {
         Error::NotPositiveDefinite(what) if m.nw_psi.is_some() && what.contains("psi") => {
@@ -170,7 +170,7 @@ fn explain_kernel_error(e: Error, m: &ModelArgs) -> Error {
         }
         Error::NotPositiveDefinite(what) if what.contains("data") => Error::Usage(format!(
             "{what} is not symmetric positive definite, so the Normal-Wishart defaults cannot \
-             be derived from the data: give --nw-xi, --nw-psi, --nw-r and --nw-nu"
+             be derived from the data: give --nw-xi and --nw-psi"
         )),
         other => other,
     }
@@ -393,7 +393,7 @@ fn generate(a: GenerateArgs) -> Result<()> {
             }
             let nw = NormalWishartSampler::new(&vec![0.0; d], &psi, 0.02, d as f64 + 3.0)?;
             let (x, _) = generate::gaussian_mixture(&labels, &nw, &mut rng)?;
-            load::write_dense(&a.out, &x).map_err(writing)?;
+            load::write_dense(&a.out, &x)?;
         }
         GenerateKind::Counts => {
             let (c, _) = generate::bag_of_words(
@@ -404,12 +404,12 @@ fn generate(a: GenerateArgs) -> Result<()> {
                 &mut rng,
             )
             .map_err(|e| name_flag(e, GENERATE_FLAGS))?;
-            load::write_docword(&a.out, &c).map_err(writing)?;
+            load::write_docword(&a.out, &c)?;
         }
     }
     if let Some(path) = &a.labels_out {
         let one_based: Vec<usize> = labels.iter().map(|l| l + 1).collect();
-        load::write_labels(path, &one_based).map_err(writing)?;
+        load::write_labels(path, &one_based)?;
     }
     let mut used = vec![false; slots];
     for &l in &labels {
@@ -585,7 +585,7 @@ fn sample_chain<K: ConjugateKernel + 'static>(
     };
     let rng = nrmm::rng::SeedPlan::new(plan.seed).chain(chain as u64);
     let mut chain_run = Chain::new(kernel, state, rng, moves);
-    let mut trace = TraceWriter::create(&dir.join("trace.csv"), plan.thin).map_err(writing)?;
+    let mut trace = TraceWriter::create(&dir.join("trace.csv"), plan.thin)?;
     let mut ks = Thinned::new(ESS_BUFFER);
     let mut joints = Thinned::new(ESS_BUFFER);
     let mut bar = plan.progress.chain(chain);
@@ -594,7 +594,7 @@ fn sample_chain<K: ConjugateKernel + 'static>(
             return Ok(None);
         }
         let record = chain_run.sweep()?;
-        nrmm::run::Observer::observe(&mut trace, &record, chain_run.state()).map_err(writing)?;
+        nrmm::run::Observer::observe(&mut trace, &record, chain_run.state())?;
         ks.push(record.n_clusters as f64);
         joints.push(record.ln_joint);
         bar.update(&record);
@@ -602,12 +602,11 @@ fn sample_chain<K: ConjugateKernel + 'static>(
             break record;
         }
     };
-    trace.flush().map_err(writing)?;
+    trace.flush()?;
     load::write_labels(
         dir.join("labels.txt"),
         &chain_run.state().partition.canonical_labels(),
-    )
-    .map_err(writing)?;
+    )?;
     Ok(Some(ChainSummary {
         chain,
         sweeps: last.sweep,

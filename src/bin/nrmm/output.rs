@@ -21,17 +21,6 @@ pub fn stdout(body: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()>
     }
 }
 
-/// Rewords the library's I/O error for a file being written: [`Error::Io`] always reads
-/// "cannot read PATH", which misleads when the failing path is an output.
-pub fn writing(e: Error) -> Error {
-    match e {
-        Error::Io { path, source } => {
-            Error::Usage(format!("cannot write {}: {source}", path.display()))
-        }
-        other => other,
-    }
-}
-
 /// Creates a directory and its parents (an existing directory is fine).
 pub fn create_dir(path: &Path) -> Result<()> {
     std::fs::create_dir_all(path)
@@ -70,16 +59,5 @@ mod tests {
         assert_eq!(one_line("a\n\n  b  \nc\n"), "a b c");
         assert_eq!(one_line("single"), "single");
         assert_eq!(one_line(""), "");
-    }
-
-    #[test]
-    fn writing_rewords_io_errors_only() {
-        let io = Error::Io {
-            path: "out/x.txt".into(),
-            source: io::Error::new(io::ErrorKind::PermissionDenied, "denied"),
-        };
-        assert_eq!(writing(io).to_string(), "cannot write out/x.txt: denied");
-        let other = Error::Usage("kept".into());
-        assert_eq!(writing(other).to_string(), "kept");
     }
 }
