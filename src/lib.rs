@@ -13,5 +13,6 @@ pub mod prior;
 pub mod rng;
 pub mod run;
 pub mod sampler;
+pub mod tree;
 
 pub use error::{Error, Result};

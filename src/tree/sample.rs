@@ -1,0 +1,266 @@
+//! The random tree operations of tgMCMC: SampleSub (MATH §4.1) and StocInsert (MATH §4.2).
+//! Every random choice goes through a [`Chooser`], so the same code runs a chain or
+//! enumerates all of its outcomes with their probabilities; each forward draw has an exact
+//! reverse evaluation.
+
+use super::{Forest, NodeKey, PairStats};
+use crate::error::{Error, Result};
+use crate::kernel::ConjugateKernel;
+use crate::math::{ln_add_exp, log_sum_exp};
+use crate::sampler::Chooser;
+
+/// Which nodes of a subtree SampleSub may return (MATH §4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Candidates {
+    /// Every node, leaves included (`draw_leaf = true`; the local move's selection).
+    AllNodes,
+    /// Internal nodes only (`draw_leaf = false`; the split move).
+    InternalNodes,
+}
+
+/// One decision of StocInsert for a queued tree (MATH §4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StocChoice {
+    /// Inserted into the tree at this position of the tree list.
+    Join(usize),
+    /// Appended to the tree list as a new tree.
+    New,
+}
+
+impl<K: ConjugateKernel> Forest<K> {
+    /// SampleSub, forward (MATH §4.1): draws a node `v` of the subtree of `top` with
+    /// probability `(d_v + d_max) / Σ_{v'} (d_{v'} + d_max)` over the candidates (breadth-first
+    /// from `top`, which is itself a candidate), where `d_leaf = 0` and `d_max` is the
+    /// largest `d` among the candidates; weights are formed in log space as
+    /// `lse(ln d_v, ln d_max)`. Returns the node and its log probability. A leaf `top` is
+    /// returned with log probability 0 and no draw.
+    ///
+    /// Errors if `top` is unknown or the chooser rejects the weights (a NaN `ln d`). Cost:
+    /// O(size of the subtree), no allocation once the forest's scratch buffers have grown.
+    pub fn sample_sub(
+        &mut self,
+        top: NodeKey,
+        candidates: Candidates,
+        chooser: &mut dyn Chooser,
+    ) -> Result<(NodeKey, f64)> {
+        if self.get(top, "sample_sub")?.is_leaf() {
+            return Ok((top, 0.0));
+        }
+        let mut keys = std::mem::take(&mut self.scratch_keys);
+        let mut weights = std::mem::take(&mut self.scratch_w);
+        keys.clear();
+        keys.push(top);
+        let mut next = 0;
+        while next < keys.len() {
+            if let Some(children) = self.nodes[keys[next]].children {
+                for c in children {
+                    if candidates == Candidates::AllNodes || !self.nodes[c].is_leaf() {
+                        keys.push(c);
+                    }
+                }
+            }
+            next += 1;
+        }
+        let ln_d_max = keys
+            .iter()
+            .map(|&k| self.nodes[k].ln_d)
+            .fold(f64::NEG_INFINITY, f64::max);
+        weights.clear();
+        weights.extend(
+            keys.iter()
+                .map(|&k| ln_add_exp(self.nodes[k].ln_d, ln_d_max)),
+        );
+        let drawn = chooser.choose_log(&weights);
+        let out = drawn.map(|(i, lp)| (keys[i], lp));
+        self.scratch_keys = keys;
+        self.scratch_w = weights;
+        out
+    }
+
+    /// SampleSub, reverse evaluation: `ln P_sub(target | subtree of top)` with the weights of
+    /// [`Forest::sample_sub`]; `-∞` when `target` is a leaf and only internal nodes are
+    /// candidates (the reference evaluates splits this way). For a leaf `top` it is 0.
+    ///
+    /// Errors if `target` is not in the subtree of `top`, or a candidate's `ln d` is NaN or
+    /// infinite. Cost: O(depth + size of the subtree), no allocation.
+    pub fn ln_prob_sub(
+        &self,
+        top: NodeKey,
+        target: NodeKey,
+        candidates: Candidates,
+    ) -> Result<f64> {
+        self.get(top, "ln_prob_sub")?;
+        let mut cur = target;
+        while cur != top {
+            cur = self.get(cur, "ln_prob_sub target")?.parent.ok_or_else(|| {
+                Error::param(
+                    "ln_prob_sub target",
+                    format!("{target:?}"),
+                    "a node in the subtree of the given top node",
+                )
+            })?;
+        }
+        if self.nodes[top].is_leaf() {
+            return Ok(0.0);
+        }
+        if candidates == Candidates::InternalNodes && self.nodes[target].is_leaf() {
+            return Ok(f64::NEG_INFINITY);
+        }
+        let admits = |k: NodeKey| candidates == Candidates::AllNodes || !self.nodes[k].is_leaf();
+        let mut ln_d_max = f64::NEG_INFINITY;
+        let mut cur = Some(top);
+        while let Some(k) = cur {
+            if admits(k) {
+                ln_d_max = ln_d_max.max(self.nodes[k].ln_d);
+            }
+            cur = self.preorder_next(k, top);
+        }
+        // Every weight lies in [ln d_max, ln d_max + ln 2], so shifting by ln d_max is safe.
+        let mut sum = 0.0;
+        let mut cur = Some(top);
+        while let Some(k) = cur {
+            if admits(k) {
+                sum += (ln_add_exp(self.nodes[k].ln_d, ln_d_max) - ln_d_max).exp();
+            }
+            cur = self.preorder_next(k, top);
+        }
+        let ln_w = ln_add_exp(self.nodes[target].ln_d, ln_d_max);
+        let ln_p = ln_w - ln_d_max - sum.ln();
+        if !(ln_d_max.is_finite() && ln_p.is_finite()) {
+            return Err(Error::Numerical(format!(
+                "SampleSub probability is {ln_p} with largest ln d {ln_d_max}: the subtree \
+                 holds a non-finite or stale ln d"
+            )));
+        }
+        Ok(ln_p)
+    }
+
+    /// StocInsert, forward (MATH §4.2): for each loose tree `x` of `queue`, in order, given
+    /// the current loose trees `trees = (s_1..s_r)`, join `s_l` with probability
+    /// `d(x, s_l)⁻¹ / (1 + Σ_l' d(x, s_l')⁻¹)` or start a new tree with probability
+    /// `1 / (1 + Σ_l' d(x, s_l')⁻¹)` (log weights `-ln d` and 0, drawn through `chooser`).
+    /// A join is SeqInsert + Update without destroy, and the joined tree's new root replaces
+    /// it in `trees`; a new tree is appended. With `trees` empty, `x` starts a tree with
+    /// probability 1. The decisions are written to `choices` (cleared first); the total log
+    /// probability is returned.
+    ///
+    /// Errors if a tree, or a queue item when its turn comes, is not loose, or as
+    /// [`Forest::pair_stats`]; decisions made before the error stay applied. Cost: per item,
+    /// one pair marginal per tree plus one SeqInsert on a join.
+    pub fn stoc_insert(
+        &mut self,
+        kernel: &K,
+        trees: &mut Vec<NodeKey>,
+        queue: &[NodeKey],
+        chooser: &mut dyn Chooser,
+        choices: &mut Vec<StocChoice>,
+    ) -> Result<f64> {
+        choices.clear();
+        self.stoc_insert_impl(kernel, trees, queue, |_, ln_w| {
+            let r = ln_w.len() - 1;
+            let (i, lp) = if r == 0 {
+                (0, 0.0)
+            } else {
+                chooser.choose_log(ln_w)?
+            };
+            choices.push(if i == r {
+                StocChoice::New
+            } else {
+                StocChoice::Join(i)
+            });
+            Ok((i, lp))
+        })
+    }
+
+    /// StocInsert, reverse: the log probability that [`Forest::stoc_insert`] from the same
+    /// trees and queue makes exactly the decisions `choices`, computed by replaying them (the
+    /// trees are changed exactly as the forward run would change them). It is `-∞` if a
+    /// decision has probability zero.
+    ///
+    /// Errors if `choices` does not have one decision per queued tree, a `Join` refers to a
+    /// position beyond the current tree list, or as [`Forest::stoc_insert`]. Cost: as
+    /// [`Forest::stoc_insert`].
+    pub fn stoc_insert_replay(
+        &mut self,
+        kernel: &K,
+        trees: &mut Vec<NodeKey>,
+        queue: &[NodeKey],
+        choices: &[StocChoice],
+    ) -> Result<f64> {
+        if choices.len() != queue.len() {
+            return Err(Error::DimensionMismatch(format!(
+                "StocInsert replay got {} decisions for {} queued trees",
+                choices.len(),
+                queue.len()
+            )));
+        }
+        self.stoc_insert_impl(kernel, trees, queue, |j, ln_w| {
+            let r = ln_w.len() - 1;
+            let i = match choices[j] {
+                StocChoice::New => r,
+                StocChoice::Join(l) if l < r => l,
+                StocChoice::Join(l) => {
+                    return Err(Error::param(
+                        &format!("StocInsert replay decision #{j}"),
+                        format!("Join({l})"),
+                        &format!("Join(l) with l below the {r} trees present, or New"),
+                    ))
+                }
+            };
+            Ok((i, ln_w[i] - log_sum_exp(ln_w)))
+        })
+    }
+
+    /// The StocInsert loop; `decide(j, ln_w)` picks the option for queue item `j` from the
+    /// log weights (joins first, "new" last; only "new" when there is no tree yet) and returns
+    /// it with its log probability.
+    fn stoc_insert_impl(
+        &mut self,
+        kernel: &K,
+        trees: &mut Vec<NodeKey>,
+        queue: &[NodeKey],
+        decide: impl FnMut(usize, &[f64]) -> Result<(usize, f64)>,
+    ) -> Result<f64> {
+        for &t in trees.iter() {
+            self.check_loose(t, "stoc_insert tree")?;
+        }
+        let mut pairs = std::mem::take(&mut self.scratch_pairs);
+        let mut weights = std::mem::take(&mut self.scratch_w);
+        let result = self.stoc_insert_loop(kernel, trees, queue, &mut pairs, &mut weights, decide);
+        self.scratch_pairs = pairs;
+        self.scratch_w = weights;
+        result
+    }
+
+    fn stoc_insert_loop(
+        &mut self,
+        kernel: &K,
+        trees: &mut Vec<NodeKey>,
+        queue: &[NodeKey],
+        pairs: &mut Vec<PairStats>,
+        weights: &mut Vec<f64>,
+        mut decide: impl FnMut(usize, &[f64]) -> Result<(usize, f64)>,
+    ) -> Result<f64> {
+        let mut ln_q = 0.0;
+        for (j, &x) in queue.iter().enumerate() {
+            self.check_loose(x, "stoc_insert queue item")?;
+            pairs.clear();
+            weights.clear();
+            for &t in trees.iter() {
+                let st = self.pair_stats(kernel, x, t)?;
+                pairs.push(st);
+                weights.push(-st.ln_d);
+            }
+            weights.push(0.0);
+            let (i, lp) = decide(j, weights)?;
+            ln_q += lp;
+            if i < trees.len() {
+                let pair = self.seq_insert_with(kernel, trees[i], x, pairs[i])?;
+                trees[i] = self.update(pair)?;
+            } else {
+                trees.push(x);
+            }
+        }
+        Ok(ln_q)
+    }
+}
