@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use nrmm::data::canonical_labels;
 use nrmm::data::generate::toy_like;
-use nrmm::data::load::{canonicalize_labels, load_dense, load_labels};
+use nrmm::data::load::{load_dense, load_labels};
 use nrmm::data::DenseData;
 use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
 use nrmm::math::softplus;
@@ -325,7 +326,7 @@ fn ibhc_construction_time_on_real_data() {
         let data = load_dense(dir.join("X.txt")).unwrap();
         let truth = load_labels(dir.join("gt_labels.txt"), data.n())
             .ok()
-            .map(|l| canonicalize_labels(&l));
+            .map(|l| canonical_labels(&l));
         let kernel = nw(data);
         let prior = Dp::new(1.0).unwrap();
         for mode in [IbhcMode::Exact, IbhcMode::Noisy] {
