@@ -10,7 +10,7 @@
 //! machine). The sweep at which each run first got there is printed.
 //!
 //! The tests skip with a message when `../shared/data/toy` is absent. Each sampler has its own
-//! test so they run in parallel; together they take about 20 s in release.
+//! test so they run in parallel; together they take about 10 s in release.
 
 mod support;
 

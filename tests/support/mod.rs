@@ -1,15 +1,17 @@
 //! Shared helpers of the sampler tests: kernels over the MATH §5.3 data sets, the sweep
 //! schedules of the samplers under test, the exact posterior a sampler targets, batch-means
-//! variance estimates, and the location of the real data.
+//! variance estimates, a grid inverse CDF, a deliberately wrong Gibbs move, and the location
+//! of the real data.
 
 #![allow(dead_code)]
 
 use nrmm::data::DenseData;
+use nrmm::error::Result;
 use nrmm::exact::ExactPosterior;
 use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
 use nrmm::prior::{NrmPrior, PartitionPrior, PartitionPriorSpec, Prior};
 use nrmm::run::Scheduled;
-use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Sams};
+use nrmm::sampler::{Chooser, Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, State, StepInfo};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -36,6 +38,8 @@ pub enum Sampler {
     JainNealAlone(usize),
     /// This many SAMS proposals and nothing else.
     SamsAlone(usize),
+    /// One sweep of the deliberately wrong [`OffByOneGibbs`], to show that a test has power.
+    OffByOneGibbs,
 }
 
 impl Sampler {
@@ -47,6 +51,7 @@ impl Sampler {
             Sampler::SamsGibbs => "sams+gibbs".into(),
             Sampler::JainNealAlone(r) => format!("jain-neal x{r}"),
             Sampler::SamsAlone(r) => format!("sams x{r}"),
+            Sampler::OffByOneGibbs => "off-by-one gibbs".into(),
         }
     }
 
@@ -82,6 +87,10 @@ impl Sampler {
             Sampler::SamsAlone(r) => vec![Scheduled {
                 mv: Box::new(Sams::new()),
                 repeats: r,
+            }],
+            Sampler::OffByOneGibbs => vec![Scheduled {
+                mv: Box::new(OffByOneGibbs::default()),
+                repeats: 1,
             }],
         };
         if resample_hyper {
@@ -198,5 +207,54 @@ impl GridCdf {
         let (c0, c1) = (self.cdf[i - 1], self.cdf[i]);
         let t = if c1 > c0 { (p - c0) / (c1 - c0) } else { 0.5 };
         self.x[i - 1] + t * (self.x[i] - self.x[i - 1])
+    }
+}
+
+/// A Gibbs sweep with a classic bug: the join weight is taken at the cluster size before the
+/// point was removed, `κ_join(n_c + 1)` instead of `κ_join(n_c)` (for the DP `n_c + 1` instead
+/// of `n_c`), which favours joining and so shrinks `K`. Otherwise identical to
+/// [`nrmm::sampler::Gibbs`] with a full random scan.
+#[derive(Default)]
+pub struct OffByOneGibbs {
+    order: Vec<usize>,
+    slots: Vec<usize>,
+    ln_w: Vec<f64>,
+}
+
+impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for OffByOneGibbs {
+    fn name(&self) -> &'static str {
+        "gibbs-off-by-one"
+    }
+
+    fn step(
+        &mut self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        chooser: &mut dyn Chooser,
+    ) -> Result<StepInfo> {
+        chooser.permutation(state.partition.n(), &mut self.order);
+        for &i in &self.order {
+            let part = &mut state.partition;
+            part.remove(kernel, i);
+            self.slots.clear();
+            self.ln_w.clear();
+            for s in part.slots() {
+                let c = part.cluster(s).unwrap();
+                self.slots.push(s);
+                self.ln_w.push(
+                    state.prior.ln_kappa_join(c.size() + 1) + kernel.ln_predictive(i, c.stat()),
+                );
+            }
+            self.ln_w
+                .push(state.prior.ln_kappa_new() + kernel.ln_predictive(i, &kernel.empty_stat()));
+            let (pick, _) = chooser.choose_log(&self.ln_w)?;
+            match self.slots.get(pick) {
+                Some(&s) => part.insert(kernel, i, s),
+                None => {
+                    part.insert_new(kernel, i);
+                }
+            }
+        }
+        Ok(StepInfo::default())
     }
 }
