@@ -54,7 +54,7 @@
 //! CI runs a short seeded version (a few seconds per test in release). The long versions are
 //! `#[ignore]`d; run them with
 //! `cargo test --release --test sampler_tv -- --ignored --nocapture --test-threads 2`
-//! (about 15 minutes on two cores).
+//! (15 to 20 minutes on two cores).
 
 mod support;
 
