@@ -366,15 +366,9 @@ fn long_isolated_split_merge_visits_match_exact_posterior() {
 }
 
 /// Gibbs with the DP's `u`-augmented `α` update (`α ~ Gamma(1, 1)`): TV within twice the noise
-/// floor on data sets A and B.
-///
-/// Ignored because it fails with an error, not a bias: the update draws `G2 ~ Gamma(α, 1)`
-/// (`src/prior/dp.rs`, `AlphaUpdate::UAugmented` in `Dp::draw_alpha`), which underflows to 0
-/// once the chain visits a small `α` (a shape of 6.5e-4 was hit on data set B after a few
-/// thousand sweeps), and `sample_gamma` then reports an error. See
-/// [`u_augmented_alpha_update_survives_small_alpha`] for a direct reproduction.
+/// floor on data sets A and B. (The chain visits small `α`, e.g. 6.5e-4 on data set B, where a
+/// direct `Gamma(α, 1)` draw underflows; see [`u_augmented_alpha_update_survives_small_alpha`].)
 #[test]
-#[ignore = "fails: the u-augmented alpha update underflows for small alpha (src/prior/dp.rs)"]
 fn gibbs_with_u_augmented_alpha_matches_exact_posterior() {
     let case = PriorCase::DpRandom(AlphaUpdate::UAugmented);
     check_all(
@@ -390,10 +384,9 @@ fn gibbs_with_u_augmented_alpha_matches_exact_posterior() {
 /// The `u`-augmented DP `α` update must accept every state of its own chain: from `α = 1e-3`
 /// with one cluster of 7 points (where the posterior of `α` has a density bounded away from 0
 /// at 0), 200 updates must all succeed. A draw `G ~ Gamma(α, 1)` underflows to 0 with
-/// probability about `e^{-708 α}` (half the time at `α = 1e-3`), so this fails until the
-/// update takes `ln G2` as `ln G(1 + α) + ln U / α` instead of drawing `G2` directly.
+/// probability about `e^{-708 α}` (half the time at `α = 1e-3`), so the update must take
+/// `ln G2` as `ln G(1 + α) + ln U / α` instead of drawing `G2` directly.
 #[test]
-#[ignore = "fails: the u-augmented alpha update underflows for small alpha (src/prior/dp.rs)"]
 fn u_augmented_alpha_update_survives_small_alpha() {
     use nrmm::prior::NrmPrior;
     let mut rng = SeedPlan::new(9).chain(0);

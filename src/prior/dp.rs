@@ -109,9 +109,13 @@ impl Dp {
             }
             AlphaUpdate::UAugmented => {
                 // v = G1 / (G1 + G2) with G1 ~ Gamma(n), G2 ~ Gamma(α): ln(1+u) = ln(1 + G1/G2).
+                // G2 is drawn in log form, ln G2 = ln Gamma(α+1) + ln U / α, since for small α
+                // a Gamma(α) variate underflows to 0 (it is below e^-708 with probability
+                // about e^{-708 α}).
                 let g1 = sample_gamma(nf, 1.0, rng)?;
-                let g2 = sample_gamma(self.alpha, 1.0, rng)?;
-                let rate = b + (g1 / g2).ln_1p();
+                let ln_g2 = sample_gamma(self.alpha + 1.0, 1.0, rng)?.ln()
+                    + crate::rng::uniform_open01(rng).ln() / self.alpha;
+                let rate = b + crate::math::softplus(g1.ln() - ln_g2);
                 sample_gamma(a + kf, rate, rng)
             }
         }
