@@ -143,6 +143,16 @@ impl<K: ConjugateKernel> Partition<K> {
             .filter_map(|(s, c)| c.as_ref().map(|_| s))
     }
 
+    /// Live clusters with their slots, in increasing slot order (deterministic): the same
+    /// order as [`Partition::slots`], without a second lookup per slot.
+    #[inline]
+    pub fn clusters(&self) -> impl Iterator<Item = (Slot, &Cluster<K::Stat>)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(s, c)| c.as_ref().map(|c| (s, c)))
+    }
+
     /// Upper bound (exclusive) on slot indices, for slot-indexed scratch buffers.
     pub fn slot_capacity(&self) -> usize {
         self.slots.len()
@@ -210,6 +220,17 @@ impl<K: ConjugateKernel> Partition<K> {
         kernel.add(&mut c.stat, i);
         c.ln_m = kernel.ln_marginal(&c.stat);
         self.label[i] = slot;
+    }
+
+    /// Moves point `i` to the back of its cluster's member list without touching statistics:
+    /// the member order that [`Partition::remove`] followed by [`Partition::insert`] into the
+    /// same cluster leaves. A Gibbs update that keeps a point where it was uses it so that the
+    /// member order, which split-merge moves read, is the same as if the point had been taken
+    /// out and put back. Cost: O(1).
+    pub fn requeue(&mut self, i: usize) {
+        let slot = self.label[i];
+        self.detach_member(slot, i);
+        self.attach_member(slot, i);
     }
 
     /// Puts unassigned point `i` in a new cluster; returns its slot (the most recently freed
