@@ -1022,6 +1022,57 @@ mod tests {
         assert_eq!(k.ln_marginal(&s), 0.0);
     }
 
+    /// The predictive cache of `s` against that of a fresh batch statistic of `members`.
+    fn assert_cache_is_fresh(k: &NormalWishart, s: &NwStat, members: &[usize]) {
+        let fresh = k.stat_of(members);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-11 * a.abs().max(b.abs()).max(1.0);
+        assert!(close(s.pred_offset, fresh.pred_offset), "offset");
+        assert_eq!(s.pred_scale, fresh.pred_scale);
+        assert_eq!(s.pred_power, fresh.pred_power);
+        let (_, centre, inv) = s.predictive_parts(k.d);
+        let (_, fresh_centre, fresh_inv) = fresh.predictive_parts(k.d);
+        for (a, b) in centre
+            .iter()
+            .zip(fresh_centre)
+            .chain(inv.iter().zip(fresh_inv))
+        {
+            assert!(close(*a, *b), "{a} vs {b}");
+        }
+        for i in 0..k.data.n() {
+            if !members.contains(&i) {
+                assert!(close(k.ln_predictive(i, s), k.ln_predictive(i, &fresh)));
+            }
+        }
+    }
+
+    #[test]
+    fn every_update_keeps_the_predictive_cache_fresh() {
+        let k = small_kernel();
+        let mut s = k.empty_stat();
+        assert_cache_is_fresh(&k, &s, &[]);
+        for (i, members) in [(0, vec![0]), (3, vec![0, 3]), (1, vec![0, 3, 1])] {
+            k.add(&mut s, i);
+            assert_cache_is_fresh(&k, &s, &members);
+        }
+        k.remove(&mut s, 3);
+        assert_cache_is_fresh(&k, &s, &[0, 1]);
+        let other = k.stat_of(&[2, 4]);
+        k.merge(&mut s, &other);
+        assert_cache_is_fresh(&k, &s, &[0, 1, 2, 4]);
+        let mut copy = k.stat_of(&[3]);
+        copy.clone_from(&s);
+        assert_cache_is_fresh(&k, &copy, &[0, 1, 2, 4]);
+        for (i, members) in [
+            (0, vec![1, 2, 4]),
+            (4, vec![1, 2]),
+            (2, vec![1]),
+            (1, vec![]),
+        ] {
+            k.remove(&mut s, i);
+            assert_cache_is_fresh(&k, &s, &members);
+        }
+    }
+
     #[test]
     fn member_predictive_equals_the_marginal_ratio() {
         let k = small_kernel();
@@ -1057,6 +1108,8 @@ mod tests {
         let mut removed = s.clone();
         k.remove(&mut removed, 1);
         assert_eq!(removed.downdate_failures(), 1);
+        // The refactorisation that replaces the failed downdate refreshes the cache too.
+        assert_cache_is_fresh(&k, &removed, &[0]);
     }
 
     #[test]
