@@ -59,4 +59,15 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
 
     /// `ln p(x_i | X_S) = ln m(X_{S ∪ {i}}) - ln m(X_S)`, for `i` not in `s`.
     fn ln_predictive(&self, i: usize, s: &Self::Stat) -> f64;
+
+    /// `ln p(x_i | X_{S∖{i}}) = ln m(X_S) - ln m(X_{S∖{i}})` for a member `i` of `s`, computed
+    /// from `s` as it is, or `None` when the kernel has no shortcut for it (or, for this `s`,
+    /// no accurate one). Callers then remove `i` and call [`ConjugateKernel::ln_predictive`].
+    ///
+    /// This lets a Gibbs scan weigh a point's own cluster without first removing the point,
+    /// so a point that stays costs no statistic update at all. The default returns `None`.
+    fn ln_predictive_member(&self, i: usize, s: &Self::Stat) -> Option<f64> {
+        let _ = (i, s);
+        None
+    }
 }

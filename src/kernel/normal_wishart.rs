@@ -13,19 +13,73 @@
 //! * the partition-independent, size-dependent terms of the marginal and the predictive are
 //!   tabulated per cluster size at construction, from accurate `ln Γ` with real ν.
 //!
-//! With these, `ln_marginal` is O(1), `ln_predictive` is one O(d²) forward substitution plus
-//! one `ln_1p` with no heap allocation, and `ln_marginal_pair` is one O(d³) factorisation.
+//! * it also caches what every predictive from it needs and nothing else changes: the
+//!   posterior mean `ξ_n`, the reciprocals of the factor's diagonal and the size- and
+//!   determinant-dependent scalars, refreshed in O(d) whenever the statistic changes, because a
+//!   Gibbs sweep evaluates each cluster's predictive for every point but changes only two
+//!   clusters per point.
+//!
+//! With these, `ln_marginal` is O(1), `ln_predictive` is one O(d²) forward substitution
+//! without division plus one logarithm and no heap allocation, and `ln_marginal_pair` is one
+//! O(d³) factorisation.
 
 use std::sync::Arc;
 
 use super::cholesky::{
-    cholesky, cholesky_in_place, forward_substitute, ln_det, rank1_downdate, rank1_update,
+    cholesky, cholesky_in_place, ln_det, rank1_downdate, rank1_update, shifted_solve_norm2,
+    DOWNDATE_MIN_DET_RATIO,
 };
 use super::scratch::with_scratch;
 use super::ConjugateKernel;
 use crate::data::DenseData;
 use crate::error::{Error, Result};
 use crate::math::{ln_gamma, ln_mv_gamma_ratio};
+
+/// Evaluates `$body` with `$dim` bound to the dimension `$d` (and, in the second form,
+/// `$scratch` to a zeroed `&mut [f64]` of that length). For `d ≤ 8` the dimension is a
+/// compile-time constant and the scratch a local array: each arm is a copy of the body in
+/// which every O(d) and O(d²) loop has a constant trip count, so the compiler unrolls it and
+/// drops the loop and bounds-check overhead that dominates these loops at the common small
+/// dimensions. Larger `d` run the general loops (on [`with_scratch`]). The arithmetic is the
+/// same in every arm, so results are identical.
+macro_rules! with_small_dim {
+    ($d:expr, |$dim:ident| $body:expr) => {
+        match $d {
+            1 => with_small_dim!(@fixed 1, $dim, $body),
+            2 => with_small_dim!(@fixed 2, $dim, $body),
+            3 => with_small_dim!(@fixed 3, $dim, $body),
+            4 => with_small_dim!(@fixed 4, $dim, $body),
+            5 => with_small_dim!(@fixed 5, $dim, $body),
+            6 => with_small_dim!(@fixed 6, $dim, $body),
+            7 => with_small_dim!(@fixed 7, $dim, $body),
+            8 => with_small_dim!(@fixed 8, $dim, $body),
+            $dim => $body,
+        }
+    };
+    (@fixed $n:literal, $dim:ident, $body:expr) => {{
+        let $dim: usize = $n;
+        $body
+    }};
+    ($d:expr, |$dim:ident, $scratch:ident| $body:expr) => {
+        match $d {
+            1 => with_small_dim!(@fixed 1, $dim, $scratch, $body),
+            2 => with_small_dim!(@fixed 2, $dim, $scratch, $body),
+            3 => with_small_dim!(@fixed 3, $dim, $scratch, $body),
+            4 => with_small_dim!(@fixed 4, $dim, $scratch, $body),
+            5 => with_small_dim!(@fixed 5, $dim, $scratch, $body),
+            6 => with_small_dim!(@fixed 6, $dim, $scratch, $body),
+            7 => with_small_dim!(@fixed 7, $dim, $scratch, $body),
+            8 => with_small_dim!(@fixed 8, $dim, $scratch, $body),
+            $dim => with_scratch($dim, |$scratch| $body),
+        }
+    };
+    (@fixed $n:literal, $dim:ident, $scratch:ident, $body:expr) => {{
+        let $dim: usize = $n;
+        let mut buf = [0.0f64; $n];
+        let $scratch: &mut [f64] = &mut buf;
+        $body
+    }};
+}
 
 /// Hyperparameters `(ξ, Ψ, r, ν)` of the Normal-Wishart prior (MATH §2.1), validated
 /// (also when deserialised).
@@ -212,15 +266,22 @@ impl NwHyper {
 ///
 /// Holds, in coordinates centred at ξ: the count n, the mean x̄, the centred scatter
 /// `M₂ = Σ (x - x̄)(x - x̄)ᵀ`, and the lower Cholesky factor of
-/// `Ψ_n = Ψ + M₂ + (r n / (r + n)) x̄ x̄ᵀ` with `ln |Ψ_n|` (MATH §2.1, stable form). Matrices
-/// use the column-by-column lower layout of [`super::cholesky`]. One heap buffer of
-/// `d + 2d²` values; `clone_from` reuses it.
+/// `Ψ_n = Ψ + M₂ + (r n / (r + n)) x̄ x̄ᵀ` with `ln |Ψ_n|` (MATH §2.1, stable form), and the
+/// predictive cache: `ξ_n = n x̄ / r_n`, `1 / L_jj`, `pc(n) - ½ ln|Ψ_n|`, `r_n / (r_n + 1)`
+/// and `(ν_n + 1) / 2`. Matrices use the column-by-column lower layout of
+/// [`super::cholesky`]. One heap buffer of `3d + 2d²` values; `clone_from` reuses it.
 #[derive(Debug)]
 pub struct NwStat {
     n: usize,
     d: usize,
     ln_det: f64,
     downdate_failures: u64,
+    /// `pc(n) - ½ ln|Ψ_n|`: the predictive's offset (see [`NormalWishart`]).
+    pred_offset: f64,
+    /// `r_n / (r_n + 1)`, the factor of `‖L_n⁻¹(y - ξ_n)‖²` in the predictive.
+    pred_scale: f64,
+    /// `(ν_n + 1) / 2`, the predictive's exponent.
+    pred_power: f64,
     buf: Vec<f64>,
 }
 
@@ -231,6 +292,9 @@ impl Clone for NwStat {
             d: self.d,
             ln_det: self.ln_det,
             downdate_failures: self.downdate_failures,
+            pred_offset: self.pred_offset,
+            pred_scale: self.pred_scale,
+            pred_power: self.pred_power,
             buf: self.buf.clone(),
         }
     }
@@ -240,6 +304,9 @@ impl Clone for NwStat {
         self.d = source.d;
         self.ln_det = source.ln_det;
         self.downdate_failures = source.downdate_failures;
+        self.pred_offset = source.pred_offset;
+        self.pred_scale = source.pred_scale;
+        self.pred_power = source.pred_power;
         self.buf.clone_from(&source.buf);
     }
 }
@@ -269,7 +336,8 @@ impl NwStat {
     /// Cached lower Cholesky factor of `Ψ_n` (layout of [`super::cholesky`]). All NaN if
     /// `Ψ_n` could not be factorised (see [`NormalWishart`]).
     pub fn chol(&self) -> &[f64] {
-        &self.buf[self.d + self.d * self.d..]
+        let d = self.d;
+        &self.buf[d + d * d..d + 2 * d * d]
     }
 
     /// Cached `ln |Ψ_n|`.
@@ -284,10 +352,27 @@ impl NwStat {
     }
 
     fn parts_mut(&mut self) -> (&mut [f64], &mut [f64], &mut [f64]) {
-        let d = self.d;
+        self.parts_mut_dim(self.d)
+    }
+
+    /// [`NwStat::parts_mut`] with the dimension given by the caller (a constant in the
+    /// unrolled hot paths; it must equal `self.d`).
+    #[inline(always)]
+    fn parts_mut_dim(&mut self, d: usize) -> (&mut [f64], &mut [f64], &mut [f64]) {
+        debug_assert_eq!(d, self.d);
         let (mean, rest) = self.buf.split_at_mut(d);
-        let (m2, chol) = rest.split_at_mut(d * d);
-        (mean, m2, chol)
+        let (m2, rest) = rest.split_at_mut(d * d);
+        (mean, m2, &mut rest[..d * d])
+    }
+
+    /// The factor, the cached `ξ_n` and the cached `1 / L_jj`, for the dimension `d` given by
+    /// the caller (a constant in the unrolled hot paths; it must equal `self.d`).
+    #[inline(always)]
+    fn predictive_parts(&self, d: usize) -> (&[f64], &[f64], &[f64]) {
+        debug_assert_eq!(d, self.d);
+        let (chol, rest) = self.buf[d + d * d..].split_at(d * d);
+        let (centre, inv_diag) = rest.split_at(d);
+        (chol, centre, inv_diag)
     }
 }
 
@@ -429,7 +514,13 @@ impl NormalWishart {
 
     #[inline]
     fn point(&self, i: usize) -> &[f64] {
-        &self.centred[i * self.d..(i + 1) * self.d]
+        self.point_dim(i, self.d)
+    }
+
+    /// [`NormalWishart::point`] for dimension `d` (see `with_small_dim`).
+    #[inline(always)]
+    fn point_dim(&self, i: usize, d: usize) -> &[f64] {
+        &self.centred[i * d..(i + 1) * d]
     }
 
     /// Size-dependent constant of `ln m` for `n` points (includes `ν/2 ln|Ψ|`).
@@ -452,24 +543,49 @@ impl NormalWishart {
 
     /// Predictive of a centred point `y` (MATH §2.1, determinant lemma):
     /// `pc(n) - ½ ln|Ψ_n| - (ν_n + 1)/2 · ln(1 + r_n/(r_n+1) ‖L_n⁻¹(y - ξ_n)‖²)` with
-    /// `ξ_n = n x̄ / r_n`.
+    /// `ξ_n = n x̄ / r_n`, every factor but the solve taken from the statistic's cache.
+    ///
+    /// The logarithm is `ln(1 + t)` rather than `ln_1p(t)`: rounding `1 + t` costs at most
+    /// 2⁻⁵³ absolute in the logarithm, i.e. `(ν_n + 1)/2 · 2⁻⁵³` in the result, below the
+    /// rounding error `pc(n)` already carries (a difference of `ln Γ` values of size
+    /// `~ (ν_n/2) ln(ν_n/2)`), and the plain logarithm is several times cheaper.
     #[inline]
     fn ln_predictive_centred(&self, y: &[f64], s: &NwStat) -> f64 {
-        let d = self.d;
+        with_small_dim!(self.d, |d| self.ln_predictive_dim(y, s, d))
+    }
+
+    /// [`NormalWishart::ln_predictive_centred`] for dimension `d` (see `with_small_dim`).
+    #[inline(always)]
+    fn ln_predictive_dim(&self, y: &[f64], s: &NwStat, d: usize) -> f64 {
+        let (chol, centre, inv_diag) = s.predictive_parts(d);
+        let q = shifted_solve_norm2(chol, inv_diag, d, &y[..d], centre);
+        s.pred_offset - s.pred_power * (1.0 + s.pred_scale * q).ln()
+    }
+
+    /// Recomputes the predictive cache of `s` from its count, mean, factor and
+    /// log-determinant. Cost: O(d), d divisions.
+    fn refresh_predictive(&self, s: &mut NwStat) {
+        self.refresh_predictive_dim(s, self.d);
+    }
+
+    /// [`NormalWishart::refresh_predictive`] for dimension `d` (see `with_small_dim`).
+    #[inline(always)]
+    fn refresh_predictive_dim(&self, s: &mut NwStat, d: usize) {
         let n = s.n as f64;
         let rn = self.hyper.r + n;
         let shrink = n / rn;
-        let mean = s.mean();
-        let chol = s.chol();
-        let q = with_scratch(d, |z| {
-            for ((z, &y), &m) in z.iter_mut().zip(y).zip(mean) {
-                *z = y - shrink * m;
-            }
-            forward_substitute(chol, d, z)
-        });
-        self.pred_const(s.n)
-            - 0.5 * s.ln_det
-            - 0.5 * (self.hyper.nu + n + 1.0) * (q * rn / (rn + 1.0)).ln_1p()
+        s.pred_offset = self.pred_const(s.n) - 0.5 * s.ln_det;
+        s.pred_scale = rn / (rn + 1.0);
+        s.pred_power = 0.5 * (self.hyper.nu + n + 1.0);
+        let (mean, rest) = s.buf.split_at_mut(d);
+        let (chol, cache) = rest[d * d..].split_at_mut(d * d);
+        let (centre, inv_diag) = cache.split_at_mut(d);
+        for (c, &m) in centre.iter_mut().zip(mean.iter()) {
+            *c = shrink * m;
+        }
+        for (j, v) in inv_diag.iter_mut().enumerate() {
+            *v = 1.0 / chol[j * d + j];
+        }
     }
 
     /// Rebuilds the factor of `Ψ_n` and `ln |Ψ_n|` from the statistics. Cost: O(d³).
@@ -498,6 +614,82 @@ impl NormalWishart {
                 f64::NAN
             }
         };
+        self.refresh_predictive(s);
+    }
+
+    /// [`ConjugateKernel::add`] for dimension `d`, with `v` a scratch vector of length `d`
+    /// (see `with_small_dim`).
+    #[inline(always)]
+    fn add_dim(&self, s: &mut NwStat, i: usize, d: usize, v: &mut [f64]) {
+        let y = self.point_dim(i, d);
+        let n = s.n as f64;
+        let rn = self.hyper.r + n;
+        let shrink = n / rn;
+        let scale = (rn / (rn + 1.0)).sqrt();
+        let weight = n / (n + 1.0);
+        let (mean, m2, chol) = s.parts_mut_dim(d);
+        for ((v, &y), &m) in v.iter_mut().zip(y).zip(mean.iter()) {
+            *v = scale * (y - shrink * m);
+        }
+        let delta_ln_det = rank1_update(chol, d, v);
+        for j in 0..d {
+            let dj = weight * (y[j] - mean[j]);
+            let col = &mut m2[j * d + j..(j + 1) * d];
+            for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
+                *m += (yi - mi) * dj;
+            }
+        }
+        let inv = 1.0 / (n + 1.0);
+        for (m, &y) in mean.iter_mut().zip(y) {
+            *m += (y - *m) * inv;
+        }
+        s.n += 1;
+        s.ln_det += delta_ln_det;
+        self.refresh_predictive_dim(s, d);
+    }
+
+    /// [`ConjugateKernel::remove`] of a point from a statistic of two or more points, for
+    /// dimension `d`, with `v` a scratch vector of length `d` (see `with_small_dim`).
+    #[inline(always)]
+    fn remove_dim(&self, s: &mut NwStat, i: usize, d: usize, v: &mut [f64]) {
+        let y = self.point_dim(i, d);
+        let n = s.n as f64;
+        let rn = self.hyper.r + n;
+        let shrink = n / rn;
+        let scale = (rn / (rn - 1.0)).sqrt();
+        let leaves_one = s.n == 2;
+        let (mean, m2, chol) = s.parts_mut_dim(d);
+        for ((v, &y), &m) in v.iter_mut().zip(y).zip(mean.iter()) {
+            *v = scale * (y - shrink * m);
+        }
+        let downdate = rank1_downdate(chol, d, v);
+        if leaves_one {
+            m2.fill(0.0);
+        } else {
+            let weight = n / (n - 1.0);
+            for j in 0..d {
+                let dj = weight * (y[j] - mean[j]);
+                let col = &mut m2[j * d + j..(j + 1) * d];
+                for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
+                    *m -= (yi - mi) * dj;
+                }
+            }
+        }
+        let inv = 1.0 / (n - 1.0);
+        for (m, &y) in mean.iter_mut().zip(y) {
+            *m -= (y - *m) * inv;
+        }
+        s.n -= 1;
+        match downdate {
+            Some(delta) => {
+                s.ln_det += delta;
+                self.refresh_predictive_dim(s, d);
+            }
+            None => {
+                s.downdate_failures += 1;
+                self.refactor(s);
+            }
+        }
     }
 
     fn reset(&self, s: &mut NwStat) {
@@ -507,6 +699,7 @@ impl NormalWishart {
         chol.copy_from_slice(&self.psi_chol);
         s.n = 0;
         s.ln_det = self.ln_det_psi;
+        self.refresh_predictive(s);
     }
 }
 
@@ -520,15 +713,18 @@ impl ConjugateKernel for NormalWishart {
     /// n = 0, x̄ = 0, `M₂ = 0`, factor of Ψ. Cost: O(d²) (one allocation).
     fn empty_stat(&self) -> NwStat {
         let d = self.d;
-        let mut buf = vec![0.0; d + 2 * d * d];
-        buf[d + d * d..].copy_from_slice(&self.psi_chol);
-        NwStat {
+        let mut s = NwStat {
             n: 0,
             d,
             ln_det: self.ln_det_psi,
             downdate_failures: 0,
-            buf,
-        }
+            pred_offset: 0.0,
+            pred_scale: 0.0,
+            pred_power: 0.0,
+            buf: vec![0.0; 3 * d + 2 * d * d],
+        };
+        self.reset(&mut s);
+        s
     }
 
     /// The batch statistic: two-pass mean and centred scatter, then one factorisation of
@@ -573,34 +769,8 @@ impl ConjugateKernel for NormalWishart {
     /// `Ψ_{n+1} = Ψ_n + r_n/(r_n+1) (y - ξ_n)(y - ξ_n)ᵀ` of the factor (MATH §2.1). Cost:
     /// O(d²), no allocation.
     fn add(&self, s: &mut NwStat, i: usize) {
-        let d = self.d;
-        debug_assert_eq!(s.d, d);
-        let y = self.point(i);
-        let n = s.n as f64;
-        let rn = self.hyper.r + n;
-        let shrink = n / rn;
-        let scale = (rn / (rn + 1.0)).sqrt();
-        let weight = n / (n + 1.0);
-        let (mean, m2, chol) = s.parts_mut();
-        let delta_ln_det = with_scratch(d, |v| {
-            for ((v, &y), &m) in v.iter_mut().zip(y).zip(mean.iter()) {
-                *v = scale * (y - shrink * m);
-            }
-            rank1_update(chol, d, v)
-        });
-        for j in 0..d {
-            let dj = weight * (y[j] - mean[j]);
-            let col = &mut m2[j * d + j..(j + 1) * d];
-            for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
-                *m += (yi - mi) * dj;
-            }
-        }
-        let inv = 1.0 / (n + 1.0);
-        for (m, &y) in mean.iter_mut().zip(y) {
-            *m += (y - *m) * inv;
-        }
-        s.n += 1;
-        s.ln_det += delta_ln_det;
+        debug_assert_eq!(s.d, self.d);
+        with_small_dim!(self.d, |d, v| self.add_dim(s, i, d, v));
     }
 
     /// Reverse Welford update and the rank-1 downdate
@@ -609,50 +779,13 @@ impl ConjugateKernel for NormalWishart {
     /// last point restores the empty statistic exactly; leaving one point sets `M₂ = 0`
     /// exactly. Cost: O(d²), no allocation.
     fn remove(&self, s: &mut NwStat, i: usize) {
-        let d = self.d;
-        debug_assert_eq!(s.d, d);
+        debug_assert_eq!(s.d, self.d);
         debug_assert!(s.n > 0, "remove from an empty Normal-Wishart statistic");
         if s.n <= 1 {
             self.reset(s);
             return;
         }
-        let y = self.point(i);
-        let n = s.n as f64;
-        let rn = self.hyper.r + n;
-        let shrink = n / rn;
-        let scale = (rn / (rn - 1.0)).sqrt();
-        let leaves_one = s.n == 2;
-        let (mean, m2, chol) = s.parts_mut();
-        let downdate = with_scratch(d, |v| {
-            for ((v, &y), &m) in v.iter_mut().zip(y).zip(mean.iter()) {
-                *v = scale * (y - shrink * m);
-            }
-            rank1_downdate(chol, d, v)
-        });
-        if leaves_one {
-            m2.fill(0.0);
-        } else {
-            let weight = n / (n - 1.0);
-            for j in 0..d {
-                let dj = weight * (y[j] - mean[j]);
-                let col = &mut m2[j * d + j..(j + 1) * d];
-                for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
-                    *m -= (yi - mi) * dj;
-                }
-            }
-        }
-        let inv = 1.0 / (n - 1.0);
-        for (m, &y) in mean.iter_mut().zip(y) {
-            *m -= (y - *m) * inv;
-        }
-        s.n -= 1;
-        match downdate {
-            Some(delta) => s.ln_det += delta,
-            None => {
-                s.downdate_failures += 1;
-                self.refactor(s);
-            }
-        }
+        with_small_dim!(self.d, |d, v| self.remove_dim(s, i, d, v));
     }
 
     /// Chan's merge `M₂ = M₂ᴬ + M₂ᴮ + (n_A n_B / n)(x̄_B - x̄_A)(x̄_B - x̄_A)ᵀ` (P4), then one
@@ -738,12 +871,45 @@ impl ConjugateKernel for NormalWishart {
         self.marg_const(a.n + b.n) - 0.5 * (self.hyper.nu + n) * ln_det_union
     }
 
+    /// The predictive of a member from the statistic that holds it, by the determinant lemma
+    /// run backwards (MATH §2.1, downdate): with `t = r_n/r_{n-1} ‖L_n⁻¹(y - ξ_n)‖²`,
+    /// `ln|Ψ_{n-1}| = ln|Ψ_n| + ln(1 - t)` and
+    /// `ln p(y | S∖{i}) = pc(n-1) - ½ ln|Ψ_n| + (ν_{n-1}/2) ln(1 - t)`.
+    ///
+    /// `1 - t` is the determinant ratio a rank-1 downdate of the factor would compute, with
+    /// the same rounding; `None` (the caller removes the point instead) when `n < 2` or when
+    /// that downdate would fail ([`DOWNDATE_MIN_DET_RATIO`]), so the answer is never less
+    /// accurate than removing the point. Cost: one O(d²) forward substitution and one `ln`.
+    fn ln_predictive_member(&self, i: usize, s: &NwStat) -> Option<f64> {
+        debug_assert_eq!(s.d, self.d);
+        if s.n < 2 {
+            return None;
+        }
+        let q = with_small_dim!(self.d, |d| {
+            let (chol, centre, inv_diag) = s.predictive_parts(d);
+            shifted_solve_norm2(chol, inv_diag, d, self.point_dim(i, d), centre)
+        });
+        let n = s.n as f64;
+        let rn = self.hyper.r + n;
+        let rho2 = 1.0 - q * (rn / (rn - 1.0));
+        if rho2.is_nan() || rho2 < DOWNDATE_MIN_DET_RATIO {
+            return None;
+        }
+        Some(
+            self.pred_const(s.n - 1) - 0.5 * s.ln_det + 0.5 * (self.hyper.nu + n - 1.0) * rho2.ln(),
+        )
+    }
+
     /// Student-t predictive by the determinant lemma from the cached factor (MATH §2.1).
-    /// Cost: one O(d²) forward substitution and one `ln_1p`, no heap allocation for
-    /// d ≤ 1024.
+    /// Cost: one O(d²) forward substitution without division and one `ln`, no heap
+    /// allocation for d ≤ 1024.
     fn ln_predictive(&self, i: usize, s: &NwStat) -> f64 {
         debug_assert_eq!(s.d, self.d);
-        self.ln_predictive_centred(self.point(i), s)
+        with_small_dim!(self.d, |d| self.ln_predictive_dim(
+            self.point_dim(i, d),
+            s,
+            d
+        ))
     }
 }
 
@@ -854,6 +1020,96 @@ mod tests {
         assert_eq!(s.buf, empty.buf);
         assert_eq!(s.ln_det, empty.ln_det);
         assert_eq!(k.ln_marginal(&s), 0.0);
+    }
+
+    /// The predictive cache of `s` against that of a fresh batch statistic of `members`.
+    fn assert_cache_is_fresh(k: &NormalWishart, s: &NwStat, members: &[usize]) {
+        let fresh = k.stat_of(members);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-11 * a.abs().max(b.abs()).max(1.0);
+        assert!(close(s.pred_offset, fresh.pred_offset), "offset");
+        assert_eq!(s.pred_scale, fresh.pred_scale);
+        assert_eq!(s.pred_power, fresh.pred_power);
+        let (_, centre, inv) = s.predictive_parts(k.d);
+        let (_, fresh_centre, fresh_inv) = fresh.predictive_parts(k.d);
+        for (a, b) in centre
+            .iter()
+            .zip(fresh_centre)
+            .chain(inv.iter().zip(fresh_inv))
+        {
+            assert!(close(*a, *b), "{a} vs {b}");
+        }
+        for i in 0..k.data.n() {
+            if !members.contains(&i) {
+                assert!(close(k.ln_predictive(i, s), k.ln_predictive(i, &fresh)));
+            }
+        }
+    }
+
+    #[test]
+    fn every_update_keeps_the_predictive_cache_fresh() {
+        let k = small_kernel();
+        let mut s = k.empty_stat();
+        assert_cache_is_fresh(&k, &s, &[]);
+        for (i, members) in [(0, vec![0]), (3, vec![0, 3]), (1, vec![0, 3, 1])] {
+            k.add(&mut s, i);
+            assert_cache_is_fresh(&k, &s, &members);
+        }
+        k.remove(&mut s, 3);
+        assert_cache_is_fresh(&k, &s, &[0, 1]);
+        let other = k.stat_of(&[2, 4]);
+        k.merge(&mut s, &other);
+        assert_cache_is_fresh(&k, &s, &[0, 1, 2, 4]);
+        let mut copy = k.stat_of(&[3]);
+        copy.clone_from(&s);
+        assert_cache_is_fresh(&k, &copy, &[0, 1, 2, 4]);
+        for (i, members) in [
+            (0, vec![1, 2, 4]),
+            (4, vec![1, 2]),
+            (2, vec![1]),
+            (1, vec![]),
+        ] {
+            k.remove(&mut s, i);
+            assert_cache_is_fresh(&k, &s, &members);
+        }
+    }
+
+    #[test]
+    fn member_predictive_equals_the_marginal_ratio() {
+        let k = small_kernel();
+        let all = [0, 1, 2, 3, 4];
+        for size in 2..=all.len() {
+            let s = k.stat_of(&all[..size]);
+            for &i in &all[..size] {
+                let rest: Vec<usize> = all[..size].iter().copied().filter(|&j| j != i).collect();
+                let expected = k.ln_marginal(&s) - k.ln_marginal(&k.stat_of(&rest));
+                let got = k.ln_predictive_member(i, &s).expect("well conditioned");
+                assert!(
+                    (got - expected).abs() < 1e-11 * expected.abs().max(1.0),
+                    "size {size}, member {i}: {got} vs {expected}"
+                );
+                let mut removed = s.clone();
+                k.remove(&mut removed, i);
+                let via_removal = k.ln_predictive(i, &removed);
+                assert!((got - via_removal).abs() < 1e-11 * via_removal.abs().max(1.0));
+            }
+        }
+        assert_eq!(k.ln_predictive_member(3, &k.stat_of(&[3])), None);
+    }
+
+    #[test]
+    fn member_predictive_declines_when_a_downdate_would_fail() {
+        // Two far-apart points under a tiny prior scale: removing either leaves a Ψ_n whose
+        // determinant is a vanishing fraction of the pair's.
+        let data = DenseData::from_rows(&[vec![0.0, 0.0], vec![1e7, 1e7]]).unwrap();
+        let hyper = NwHyper::new(vec![0.0, 0.0], vec![1e-6, 0.0, 0.0, 1e-6], 1e-3, 3.0).unwrap();
+        let k = NormalWishart::new(Arc::new(data), hyper).unwrap();
+        let s = k.stat_of(&[0, 1]);
+        assert_eq!(k.ln_predictive_member(1, &s), None);
+        let mut removed = s.clone();
+        k.remove(&mut removed, 1);
+        assert_eq!(removed.downdate_failures(), 1);
+        // The refactorisation that replaces the failed downdate refreshes the cache too.
+        assert_cache_is_fresh(&k, &removed, &[0]);
     }
 
     #[test]

@@ -143,6 +143,16 @@ impl<K: ConjugateKernel> Partition<K> {
             .filter_map(|(s, c)| c.as_ref().map(|_| s))
     }
 
+    /// Live clusters with their slots, in increasing slot order (deterministic): the same
+    /// order as [`Partition::slots`], without a second lookup per slot.
+    #[inline]
+    pub fn clusters(&self) -> impl Iterator<Item = (Slot, &Cluster<K::Stat>)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(s, c)| c.as_ref().map(|c| (s, c)))
+    }
+
     /// Upper bound (exclusive) on slot indices, for slot-indexed scratch buffers.
     pub fn slot_capacity(&self) -> usize {
         self.slots.len()
@@ -210,6 +220,17 @@ impl<K: ConjugateKernel> Partition<K> {
         kernel.add(&mut c.stat, i);
         c.ln_m = kernel.ln_marginal(&c.stat);
         self.label[i] = slot;
+    }
+
+    /// Moves point `i` to the back of its cluster's member list without touching statistics:
+    /// the member order that [`Partition::remove`] followed by [`Partition::insert`] into the
+    /// same cluster leaves. A Gibbs update that keeps a point where it was uses it so that the
+    /// member order, which split-merge moves read, is the same as if the point had been taken
+    /// out and put back. Cost: O(1).
+    pub fn requeue(&mut self, i: usize) {
+        let slot = self.label[i];
+        self.detach_member(slot, i);
+        self.attach_member(slot, i);
     }
 
     /// Puts unassigned point `i` in a new cluster; returns its slot (the most recently freed
@@ -326,5 +347,57 @@ impl<K: ConjugateKernel> Partition<K> {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::DenseData;
+    use crate::kernel::{NormalWishart, NwHyper};
+    use std::sync::Arc;
+
+    fn kernel() -> NormalWishart {
+        let rows: Vec<Vec<f64>> = (0..8)
+            .map(|i| vec![i as f64 * 0.3, (i % 3) as f64 - 1.0])
+            .collect();
+        let data = DenseData::from_rows(&rows).unwrap();
+        let hyper = NwHyper::from_data(&data).unwrap();
+        NormalWishart::new(Arc::new(data), hyper).unwrap()
+    }
+
+    #[test]
+    fn clusters_follow_slot_order() {
+        let k = kernel();
+        let mut p = Partition::from_labels(&k, &[0, 1, 0, 2, 1, 0, 2, 3]).unwrap();
+        // Free slot 1 so that live slots are not contiguous.
+        p.remove(&k, 1);
+        p.remove(&k, 4);
+        p.insert(&k, 1, 0);
+        p.insert(&k, 4, 2);
+        let slots: Vec<Slot> = p.slots().collect();
+        let pairs: Vec<(Slot, usize)> = p.clusters().map(|(s, c)| (s, c.size())).collect();
+        assert_eq!(slots, vec![0, 2, 3]);
+        assert_eq!(pairs, vec![(0, 4), (2, 3), (3, 1)]);
+    }
+
+    #[test]
+    fn requeue_leaves_the_order_of_a_removal_and_reinsertion() {
+        let k = kernel();
+        let labels = [0, 0, 1, 0, 0, 1, 0, 1];
+        let mut moved = Partition::from_labels(&k, &labels).unwrap();
+        let mut requeued = moved.clone();
+        for i in [1, 6, 0, 1] {
+            let s = moved.remove(&k, i);
+            moved.insert(&k, i, s);
+            requeued.requeue(i);
+        }
+        for s in moved.slots() {
+            assert_eq!(
+                moved.cluster(s).unwrap().members(),
+                requeued.cluster(s).unwrap().members()
+            );
+        }
+        requeued.validate(&k, 1e-12).unwrap();
     }
 }

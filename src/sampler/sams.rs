@@ -1,6 +1,6 @@
 //! Dahl's sequentially-allocated merge-split move (SAMS; Dahl 2005, MATH §6.3).
 
-use super::two_groups::TwoGroups;
+use super::two_groups::{fill_join_table, TwoGroups};
 use super::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::error::Result;
 use crate::kernel::ConjugateKernel;
@@ -24,12 +24,16 @@ pub(crate) fn draw_anchors(n: usize, chooser: &mut dyn Chooser) -> (usize, usize
 /// in a fresh random order: `ln A = ln h(c_i ∪ c_j) - ln h(c_i) - ln h(c_j) + ln q`.
 ///
 /// Exact for both priors given `u`: `h(c) = κ(n_c, u) m(X_c)` and the `u`-constant cancels.
-/// Cost: O(|c_i ∪ c_j|) predictive evaluations per proposal.
+/// Cost: O(|c_i ∪ c_j|) predictive evaluations and additions to a statistic per proposal,
+/// `|c_i ∪ c_j|` prior evaluations (one table of join weights), and no allocation beyond the
+/// two anchor statistics once the buffers have grown.
 #[derive(Clone, Debug, Default)]
 pub struct Sams {
     rest: Vec<usize>,
     order: Vec<usize>,
     group: Vec<usize>,
+    ln_join: Vec<f64>,
+    moved: Vec<usize>,
 }
 
 impl Sams {
@@ -68,13 +72,14 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for Sams {
         }
         chooser.permutation(self.rest.len(), &mut self.order);
         let prior = &state.prior;
+        fill_join_table(prior, self.rest.len() + 1, &mut self.ln_join);
         let mut groups = TwoGroups::anchored(kernel, i, j);
         let mut ln_q = 0.0;
         self.group.clear();
         for t in 0..self.order.len() {
             let k = self.rest[self.order[t]];
             let forced = (si != sj).then(|| usize::from(part.slot_of(k) == sj));
-            let (g, ln_p) = groups.allocate(kernel, prior, k, forced, chooser)?;
+            let (g, ln_p) = groups.allocate(kernel, &self.ln_join, k, forced, chooser)?;
             self.group.push(g);
             ln_q += ln_p;
         }
@@ -88,16 +93,16 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for Sams {
             };
             let (accepted, info) = metropolis_hastings(&proposal, chooser);
             if accepted {
-                let moved: Vec<usize> = std::iter::once(j)
-                    .chain(
-                        self.order
-                            .iter()
-                            .zip(&self.group)
-                            .filter(|(_, &g)| g == 1)
-                            .map(|(&t, _)| self.rest[t]),
-                    )
-                    .collect();
-                state.partition.split_off(kernel, si, &moved);
+                self.moved.clear();
+                self.moved.push(j);
+                self.moved.extend(
+                    self.order
+                        .iter()
+                        .zip(&self.group)
+                        .filter(|(_, &g)| g == 1)
+                        .map(|(&t, _)| self.rest[t]),
+                );
+                state.partition.split_off(kernel, si, &self.moved);
             }
             Ok(info)
         } else {

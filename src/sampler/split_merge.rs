@@ -2,7 +2,7 @@
 //! (MATH §6.2), generalised to NRMs given `u`.
 
 use super::sams::draw_anchors;
-use super::two_groups::TwoGroups;
+use super::two_groups::{fill_join_table, TwoGroups};
 use super::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::error::Result;
 use crate::kernel::ConjugateKernel;
@@ -16,13 +16,22 @@ use crate::prior::NrmPrior;
 /// scan, whose choice probabilities form `q`; a merge replays one restricted scan from the
 /// launch state forced to the actual clusters, again in a random order, so both directions
 /// use the same distribution of scan orders (the reference code does not, MATH §6.2).
-/// Cost: O((launch_scans + 1) |S|) predictive evaluations per proposal.
+///
+/// In a restricted scan a point's own group is weighed in place when the kernel allows it
+/// ([`ConjugateKernel::ln_predictive_member`]), so only points that change group update the
+/// groups' statistics; the join weights come from one table per proposal.
+/// Cost: O((launch_scans + 1) |S|) predictive evaluations per proposal, `|S|` prior
+/// evaluations, and no allocation beyond the two anchor statistics once the buffers have
+/// grown.
 #[derive(Clone, Debug)]
 pub struct JainNeal {
     launch_scans: usize,
     rest: Vec<usize>,
     group: Vec<usize>,
     order: Vec<usize>,
+    ln_join: Vec<f64>,
+    actual: Vec<usize>,
+    moved: Vec<usize>,
 }
 
 impl JainNeal {
@@ -34,18 +43,20 @@ impl JainNeal {
             rest: Vec::new(),
             group: Vec::new(),
             order: Vec::new(),
+            ln_join: Vec::new(),
+            actual: Vec::new(),
+            moved: Vec::new(),
         }
     }
 
     /// One restricted Gibbs scan over `rest` in a random order. With `forced`, each point is
-    /// sent to its entry there instead of drawn. Returns the log probability of the scan's
-    /// choices.
-    fn restricted_scan<K: ConjugateKernel, P: NrmPrior>(
+    /// sent to its entry in `self.actual` instead of drawn. Returns the log probability of the
+    /// scan's choices.
+    fn restricted_scan<K: ConjugateKernel>(
         &mut self,
         kernel: &K,
-        prior: &P,
         groups: &mut TwoGroups<K::Stat>,
-        forced: Option<&[usize]>,
+        forced: bool,
         chooser: &mut dyn Chooser,
     ) -> Result<f64> {
         chooser.permutation(self.rest.len(), &mut self.order);
@@ -53,8 +64,9 @@ impl JainNeal {
         for t in 0..self.order.len() {
             let idx = self.order[t];
             let k = self.rest[idx];
-            groups.remove(kernel, k, self.group[idx]);
-            let (g, ln_p) = groups.allocate(kernel, prior, k, forced.map(|f| f[idx]), chooser)?;
+            let to = forced.then(|| self.actual[idx]);
+            let (g, ln_p) =
+                groups.reallocate(kernel, &self.ln_join, k, self.group[idx], to, chooser)?;
             self.group[idx] = g;
             ln_q += ln_p;
         }
@@ -90,6 +102,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
                 .extend(cj.members().iter().copied().filter(|&k| k != j));
         }
         let prior = &state.prior;
+        fill_join_table(prior, self.rest.len() + 1, &mut self.ln_join);
         let mut groups = TwoGroups::anchored(kernel, i, j);
         self.group.clear();
         for t in 0..self.rest.len() {
@@ -98,10 +111,10 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
             self.group.push(g);
         }
         for _ in 0..self.launch_scans {
-            self.restricted_scan(kernel, prior, &mut groups, None, chooser)?;
+            self.restricted_scan(kernel, &mut groups, false, chooser)?;
         }
         if si == sj {
-            let ln_q = self.restricted_scan(kernel, prior, &mut groups, None, chooser)?;
+            let ln_q = self.restricted_scan(kernel, &mut groups, false, chooser)?;
             let proposal = Proposal {
                 ln_q_fwd: ln_q,
                 ln_q_rev: 0.0,
@@ -110,25 +123,26 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
             };
             let (accepted, info) = metropolis_hastings(&proposal, chooser);
             if accepted {
-                let moved: Vec<usize> = std::iter::once(j)
-                    .chain(
-                        self.rest
-                            .iter()
-                            .zip(&self.group)
-                            .filter(|(_, &g)| g == 1)
-                            .map(|(&k, _)| k),
-                    )
-                    .collect();
-                state.partition.split_off(kernel, si, &moved);
+                self.moved.clear();
+                self.moved.push(j);
+                self.moved.extend(
+                    self.rest
+                        .iter()
+                        .zip(&self.group)
+                        .filter(|(_, &g)| g == 1)
+                        .map(|(&k, _)| k),
+                );
+                state.partition.split_off(kernel, si, &self.moved);
             }
             Ok(info)
         } else {
-            let actual: Vec<usize> = self
-                .rest
-                .iter()
-                .map(|&k| usize::from(part.slot_of(k) == sj))
-                .collect();
-            let ln_q = self.restricted_scan(kernel, prior, &mut groups, Some(&actual), chooser)?;
+            self.actual.clear();
+            self.actual.extend(
+                self.rest
+                    .iter()
+                    .map(|&k| usize::from(part.slot_of(k) == sj)),
+            );
+            let ln_q = self.restricted_scan(kernel, &mut groups, true, chooser)?;
             let cj = part.cluster(sj).expect("live");
             let ln_h_split = prior.ln_kappa(ci.size())
                 + ci.ln_marginal()

@@ -1,0 +1,180 @@
+//! Criterion benchmarks of the marginal samplers under the reference model (DP with α = 1,
+//! Normal-Wishart hyperparameters from the data as in the reference code, MATH §2.1), at a
+//! converged state: one collapsed Gibbs sweep, one SAMS proposal and one Jain-Neal proposal
+//! with 10 launch scans, on the paper's `toy` (1300 × 2) and `10k` (10000 × 6) data sets.
+//!
+//! Run: `cargo bench --bench samplers` (about two minutes; `BENCHMARKS.md` has the results).
+//!
+//! Data come from `../shared/data/{toy,10k}/X.txt` (relative to the repository root; the
+//! environment variable `NRMM_DATA_DIR` overrides the folder), started from the partition in
+//! `gt_labels.txt` next to it, or, without a label file, from a collapsed Gibbs burn-in that
+//! starts with one cluster. When a data set is absent the benchmark says so and uses a seeded
+//! stand-in of the same shape instead: [`toy_like`] for `toy`, and for `10k` a Normal-Wishart
+//! mixture of 10000 points in 6 dimensions over a Chinese-restaurant partition with about 120
+//! clusters, started from its generating labels.
+//!
+//! Each benchmark keeps running its own chain from that state (one seeded stream per
+//! benchmark), so it measures the stationary regime rather than a fixed start.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use nrmm::data::generate::{gaussian_mixture, partition_crp, toy_like, NormalWishartSampler};
+use nrmm::data::load::{load_dense, load_labels};
+use nrmm::data::DenseData;
+use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
+use nrmm::partition::Partition;
+use nrmm::prior::Dp;
+use nrmm::rng::SeedPlan;
+use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Move, RngChooser, Sams, State};
+
+type NwState = State<NormalWishart, Dp>;
+
+/// The kernel and start state for data set `name`, from `../shared/data` or a stand-in.
+fn setup(name: &str) -> (NormalWishart, NwState) {
+    let dir = data_root().join(name);
+    let x_path = dir.join("X.txt");
+    let (data, labels) = if x_path.exists() {
+        let data = load_dense(&x_path).expect("readable data set");
+        let labels_path = dir.join("gt_labels.txt");
+        let labels = labels_path.exists().then(|| {
+            let raw = load_labels(&labels_path, data.n()).expect("readable labels");
+            nrmm::data::load::canonicalize_labels(&raw)
+        });
+        (data, labels)
+    } else {
+        eprintln!(
+            "{} not found: benchmarking a seeded stand-in for {name}",
+            x_path.display()
+        );
+        let (data, labels) = stand_in(name);
+        (data, Some(labels))
+    };
+    let hyper = NwHyper::from_data(&data).expect("reference hyperparameters");
+    let kernel = NormalWishart::new(Arc::new(data), hyper).expect("kernel");
+    let prior = Dp::new(1.0).expect("alpha = 1");
+    let state = match labels {
+        Some(labels) => State {
+            partition: Partition::from_labels(&kernel, &labels).expect("one label per point"),
+            prior,
+        },
+        None => burn_in(&kernel, prior),
+    };
+    (kernel, state)
+}
+
+/// The shared data folder: `$NRMM_DATA_DIR` if set, else `../shared/data` from the
+/// repository root.
+fn data_root() -> PathBuf {
+    std::env::var_os("NRMM_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"))
+}
+
+/// A seeded data set shaped like `name` with its generating labels.
+fn stand_in(name: &str) -> (DenseData, Vec<usize>) {
+    if name == "toy" {
+        return toy_like(1);
+    }
+    let d = 6;
+    let mut rng = SeedPlan::new(10_000).chain(0);
+    let labels = partition_crp(10_000, 19.0, &mut rng).expect("valid CRP");
+    let psi: Vec<f64> = (0..d * d)
+        .map(|k| if k % (d + 1) == 0 { 1.0 } else { 0.0 })
+        .collect();
+    let prior = NormalWishartSampler::new(&vec![0.0; d], &psi, 0.01, d as f64 + 6.0)
+        .expect("valid Normal-Wishart prior");
+    let (data, _) = gaussian_mixture(&labels, &prior, &mut rng).expect("mixture");
+    (data, labels)
+}
+
+/// Collapsed Gibbs sweeps from one cluster until 20 sweeps in a row fail to raise the best
+/// log joint seen (at most 2000 sweeps).
+fn burn_in(kernel: &NormalWishart, prior: Dp) -> NwState {
+    let mut state = State {
+        partition: Partition::single(kernel),
+        prior,
+    };
+    let mut rng = SeedPlan::new(20_151_205).chain(99);
+    let mut gibbs = Gibbs::new(GibbsScan::Full).expect("valid scan");
+    let (mut best, mut stale) = (f64::NEG_INFINITY, 0);
+    for _ in 0..2000 {
+        gibbs
+            .step(kernel, &mut state, &mut RngChooser::new(&mut rng))
+            .expect("Gibbs sweep");
+        let lj = state.ln_joint();
+        if lj > best + 1e-9 {
+            (best, stale) = (lj, 0);
+        } else {
+            stale += 1;
+            if stale == 20 {
+                break;
+            }
+        }
+    }
+    state
+}
+
+/// Benchmarks one step of `mv` as `group/name`, continuing one chain from `start`.
+fn bench_move(
+    c: &mut Criterion,
+    group: &str,
+    name: &str,
+    stream: u64,
+    kernel: &NormalWishart,
+    start: &NwState,
+    mut mv: impl Move<NormalWishart, Dp>,
+) {
+    let mut state = start.clone();
+    let mut rng = SeedPlan::new(7).chain(stream);
+    let mut g = c.benchmark_group(group);
+    if kernel.n_points() > 5000 && group == "gibbs_sweep" {
+        g.sample_size(10).measurement_time(Duration::from_secs(8));
+    }
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            mv.step(kernel, &mut state, &mut RngChooser::new(&mut rng))
+                .expect("step")
+        })
+    });
+    g.finish();
+}
+
+fn samplers(c: &mut Criterion) {
+    for (stream, name) in ["toy", "10k"].into_iter().enumerate() {
+        let (kernel, start) = setup(name);
+        let stream = 3 * stream as u64;
+        let gibbs = Gibbs::new(GibbsScan::Full).expect("valid scan");
+        bench_move(c, "gibbs_sweep", name, stream, &kernel, &start, gibbs);
+        bench_move(
+            c,
+            "sams_proposal",
+            name,
+            stream + 1,
+            &kernel,
+            &start,
+            Sams::new(),
+        );
+        let jn = JainNeal::new(10);
+        bench_move(
+            c,
+            "jain_neal_proposal",
+            name,
+            stream + 2,
+            &kernel,
+            &start,
+            jn,
+        );
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    targets = samplers
+}
+criterion_main!(benches);
