@@ -41,7 +41,7 @@ fn setup(name: &str) -> (NormalWishart, NwState) {
         let labels_path = dir.join("gt_labels.txt");
         let labels = labels_path.exists().then(|| {
             let raw = load_labels(&labels_path, data.n()).expect("readable labels");
-            nrmm::data::load::canonicalize_labels(&raw)
+            nrmm::data::canonical_labels(&raw)
         });
         (data, labels)
     } else {
