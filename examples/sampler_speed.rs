@@ -179,9 +179,8 @@ fn rate(
     Ok(steps as f64 / clock.elapsed().as_secs_f64())
 }
 
-/// This thread's CPU time where the system reports it (Linux `schedstat`, in nanoseconds),
-/// else wall time. The reference figures are CPU seconds, and CPU time is robust to other
-/// processes sharing the machine.
+/// This thread's CPU time where the system reports it, else wall time. The reference figures
+/// are CPU seconds, and CPU time is robust to other processes sharing the machine.
 enum CpuClock {
     Thread(u64),
     Wall(Instant),
@@ -205,9 +204,23 @@ impl CpuClock {
     }
 }
 
+/// Nanoseconds of CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`), where the
+/// platform provides it.
+#[cfg(target_os = "linux")]
 fn thread_cpu_ns() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` and the clock id is a platform constant.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Thread CPU time is not read on this platform: callers fall back to wall time.
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_ns() -> Option<u64> {
+    None
 }
 
 /// Collapsed Gibbs sweeps from one cluster until 20 sweeps in a row fail to raise the best

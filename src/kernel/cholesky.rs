@@ -13,7 +13,7 @@
 //! order.) [`cholesky_in_place`] reads only the entries `j·d + i` with `i ≥ j` of its input,
 //! which for a symmetric matrix are the same numbers in row-major and column-major order.
 
-use super::scratch::with_scratch;
+use super::scratch::{out_of_line, with_scratch};
 use crate::error::{Error, Result};
 
 /// Smallest admissible `det(LLᵀ - xxᵀ) / det(LLᵀ)` in [`rank1_downdate`].
@@ -174,11 +174,13 @@ pub fn shifted_solve_norm2(l: &[f64], inv_diag: &[f64], d: usize, y: &[f64], c: 
         6 => shifted_solve_fixed::<6>(l, inv_diag, y, c),
         7 => shifted_solve_fixed::<7>(l, inv_diag, y, c),
         8 => shifted_solve_fixed::<8>(l, inv_diag, y, c),
-        _ => with_scratch(d, |z| {
-            for ((z, &y), &c) in z.iter_mut().zip(y).zip(c) {
-                *z = y - c;
-            }
-            forward_substitute_inv_any(l, inv_diag, d, z)
+        _ => out_of_line(|| {
+            with_scratch(d, |z| {
+                for ((z, &y), &c) in z.iter_mut().zip(y).zip(c) {
+                    *z = y - c;
+                }
+                forward_substitute_inv_any(l, inv_diag, d, z)
+            })
         }),
     }
 }

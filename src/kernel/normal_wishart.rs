@@ -29,7 +29,7 @@ use super::cholesky::{
     cholesky, cholesky_in_place, ln_det, rank1_downdate, rank1_update, shifted_solve_norm2,
     DOWNDATE_MIN_DET_RATIO,
 };
-use super::scratch::with_scratch;
+use super::scratch::{out_of_line, with_scratch};
 use super::ConjugateKernel;
 use crate::data::DenseData;
 use crate::error::{Error, Result};
@@ -40,8 +40,8 @@ use crate::math::{ln_gamma, ln_mv_gamma_ratio};
 /// compile-time constant and the scratch a local array: each arm is a copy of the body in
 /// which every O(d) and O(d²) loop has a constant trip count, so the compiler unrolls it and
 /// drops the loop and bounds-check overhead that dominates these loops at the common small
-/// dimensions. Larger `d` run the general loops (on [`with_scratch`]). The arithmetic is the
-/// same in every arm, so results are identical.
+/// dimensions. Larger `d` run the general loops (on [`with_scratch`], in a frame of their
+/// own). The arithmetic is the same in every arm, so results are identical.
 macro_rules! with_small_dim {
     ($d:expr, |$dim:ident| $body:expr) => {
         match $d {
@@ -70,7 +70,7 @@ macro_rules! with_small_dim {
             6 => with_small_dim!(@fixed 6, $dim, $scratch, $body),
             7 => with_small_dim!(@fixed 7, $dim, $scratch, $body),
             8 => with_small_dim!(@fixed 8, $dim, $scratch, $body),
-            $dim => with_scratch($dim, |$scratch| $body),
+            $dim => out_of_line(|| with_scratch($dim, |$scratch| $body)),
         }
     };
     (@fixed $n:literal, $dim:ident, $scratch:ident, $body:expr) => {{

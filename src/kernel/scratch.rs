@@ -21,6 +21,16 @@ pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R 
     }
 }
 
+/// Calls `f` in a separate, never-inlined frame.
+///
+/// The general-dimension paths of the kernels' hot functions take up to 8 KiB of stack
+/// scratch; run inline, that scratch would enlarge (and stack-probe) the frame of every call,
+/// including the unrolled small-dimension calls that never use it.
+#[inline(never)]
+pub(crate) fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,8 +75,9 @@ impl Gibbs {
     /// When the kernel can weigh `i`'s own cluster without `i` from the statistic that holds
     /// it ([`ConjugateKernel::ln_predictive_member`]), `i` is only taken out if it moves; a
     /// point that stays is requeued in its member list, exactly as a removal and reinsertion
-    /// would leave it. Otherwise `i` is removed first. The weights, their order (live slots
-    /// in increasing order, then the new cluster) and the draw are the same either way.
+    /// would leave it. Otherwise `i` is removed first. Either way the weights are the same up
+    /// to rounding, in the same order (live slots in increasing order, then the new cluster),
+    /// and the draw consumes the same random numbers.
     fn update_point<K: ConjugateKernel, P: NrmPrior>(
         &mut self,
         kernel: &K,
