@@ -5,6 +5,7 @@ pub mod agreement;
 pub mod ess;
 pub mod predictive;
 pub mod similarity;
+pub mod thinned;
 
 pub use agreement::{adjusted_rand_index, normalized_mutual_information};
 pub use ess::{effective_sample_size, ess_bulk, ess_chains, ess_tail, split_rhat};
@@ -12,3 +13,4 @@ pub use predictive::{
     cluster_log_probabilities, ln_predictive_density, predict_labels, PredictiveKernel,
 };
 pub use similarity::{map_draw, PairSample, SimilarityMatrix};
+pub use thinned::Thinned;

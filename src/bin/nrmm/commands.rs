@@ -3,12 +3,12 @@
 use crate::args::*;
 use crate::output::{self, create_dir};
 use crate::progress::{Budget, Progress};
-use crate::thinned::Thinned;
 use clap::ValueEnum;
 use nrmm::data::generate::{self, DocLengths, NormalWishartSampler};
 use nrmm::data::load::{self, Format};
 use nrmm::data::Dataset;
 use nrmm::diagnostics::effective_sample_size;
+use nrmm::diagnostics::Thinned;
 use nrmm::exact::{EmpiricalPartitions, ExactPosterior};
 use nrmm::kernel::ConjugateKernel;
 use nrmm::model::{AnyKernel, ModelSpec};

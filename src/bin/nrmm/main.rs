@@ -9,7 +9,6 @@ mod args;
 mod commands;
 mod output;
 mod progress;
-mod thinned;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
