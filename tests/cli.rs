@@ -584,10 +584,53 @@ fn run_writes_trace_labels_and_summary() {
     ]);
     assert!(said.starts_with("chain 0: 6 sweeps in "), "{said}");
     assert!(said.trim_end().ends_with(&format!("wrote {out}")), "{said}");
-    assert_eq!(said.lines().count(), 2, "{said}");
+    for needle in [
+        "after a burn-in of 3 sweeps per chain",
+        "log_joint",
+        "n_clusters",
+        "ESS bulk",
+        "R-hat",
+        "P(K): ",
+        "point estimate (Dahl, among 2 draws)",
+        "best state visited",
+    ] {
+        assert!(said.contains(needle), "{needle:?} not in {said}");
+    }
     let summary = check_run_output(&dir, "o", 1, 1300, Some(6));
     assert_eq!(field(&summary, "sampler"), "gibbs");
     assert_eq!(u64_of(&summary, "seed"), 4);
+    let command: Vec<&str> = field(&summary, "command")
+        .as_array()
+        .expect("the command line")
+        .iter()
+        .map(|v| v.as_str().expect("an argument"))
+        .collect();
+    assert_eq!(
+        command[1..],
+        ["run", "--sweeps", "6", "--thin", "2", "--seed", "4", "--out", &out]
+    );
+    for name in ["log_joint", "n_clusters"] {
+        let d = field(field(&summary, "diagnostics"), name);
+        for stat in ["mean", "sd", "ess_bulk", "ess_tail", "rhat", "draws"] {
+            field(d, stat);
+        }
+    }
+    let p_k: f64 = field(&summary, "k_distribution")
+        .as_object()
+        .expect("K distribution")
+        .values()
+        .map(|p| p.as_f64().expect("a probability"))
+        .sum();
+    assert!((p_k - 1.0).abs() < 1e-9, "{p_k}");
+    let estimate = field(&summary, "point_estimate");
+    let k = u64_of(estimate, "n_clusters");
+    assert_eq!(label_count(&dir.arg("o/estimate.txt")) as u64, k);
+    assert_eq!(dir.read("o/estimate.txt").lines().count(), 1300);
+    assert_eq!(
+        label_count(&dir.arg("o/map.txt")) as u64,
+        u64_of(field(&summary, "map"), "n_clusters")
+    );
+    assert!(f64_of(field(&summary, "map"), "log_joint") >= f64_of(estimate, "log_joint"));
     let (header, rows) = trace(&dir.0.join("o/chain-0/trace.csv"));
     let sweeps: Vec<f64> = rows.iter().map(|r| r[column(&header, "sweep")]).collect();
     assert_eq!(sweeps, [2.0, 4.0, 6.0], "--thin 2 keeps every second sweep");

@@ -5,6 +5,7 @@ pub mod agreement;
 pub mod ess;
 pub mod predictive;
 pub mod similarity;
+pub mod summary;
 pub mod thinned;
 
 pub use agreement::{adjusted_rand_index, normalized_mutual_information};
@@ -13,4 +14,5 @@ pub use predictive::{
     cluster_log_probabilities, ln_predictive_density, predict_labels, PredictiveKernel,
 };
 pub use similarity::{map_draw, PairSample, SimilarityMatrix};
+pub use summary::{common_spacing, SeriesSummary};
 pub use thinned::Thinned;
