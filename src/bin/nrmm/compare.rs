@@ -8,7 +8,7 @@ use crate::output::{self, create_dir};
 use crate::progress::{Budget, Progress};
 use crate::report::Report;
 use crate::run_verb::{absolute, command_line};
-use crate::rundir::{chain_dir, RunDir, RunSettings, DRAWS_PER_CHAIN, RUN_FORMAT};
+use crate::rundir::{chain_dir, RunDir, RunSettings, COMPARE_FILE, DRAWS_PER_CHAIN, RUN_FORMAT};
 use crate::runner::{launch, schedule, ChainEnd, ChainJob, Init, Shared};
 use nrmm::data::load;
 use nrmm::diagnostics::adjusted_rand_index;
@@ -257,6 +257,14 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
             }
             r.settings.save(&r.dir)?;
         }
+        let names: Vec<String> = runs
+            .iter()
+            .filter_map(|r| r.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        nrmm::run::save_json(
+            &a.out.join(COMPARE_FILE),
+            &serde_json::json!({ "runs": names, "command": command_line() }),
+        )?;
         interrupt::install();
         let jobs = runs
             .iter()
@@ -272,7 +280,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
                     settings: &r.settings,
                     chain: 0,
                     label,
-                    resume: false,
+                    checkpoint: None,
                 };
                 (job, moves)
             })

@@ -8,7 +8,7 @@ use crate::output::{self, create_dir};
 use crate::progress::{Budget, Progress};
 use crate::report::Report;
 use crate::rundir::{self, chain_dir, RunDir, RunSettings, DRAWS_PER_CHAIN, RUN_FORMAT};
-use crate::runner::{launch, schedule, ChainEnd, ChainJob, Init, Shared};
+use crate::runner::{launch, load_checkpoint, schedule, ChainEnd, ChainJob, Init, Shared};
 use nrmm::kernel::ConjugateKernel;
 use nrmm::model::ModelSpec;
 use nrmm::prior::NrmPrior;
@@ -217,11 +217,19 @@ pub fn run(a: RunArgs) -> Result<Status> {
         failed: AtomicBool::new(false),
     };
     let ends: Vec<ChainEnd> = with_kernel!(&built.kernel, |k| {
-        // Every setting is checked by building the schedules before anything is written.
+        // Every setting and checkpoint is checked before anything is written.
         let schedules = settings
             .chain_indices()
             .map(|_| schedule(&settings.sampler, resamples_hyper(&spec)))
             .collect::<Result<Vec<_>>>()?;
+        let mut checkpoints = Vec::new();
+        for c in settings.chain_indices() {
+            checkpoints.push(if resume {
+                load_checkpoint(&dir, &settings, c, &prior)?
+            } else {
+                None
+            });
+        }
         create_dir(&dir)?;
         for stale in ["summary.json", "estimate.txt", "map.txt"] {
             remove_stale(&dir.join(stale))?;
@@ -235,14 +243,14 @@ pub fn run(a: RunArgs) -> Result<Status> {
         interrupt::install();
         let jobs = settings
             .chain_indices()
-            .zip(schedules)
-            .map(|(c, moves)| {
+            .zip(schedules.into_iter().zip(checkpoints))
+            .map(|(c, (moves, checkpoint))| {
                 let job = ChainJob {
                     run_dir: dir.clone(),
                     settings: &settings,
                     chain: c,
                     label: format!("chain {c}"),
-                    resume,
+                    checkpoint,
                 };
                 (job, moves)
             })

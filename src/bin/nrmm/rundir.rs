@@ -229,9 +229,13 @@ pub struct RunDir {
     pub settings: RunSettings,
 }
 
-/// The run directories named by `dirs`: each is a run directory, or a directory whose
-/// immediate subdirectories include run directories (the output of `nrmm compare`), which are
-/// taken in name order.
+/// The file of a comparison directory that lists its runs (so that runs of an earlier
+/// comparison left in the same directory are not mistaken for its own).
+pub const COMPARE_FILE: &str = "compare.json";
+
+/// The run directories named by `dirs`: each is a run directory, a comparison directory (the
+/// runs its [`COMPARE_FILE`] lists), or a directory whose immediate subdirectories include
+/// run directories, which are taken in name order.
 pub fn resolve(dirs: &[PathBuf]) -> Result<Vec<RunDir>> {
     let mut runs = Vec::new();
     for dir in dirs {
@@ -242,14 +246,31 @@ pub fn resolve(dirs: &[PathBuf]) -> Result<Vec<RunDir>> {
             });
             continue;
         }
-        let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|source| Error::Io {
-                path: dir.clone(),
-                source,
-            })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("run.json").is_file())
-            .collect();
+        let listed = dir.join(COMPARE_FILE);
+        let mut subs: Vec<PathBuf> = if listed.is_file() {
+            let names: Vec<String> = nrmm::run::load_json::<serde_json::Value>(&listed)?
+                .get("runs")
+                .and_then(|r| serde_json::from_value(r.clone()).ok())
+                .ok_or_else(|| {
+                    Error::parse(
+                        &listed,
+                        0,
+                        "expected a list of run directories under `runs`",
+                    )
+                })?;
+            names.iter().map(|n| dir.join(n)).collect()
+        } else {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map_err(|source| Error::Io {
+                    path: dir.clone(),
+                    source,
+                })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.join("run.json").is_file())
+                .collect();
+            found.sort();
+            found
+        };
         if subs.is_empty() {
             return Err(Error::Usage(format!(
                 "{} holds no run: neither it nor its subdirectories have a run.json (expected \
@@ -257,8 +278,7 @@ pub fn resolve(dirs: &[PathBuf]) -> Result<Vec<RunDir>> {
                 dir.display()
             )));
         }
-        subs.sort();
-        for sub in subs {
+        for sub in subs.drain(..) {
             let settings = RunSettings::load(&sub)?;
             runs.push(RunDir { dir: sub, settings });
         }

@@ -21,6 +21,7 @@ use nrmm::{Error, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The moves of a sweep for the chosen sampler (MATH §6), plus the hyperparameter move when
@@ -160,8 +161,8 @@ pub struct ChainJob<'a> {
     pub chain: u64,
     /// Its progress bar's label.
     pub label: String,
-    /// Continue from the chain's checkpoint if it has one.
-    pub resume: bool,
+    /// The checkpoint to continue from ([`load_checkpoint`]); `None` starts afresh.
+    pub checkpoint: Option<ChainFile>,
 }
 
 /// What the chains of one launch share: the initial state, the bars, and the flag a failing
@@ -188,7 +189,7 @@ pub fn launch<K: ConjugateKernel + 'static>(
     let results: Vec<Result<ChainEnd>> = jobs
         .into_par_iter()
         .map(|(job, moves)| {
-            let result = run_chain(kernel, &job, moves, shared);
+            let result = run_chain(kernel, job, moves, shared);
             if result.is_err() {
                 shared.failed.store(true, Ordering::Relaxed);
             }
@@ -218,22 +219,33 @@ fn same_prior(loaded: &Prior, expected: &Prior) -> bool {
     }
 }
 
-/// Reads chain `chain`'s checkpoint and checks that it belongs to this run.
-fn load_checkpoint(path: &Path, job: &ChainJob<'_>, prior: &Prior) -> Result<ChainFile> {
-    let file: ChainFile = load_json(path).map_err(|e| match e {
+/// Chain `chain`'s checkpoint in run directory `dir`, if it has one, checked to belong to the
+/// run of `settings` (whose initial prior is `prior`) and to be within its budget; called for
+/// every chain before anything is written, so that a mistaken resume changes nothing.
+pub fn load_checkpoint(
+    dir: &Path,
+    settings: &RunSettings,
+    chain: u64,
+    prior: &Prior,
+) -> Result<Option<ChainFile>> {
+    let path = chain_dir(dir, chain).join("checkpoint.json");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let file: ChainFile = load_json(&path).map_err(|e| match e {
         Error::Parse { .. } => Error::Usage(format!(
             "{} is not a checkpoint of this version of nrmm",
             path.display()
         )),
         other => other,
     })?;
-    let identity = job.settings.chain_identity(job.chain)?;
-    if file.format != CHECKPOINT_FORMAT || file.chain != job.chain || file.identity != identity {
+    let identity = settings.chain_identity(chain)?;
+    if file.format != CHECKPOINT_FORMAT || file.chain != chain || file.identity != identity {
         return Err(Error::Usage(format!(
             "{} belongs to another run (its data, model, sampler, seed or chain differ from \
              those in {}): it cannot be resumed here",
             path.display(),
-            job.run_dir.join("run.json").display()
+            dir.join("run.json").display()
         )));
     }
     if !same_prior(&file.state.prior, prior) {
@@ -242,13 +254,22 @@ fn load_checkpoint(path: &Path, job: &ChainJob<'_>, prior: &Prior) -> Result<Cha
             path.display()
         )));
     }
-    Ok(file)
+    let sweep = file.state.sweep;
+    if let crate::progress::Budget::Sweeps(n) = settings.budget {
+        if n < sweep {
+            return Err(Error::Usage(format!(
+                "chain {chain} was checkpointed at sweep {sweep}, past the budget of {n} \
+                 sweeps: give --sweeps {sweep} or more"
+            )));
+        }
+    }
+    Ok(Some(file))
 }
 
 /// Runs one chain to its budget (see [`launch`]).
 fn run_chain<K: ConjugateKernel + 'static>(
     kernel: &K,
-    job: &ChainJob<'_>,
+    job: ChainJob<'_>,
     moves: Vec<Scheduled<K, Prior>>,
     shared: &Shared<'_>,
 ) -> Result<ChainEnd> {
@@ -258,30 +279,16 @@ fn run_chain<K: ConjugateKernel + 'static>(
     let checkpoint_path = dir.join("checkpoint.json");
     let trace_path = dir.join("trace.csv");
     let draws_path = dir.join("draws.jsonl");
-    let resume_from = if job.resume && checkpoint_path.is_file() {
-        Some(load_checkpoint(&checkpoint_path, job, shared.prior)?)
-    } else {
-        if checkpoint_path.exists() {
-            // A checkpoint of an earlier run in the same directory must not outlive its trace.
-            std::fs::remove_file(&checkpoint_path).map_err(|source| Error::Write {
-                path: checkpoint_path.clone(),
-                source,
-            })?;
-        }
-        None
-    };
-    let (mut chain, mut trace, mut draws, mut best, mut last_checkpoint) = match resume_from {
+    if job.checkpoint.is_none() && checkpoint_path.exists() {
+        // A checkpoint of an earlier run in the same directory must not outlive its trace.
+        std::fs::remove_file(&checkpoint_path).map_err(|source| Error::Write {
+            path: checkpoint_path.clone(),
+            source,
+        })?;
+    }
+    let (mut chain, mut trace, mut draws, mut best, mut last_checkpoint) = match job.checkpoint {
         Some(file) => {
             let sweep = file.state.sweep;
-            if let crate::progress::Budget::Sweeps(n) = settings.budget {
-                if n < sweep {
-                    return Err(Error::Usage(format!(
-                        "chain {} was checkpointed at sweep {sweep}, past the budget of {n} \
-                         sweeps: give --sweeps {sweep} or more",
-                        job.chain
-                    )));
-                }
-            }
             let trace = TraceWriter::resume(&trace_path, settings.thin, sweep)?;
             let draws =
                 DrawWriter::resume(&draws_path, settings.draws_per_chain, file.draws, sweep)?;
