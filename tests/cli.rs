@@ -844,6 +844,25 @@ fn readme_examples_work() {
         .filter(|l| l.starts_with("nrmm "))
         .collect();
     assert!(lines.len() >= 6, "README lost its examples: {lines:?}");
+    // Every verb has its example.
+    let help = ok(&["--help"]);
+    let verbs: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&v| v != "help")
+        .collect();
+    assert!(verbs.len() >= 9, "{help}");
+    for verb in verbs {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("nrmm {verb} "))),
+            "the README has no example of `nrmm {verb}`"
+        );
+    }
     for line in lines {
         if line.contains("../shared/data") && toy().is_none() {
             continue;

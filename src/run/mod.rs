@@ -11,7 +11,7 @@ pub mod trace;
 
 pub use checkpoint::{load_json, save_json, write_atomic, ChainCheckpoint};
 pub use draws::{read_draws, BestDraw, Draw, DrawStride, DrawWriter};
-pub use trace::{TraceColumns, TraceWriter};
+pub use trace::{first_reaching, TraceColumns, TraceWriter};
 
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;

@@ -186,8 +186,9 @@ pub struct TraceColumns {
 }
 
 impl TraceColumns {
-    /// Reads the trace at `path`, keeping at most `capacity` rows per column. Errors name the
-    /// file and line of a malformed row. Cost: one pass, O(rows · columns).
+    /// Reads the trace at `path`, keeping at most `capacity` rows per column. An empty file is
+    /// a trace without columns or rows. Errors name the file and line of a malformed row.
+    /// Cost: one pass, O(rows · columns).
     pub fn read(path: &Path, capacity: usize) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
@@ -200,7 +201,13 @@ impl TraceColumns {
             source,
         };
         if reader.read_line(&mut line).map_err(io)? == 0 {
-            return Err(Error::parse(path, 1, "empty trace: no header"));
+            // The header is written with the first row: a chain that has traced no sweep yet.
+            return Ok(TraceColumns {
+                header: Vec::new(),
+                columns: Vec::new(),
+                last: Vec::new(),
+                max: Vec::new(),
+            });
         }
         let header: Vec<String> = line.trim_end().split(',').map(str::to_string).collect();
         if header.first().map(String::as_str) != Some("sweep") {
@@ -415,6 +422,10 @@ mod tests {
         assert!(cols.column("alpha").is_some() && cols.column("beta").is_none());
         assert_eq!(first_reaching(&a, -90.5).unwrap(), Some(5.0));
         assert_eq!(first_reaching(&a, 0.0).unwrap(), None);
+        std::fs::write(&b, "").unwrap();
+        let empty = TraceColumns::read(&b, 4).unwrap();
+        assert_eq!((empty.rows(), empty.header().len()), (0, 0));
+        assert!(empty.column("sweep").is_none());
         std::fs::write(&b, "sweep,seconds\n1,2\n3\n").unwrap();
         let e = TraceColumns::read(&b, 4).unwrap_err().to_string();
         assert!(e.contains("b.csv:3"), "{e}");

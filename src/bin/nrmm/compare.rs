@@ -14,7 +14,7 @@ use nrmm::data::load;
 use nrmm::diagnostics::adjusted_rand_index;
 use nrmm::kernel::ConjugateKernel;
 use nrmm::prior::NrmPrior;
-use nrmm::run::trace::first_reaching;
+use nrmm::run::first_reaching;
 use nrmm::{with_kernel, Error, Result};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

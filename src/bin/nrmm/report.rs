@@ -136,7 +136,7 @@ fn check_compatible(runs: &[RunDir]) -> Result<()> {
     let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
     for r in runs {
         for c in r.settings.chain_indices() {
-            let key = r.settings.chain_identity(c)?;
+            let key = r.settings.stream_key(c);
             if let Some(other) = seen.insert(key, &r.dir) {
                 return Err(Error::Usage(format!(
                     "chain {c} of {} and of {} are the same chain (same seed, sampler and \

@@ -82,6 +82,15 @@ fn new_settings(a: &RunArgs) -> Result<RunSettings> {
     }
     let budget = budget_flags(a)?.unwrap_or(Budget::Sweeps(1000));
     check_burn_in(a.burn_in, budget)?;
+    if let Budget::Sweeps(n) = budget {
+        if a.thin > n {
+            return Err(Error::param(
+                "--thin",
+                a.thin,
+                &format!("at most the {n} sweeps of each chain, or no sweep is traced"),
+            ));
+        }
+    }
     let init = match &a.init {
         InitArg::Labels(p) => InitArg::Labels(absolute(p)?),
         other => other.clone(),

@@ -172,6 +172,21 @@ impl RunSettings {
         Ok(format!("{:016x}", hash_text(&text)))
     }
 
+    /// What makes chain `chain` of this run the same random sequence of states as a chain of
+    /// another run: data, model, sampler, seed, chain index and start (thinning and checkpoints
+    /// only change what is recorded). Two chains with the same key must not be merged.
+    pub fn stream_key(&self, chain: u64) -> String {
+        let key = serde_json::json!([
+            self.fingerprint,
+            self.model,
+            self.sampler,
+            self.seed,
+            chain,
+            self.init,
+        ]);
+        format!("{:016x}", hash_text(&key.to_string()))
+    }
+
     /// Writes `dir/run.json` atomically.
     pub fn save(&self, dir: &Path) -> Result<()> {
         let path = dir.join("run.json");

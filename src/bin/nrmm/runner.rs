@@ -308,7 +308,6 @@ fn run_chain<K: ConjugateKernel + 'static>(
         }
     };
     let mut bar = shared.progress.bar(&job.label);
-    let mut end: Option<EndState> = None;
     while !settings
         .budget
         .reached(chain.sweeps_done(), chain.seconds())
@@ -347,22 +346,11 @@ fn run_chain<K: ConjugateKernel + 'static>(
                 last_checkpoint = Some(record.sweep);
             }
         }
-        end = Some(EndState {
-            sweeps: record.sweep,
-            seconds: record.seconds,
-            n_clusters: record.n_clusters,
-            log_joint: record.ln_joint,
-            hyper: record
-                .hyper
-                .iter()
-                .map(|&(k, v)| (k.to_string(), v))
-                .collect(),
-        });
     }
     trace.flush()?;
     draws.flush()?;
     let state = chain.state();
-    let end = end.unwrap_or_else(|| EndState {
+    let end = EndState {
         sweeps: chain.sweeps_done(),
         seconds: chain.seconds(),
         n_clusters: state.partition.n_clusters(),
@@ -371,7 +359,7 @@ fn run_chain<K: ConjugateKernel + 'static>(
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
-    });
+    };
     load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
     save_json(&dir.join("end.json"), &end)?;
     save_json(&dir.join("best.json"), &best)?;
