@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 /// Points drawn per line: enough for the eye, small enough for a light SVG.
 const POINTS_PER_LINE: usize = 1500;
 
-/// Rows of a trace read per column.
-const TRACE_ROWS: usize = 1 << 15;
+/// Rows of a trace read per column (more than a line can show).
+const TRACE_ROWS: usize = 1 << 13;
 
 /// Picture size in pixels.
 const SIZE: (u32, u32) = (960, 600);

@@ -4,16 +4,16 @@
 use crate::args::{DataArgs, FormatArg, PredictArgs};
 use crate::commands::{build_model, Builtin};
 use crate::output;
-use crate::report::Report;
+use crate::report::{DrawSource, Report};
 use crate::run_verb::joint_label;
-use crate::rundir::{chain_dir, RunDir, RunSettings};
+use crate::rundir::{RunDir, RunSettings};
 use nrmm::data::load::{self, Format};
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
+use nrmm::math::ln_add_exp;
 use nrmm::model::AnyKernel;
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
-use nrmm::run::{read_draws, Draw};
 use nrmm::{Error, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -52,34 +52,43 @@ struct Row {
 }
 
 /// Predictions of `new` under the partition `labels` with hyperparameters `hyper`, and the
-/// predictive density averaged over `draws`. Cost O((1 + draws) · m · K) predictives.
+/// predictive density averaged over the draws of `sources`, read one chain at a time. Cost
+/// O((1 + draws) · m · K) predictives.
 fn predict_with<K: PredictiveKernel>(
     kernel: &K,
     new: &K::NewData,
     base: &Prior,
     labels: &[usize],
     hyper: &BTreeMap<String, f64>,
-    draws: &[Draw],
+    sources: &[DrawSource],
 ) -> Result<Vec<Row>> {
     let partition = Partition::from_labels(kernel, labels)?;
     let prior = prior_at(base, hyper)?;
     let ln_probs = cluster_log_probabilities(kernel, &partition, &prior, new)?;
-    let states = draws
-        .iter()
-        .map(|d| {
-            Ok((
+    let mut ln_sum = vec![f64::NEG_INFINITY; ln_probs.len()];
+    let mut draws = 0usize;
+    for source in sources {
+        for d in source.read()? {
+            let state = [(
                 Partition::from_labels(kernel, &d.labels)?,
                 prior_at(base, &d.hyper)?,
-            ))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let density = ln_predictive_density(kernel, &states, new)?;
+            )];
+            for (s, v) in ln_sum
+                .iter_mut()
+                .zip(ln_predictive_density(kernel, &state, new)?)
+            {
+                *s = ln_add_exp(*s, v);
+            }
+            draws += 1;
+        }
+    }
+    let ln_draws = (draws.max(1) as f64).ln();
     Ok(ln_probs
         .into_iter()
-        .zip(density)
-        .map(|(ln_probs, ln_density)| Row {
+        .zip(ln_sum)
+        .map(|(ln_probs, s)| Row {
             ln_probs,
-            ln_density,
+            ln_density: s - ln_draws,
         })
         .collect())
 }
@@ -113,13 +122,6 @@ pub fn predict(a: PredictArgs) -> Result<()> {
             a.run.display()
         ))
     })?;
-    let mut draws = Vec::new();
-    for c in &report.chains {
-        let path = chain_dir(&run.dir, c.chain).join("draws.jsonl");
-        if path.is_file() {
-            draws.extend(read_draws(&path, c.burn_in)?);
-        }
-    }
     let format = a.format.map(|f| match f {
         FormatArg::Dense => Format::Dense,
         FormatArg::Docword => Format::Docword,
@@ -138,7 +140,7 @@ pub fn predict(a: PredictArgs) -> Result<()> {
                     k.dim()
                 )));
             }
-            predict_with(k, x, &built.prior, labels, hyper, &draws)?
+            predict_with(k, x, &built.prior, labels, hyper, &report.sources)?
         }
         (AnyKernel::Md(k), Dataset::Counts(c)) => {
             if c.vocab() > k.hyper().vocab() {
@@ -149,7 +151,7 @@ pub fn predict(a: PredictArgs) -> Result<()> {
                     k.hyper().vocab()
                 )));
             }
-            predict_with(k, c, &built.prior, labels, hyper, &draws)?
+            predict_with(k, c, &built.prior, labels, hyper, &report.sources)?
         }
         (AnyKernel::Nw(_), Dataset::Counts(_)) => {
             return Err(Error::Usage(format!(

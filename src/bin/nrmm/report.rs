@@ -13,10 +13,11 @@ use nrmm::{Error, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Rows of a trace kept in memory per column (evenly spaced over the chain).
-const TRACE_ROWS: usize = 1 << 16;
+/// Rows of a trace kept in memory per column (evenly spaced over the chain): 128 KiB per
+/// column, so that many chains can be merged.
+const TRACE_ROWS: usize = 1 << 14;
 
 /// Largest n for the dense posterior similarity matrix (`n²/2` `f32`s: 32 MB at 4,000); above
 /// it Dahl's estimate uses [`SAMPLED_PAIRS`] random pairs.
@@ -110,6 +111,9 @@ pub struct Report {
     pub map: Option<Estimate>,
     /// What the reader should know (chains not mixed, too few draws, interrupted chains).
     pub warnings: Vec<String>,
+    /// Where the partition draws after the burn-in are.
+    #[serde(skip)]
+    pub sources: Vec<DrawSource>,
 }
 
 /// The chains of `runs`, checked to be chains of one posterior on distinct streams.
@@ -289,52 +293,99 @@ pub fn sampler_name(run: &RunDir) -> String {
         .unwrap_or_default()
 }
 
-/// Dahl's least-squares draw among `draws` (each with its run and chain): the dense
-/// similarity matrix for moderate n, sampled pairs (seeded by `seed`) beyond.
-fn dahl(draws: Vec<(String, u64, Draw)>, seed: u64) -> Result<Option<Estimate>> {
-    if draws.is_empty() {
-        return Ok(None);
+/// The partition draws of one chain after its burn-in.
+#[derive(Clone, Debug)]
+pub struct DrawSource {
+    /// The chain's run directory, as shown.
+    pub run: String,
+    /// The chain.
+    pub chain: u64,
+    /// Its draws file.
+    pub path: PathBuf,
+    /// Its burn-in: draws of later sweeps are used.
+    pub after: u64,
+}
+
+impl DrawSource {
+    /// The draws, evenly spaced (see [`read_draws`]).
+    pub fn read(&self) -> Result<Vec<Draw>> {
+        read_draws(&self.path, self.after)
     }
-    type Provenance = (String, u64, Draw);
-    let (meta, labels): (Vec<Provenance>, Vec<Vec<usize>>) = draws
-        .into_iter()
-        .map(|(run, chain, mut d)| {
-            let labels = std::mem::take(&mut d.labels);
-            ((run, chain, d), labels)
-        })
-        .unzip();
-    let n = labels[0].len();
-    let (index, method) = if n <= DENSE_MAX_POINTS {
-        let psm = SimilarityMatrix::from_draws(&labels)?;
-        (
-            psm.least_squares_draw(&labels)?,
-            "dahl-least-squares".to_string(),
-        )
-    } else {
-        let mut rng = nrmm::rng::SeedPlan::new(seed).chain(u64::MAX);
-        let mut pairs = PairSample::random(n, SAMPLED_PAIRS, &mut rng)?;
-        for l in &labels {
-            pairs.observe(l)?;
+}
+
+/// Co-clustering frequencies for Dahl's estimate: every pair for moderate n, sampled pairs
+/// beyond.
+enum Similarity {
+    Dense(SimilarityMatrix),
+    Pairs(PairSample),
+}
+
+impl Similarity {
+    fn add(&mut self, labels: &[usize]) -> Result<()> {
+        match self {
+            Similarity::Dense(m) => m.add(labels),
+            Similarity::Pairs(p) => p.observe(labels),
         }
-        (
-            pairs.least_squares_draw(&labels)?,
-            format!("dahl-least-squares over {SAMPLED_PAIRS} random pairs"),
-        )
+    }
+
+    fn loss(&self, labels: &[usize]) -> Result<f64> {
+        match self {
+            Similarity::Dense(m) => m.loss(labels),
+            Similarity::Pairs(p) => p.loss(labels),
+        }
+    }
+}
+
+/// Dahl's least-squares draw among the draws of `sources`: the dense similarity matrix for
+/// moderate n, [`SAMPLED_PAIRS`] random pairs (seeded by `seed`) beyond. Two passes over the
+/// draws files, one chain in memory at a time.
+fn dahl(sources: &[DrawSource], seed: u64) -> Result<Option<Estimate>> {
+    let mut similarity: Option<Similarity> = None;
+    let mut among = 0;
+    for source in sources {
+        for d in source.read()? {
+            let s = match &mut similarity {
+                Some(s) => s,
+                None => {
+                    let n = d.labels.len();
+                    similarity.insert(if n <= DENSE_MAX_POINTS {
+                        Similarity::Dense(SimilarityMatrix::new(n))
+                    } else {
+                        let mut rng = nrmm::rng::SeedPlan::new(seed).chain(u64::MAX);
+                        Similarity::Pairs(PairSample::random(n, SAMPLED_PAIRS, &mut rng)?)
+                    })
+                }
+            };
+            s.add(&d.labels)?;
+            among += 1;
+        }
+    }
+    let Some(similarity) = similarity else {
+        return Ok(None);
     };
-    let among = labels.len();
-    let mut labels = labels;
-    let chosen = labels.swap_remove(index);
-    let (run, chain, d) = meta.into_iter().nth(index).expect("index of a draw");
-    Ok(Some(Estimate {
+    let method = match similarity {
+        Similarity::Dense(_) => "dahl-least-squares".to_string(),
+        Similarity::Pairs(_) => format!("dahl-least-squares over {SAMPLED_PAIRS} random pairs"),
+    };
+    let mut best: Option<(f64, &DrawSource, Draw)> = None;
+    for source in sources {
+        for d in source.read()? {
+            let loss = similarity.loss(&d.labels)?;
+            if best.as_ref().is_none_or(|b| loss < b.0) {
+                best = Some((loss, source, d));
+            }
+        }
+    }
+    Ok(best.map(|(_, source, d)| Estimate {
         method,
-        run,
-        chain,
+        run: source.run.clone(),
+        chain: source.chain,
         sweep: d.sweep,
         log_joint: d.log_joint,
-        n_clusters: chosen.iter().max().map_or(0, |m| m + 1),
+        n_clusters: d.labels.iter().max().map_or(0, |m| m + 1),
         hyper: d.hyper,
         among,
-        labels: chosen,
+        labels: d.labels,
     }))
 }
 
@@ -350,16 +401,19 @@ impl Report {
         let mut warnings = Vec::new();
         let mut chains = Vec::new();
         let mut series = Vec::new();
-        let mut draws = Vec::new();
+        let mut sources = Vec::new();
         let mut bests = Vec::new();
         for run in runs {
             for c in run.settings.chain_indices() {
                 let (report, s, best) = read_chain(run, c, burn_in, &mut warnings)?;
                 let path = chain_dir(&run.dir, c).join("draws.jsonl");
                 if path.is_file() {
-                    for d in read_draws(&path, report.burn_in)? {
-                        draws.push((report.run.clone(), c, d));
-                    }
+                    sources.push(DrawSource {
+                        run: report.run.clone(),
+                        chain: c,
+                        path,
+                        after: report.burn_in,
+                    });
                 }
                 if let Some(b) = best {
                     bests.push((report.run.clone(), c, b));
@@ -410,7 +464,7 @@ impl Report {
             }
         }
         let seed = runs[0].settings.seed;
-        let point_estimate = dahl(draws, seed)?;
+        let point_estimate = dahl(&sources, seed)?;
         if point_estimate.is_none() {
             warnings.push(
                 "no partition draws after the burn-in: no point estimate (lower --burn-in or \
@@ -442,6 +496,7 @@ impl Report {
             point_estimate,
             map,
             warnings,
+            sources,
         })
     }
 
