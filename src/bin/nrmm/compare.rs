@@ -379,11 +379,12 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     write_text(&a.out.join("compare.md"), &md)?;
     write_text(&a.out.join("compare.csv"), &run_csv(&rows))?;
     output::stdout(|out| {
+        let plural = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
         writeln!(
             out,
-            "{} samplers x {} seeds, {} s each; best {joint} seen: {best:.3}",
-            names.len(),
-            a.seeds,
+            "{} x {}, {} s each; best {joint} seen: {best:.3}",
+            plural(names.len(), "sampler"),
+            plural(a.seeds as usize, "seed"),
             a.seconds
         )?;
         out.write_all(by_sampler.as_bytes())?;

@@ -1,8 +1,7 @@
 //! Running chains to a budget, in parallel, each writing its trace, draws, final labels, end
 //! state and best state, with periodic checkpoints, exact resume and a clean stop on Ctrl-C.
 
-use crate::args::SamplerArgs;
-use crate::args::SamplerKind;
+use crate::args::{SamplerArgs, SamplerKind};
 use crate::commands::{name_flag, SAMPLER_FLAGS};
 use crate::interrupt;
 use crate::output::create_dir;
@@ -21,7 +20,6 @@ use nrmm::{Error, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The moves of a sweep for the chosen sampler (MATH §6), plus the hyperparameter move when
