@@ -2158,6 +2158,21 @@ fn plot_draws_what_the_run_has() {
     assert_eq!(said.lines().count(), 4, "{said}");
     assert_svg(&dir.0.join("run2/scatter.svg"));
     assert_svg(&dir.0.join("run2/acceptance.svg"));
+    // A run that traced no sweep (its --thin outlasted its time budget) still plots.
+    let empty = dir.arg("empty");
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--seconds",
+        "0.05",
+        "--thin",
+        "1000000000",
+        "--out",
+        &empty,
+    ]);
+    assert_eq!(ok(&["plot", &empty]).lines().count(), 2);
+    assert_svg(&dir.0.join("empty/log_joint.svg"));
     fails(&["plot", &dir.arg("none")], 1, &["none"]);
     fails(&["plot"], 2, &["DIR"]);
 }

@@ -103,8 +103,17 @@ fn plot_error<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> Error + '_ {
     }
 }
 
-/// `(lo, hi)` padded by 4% (or by 1 when flat).
-fn padded(lo: f64, hi: f64) -> (f64, f64) {
+/// The range of the finite `values`, padded by 4% (by 1 when they are all equal); `(0, 1)`
+/// without finite values, so that an axis always has a finite, non-empty range.
+fn padded(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if lo > hi {
+        return (0.0, 1.0);
+    }
     let span = hi - lo;
     if span <= 0.0 || !span.is_finite() {
         return (lo - 1.0, hi + 1.0);
@@ -213,15 +222,8 @@ fn line_plot(
 /// The scatter of 2-D points coloured by `labels`.
 fn scatter(path: &Path, title: &str, x: &DenseData, labels: &[usize]) -> Result<()> {
     let err = plot_error(path);
-    let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
-    for i in 0..x.n() {
-        for j in 0..2 {
-            lo[j] = lo[j].min(x.row(i)[j]);
-            hi[j] = hi[j].max(x.row(i)[j]);
-        }
-    }
-    let (x0, x1) = padded(lo[0], hi[0]);
-    let (y0, y1) = padded(lo[1], hi[1]);
+    let (x0, x1) = padded((0..x.n()).map(|i| x.row(i)[0]));
+    let (y0, y1) = padded((0..x.n()).map(|i| x.row(i)[1]));
     let root = SVGBackend::new(path, (SIZE.1 + 80, SIZE.1)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
     let mut chart = ChartBuilder::on(&root)
@@ -311,14 +313,13 @@ pub fn draw(runs: &[RunDir], out: &Path) -> Result<Vec<PathBuf>> {
         })
         .collect();
     // The first tenth of each chain climbs from a poor start; the axis shows the rest.
-    let settled = lines
-        .iter()
-        .flat_map(|l| l.points[l.points.len() / 10..].iter().map(|p| p.1));
-    let (lo, hi) = settled.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-        (lo.min(v), hi.max(v))
-    });
+    let y = padded(
+        lines
+            .iter()
+            .flat_map(|l| l.points[l.points.len() / 10..].iter().map(|p| p.1)),
+    );
     let path = out.join("log_joint.svg");
-    line_plot(&path, "log joint", joint, &lines, padded(lo, hi), false)?;
+    line_plot(&path, "log joint", joint, &lines, y, false)?;
     written.push(path);
 
     let lines: Vec<Line> = chains
@@ -329,21 +330,11 @@ pub fn draw(runs: &[RunDir], out: &Path) -> Result<Vec<PathBuf>> {
             points: series(c, "n_clusters"),
         })
         .collect();
-    let (lo, hi) = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        });
+    let (lo, hi) = padded(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+    // Whole numbers of clusters sit half a step inside the axis.
+    let k_range = (lo.round() - 0.5, hi.round() + 0.5);
     let path = out.join("n_clusters.svg");
-    line_plot(
-        &path,
-        "number of clusters",
-        "K",
-        &lines,
-        (lo - 0.5, hi + 0.5),
-        true,
-    )?;
+    line_plot(&path, "number of clusters", "K", &lines, k_range, true)?;
     written.push(path);
 
     let mut lines = Vec::new();
@@ -486,5 +477,8 @@ mod tests {
         let thin = thin_points((0..4000).map(|i| (i as f64, 0.0)).collect());
         assert!(thin.len() <= POINTS_PER_LINE + 1);
         assert_eq!(thin.last(), Some(&(3999.0, 0.0)));
+        assert_eq!(padded([].into_iter()), (0.0, 1.0));
+        assert_eq!(padded([f64::NAN, 2.0].into_iter()), (1.0, 3.0));
+        assert_eq!(padded([0.0, 100.0].into_iter()), (-4.0, 104.0));
     }
 }
