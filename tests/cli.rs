@@ -1676,6 +1676,16 @@ fn ctrl_c_stops_cleanly_and_the_run_resumes() {
         );
         furthest = furthest.max(sweep);
     }
+    // What the interrupted run did can be read before it is resumed.
+    let said = ok(&["diagnose", &run]);
+    for needle in [
+        "warning: chain 0",
+        "did not finish",
+        "best state visited",
+        "2 chains",
+    ] {
+        assert!(said.contains(needle), "{needle:?} not in {said}");
+    }
     let target = (furthest + 20).to_string();
     ok(&["run", "--resume", &run, "--sweeps", &target]);
     ok(&with(
@@ -2173,6 +2183,11 @@ fn plot_draws_what_the_run_has() {
     ]);
     assert_eq!(ok(&["plot", &empty]).lines().count(), 2);
     assert_svg(&dir.0.join("empty/log_joint.svg"));
+    // Runs whose data are not here (copied from another machine) plot all but the scatter.
+    std::fs::rename(&x, dir.arg("moved.txt")).expect("move the data");
+    let said = ok(&["plot", &run2]);
+    assert_eq!(said.matches("wrote ").count(), 3, "{said}");
+    assert!(said.contains("note: no scatter"), "{said}");
     fails(&["plot", &dir.arg("none")], 1, &["none"]);
     fails(&["plot"], 2, &["DIR"]);
 }

@@ -356,7 +356,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
                 }
                 v
             });
-    let plots = crate::plot::draw(&runs, &a.out)?;
+    let (plots, notes) = crate::plot::draw(&runs, &a.out)?;
     let by_sampler = sampler_table(&rows, &names, truth.is_some());
     let mut md = format!(
         "# Sampler comparison\n\n{} runs of {} s each on {} points; best {joint} seen: {best:.3}.\n\
@@ -397,7 +397,11 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
                     .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
             )
             .collect();
-        writeln!(out, "wrote {} ({})", a.out.display(), files.join(", "))
+        writeln!(out, "wrote {} ({})", a.out.display(), files.join(", "))?;
+        for n in &notes {
+            writeln!(out, "note: {n}")?;
+        }
+        Ok(())
     })?;
     Ok(Status::Done)
 }

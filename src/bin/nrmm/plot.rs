@@ -295,10 +295,11 @@ fn series(chain: &Chain, column: &str) -> Vec<(f64, f64)> {
     thin_points(t.iter().copied().zip(v.iter().copied()).collect())
 }
 
-/// Writes the plots of `runs` into `out` and returns their paths: `log_joint.svg`,
-/// `n_clusters.svg`, `acceptance.svg` (when a move makes proposals) and `scatter.svg` (for 2-D
-/// real data).
-pub fn draw(runs: &[RunDir], out: &Path) -> Result<Vec<PathBuf>> {
+/// Writes the plots of `runs` into `out` and returns their paths, with notes on what was left
+/// out: `log_joint.svg`, `n_clusters.svg`, `acceptance.svg` (when a move makes proposals) and
+/// `scatter.svg` (for 2-D real data that can be read).
+pub fn draw(runs: &[RunDir], out: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> {
+    let mut notes = Vec::new();
     create_dir(out)?;
     let chains = chains(runs)?;
     let mut written = Vec::new();
@@ -385,15 +386,16 @@ pub fn draw(runs: &[RunDir], out: &Path) -> Result<Vec<PathBuf>> {
         written.push(path);
     }
 
-    if let Some(path) = draw_scatter(runs, out)? {
+    if let Some(path) = draw_scatter(runs, out, &mut notes)? {
         written.push(path);
     }
-    Ok(written)
+    Ok((written, notes))
 }
 
 /// The scatter of 2-D real data coloured by the point estimate of the run whose estimate has
-/// the largest log joint; `None` when the data are not 2-D real vectors.
-fn draw_scatter(runs: &[RunDir], out: &Path) -> Result<Option<PathBuf>> {
+/// the largest log joint; `None` when the data are not 2-D real vectors, or (with a note) when
+/// they cannot be read or have changed.
+fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<Option<PathBuf>> {
     let mut best: Option<(f64, &RunDir, Vec<usize>, usize)> = None;
     for run in runs {
         if run.settings.fingerprint.dim != 2 {
@@ -409,18 +411,30 @@ fn draw_scatter(runs: &[RunDir], out: &Path) -> Result<Option<PathBuf>> {
     let Some((_, run, labels, k)) = best else {
         return Ok(None);
     };
-    let data = load_data(
+    // Runs copied from another machine may name data that are not here: the other plots do
+    // not need them, so the scatter is left out with a note instead of failing the verb.
+    let data = match load_data(
         &DataArgs {
             data: run.settings.data.clone(),
             format: run.settings.data_format,
         },
         Builtin::Toy,
-    )?;
+    ) {
+        Ok(data) => data,
+        Err(e) => {
+            notes.push(format!(
+                "no scatter: the data of {} cannot be read here ({e})",
+                run.dir.display()
+            ));
+            return Ok(None);
+        }
+    };
     if Fingerprint::of(&data) != run.settings.fingerprint {
-        return Err(Error::Usage(format!(
-            "the data {} was run on have changed since: its point estimate no longer fits them",
+        notes.push(format!(
+            "no scatter: the data {} was run on have changed since",
             run.dir.display()
-        )));
+        ));
+        return Ok(None);
     }
     let Dataset::Dense(x) = data else {
         return Ok(None);
@@ -439,10 +453,13 @@ fn draw_scatter(runs: &[RunDir], out: &Path) -> Result<Option<PathBuf>> {
 pub fn plot(a: PlotArgs) -> Result<()> {
     let runs = rundir::resolve(&a.dirs)?;
     let out = a.out.clone().unwrap_or_else(|| a.dirs[0].clone());
-    let written = draw(&runs, &out)?;
+    let (written, notes) = draw(&runs, &out)?;
     output::stdout(|o| {
         for p in &written {
             writeln!(o, "wrote {}", p.display())?;
+        }
+        for n in &notes {
+            writeln!(o, "note: {n}")?;
         }
         Ok(())
     })

@@ -4,7 +4,7 @@
 //! hyperparameter, the distribution of K, Dahl's point estimate and the best state visited.
 
 use crate::rundir::{chain_dir, RunDir};
-use crate::runner::EndState;
+use crate::runner::{ChainFile, EndState};
 use nrmm::diagnostics::{
     common_spacing, effective_sample_size, PairSample, SeriesSummary, SimilarityMatrix,
 };
@@ -248,9 +248,13 @@ fn read_chain(
             }
         }
     }
+    // A finished chain wrote its best state; an interrupted one saved it with its checkpoint.
     let best_path = dir.join("best.json");
+    let checkpoint_path = dir.join("checkpoint.json");
     let best: Option<Draw> = if best_path.is_file() {
         load_json::<BestDraw>(&best_path)?.best
+    } else if checkpoint_path.is_file() {
+        load_json::<ChainFile>(&checkpoint_path)?.best.best
     } else {
         None
     };
