@@ -6,7 +6,7 @@ use crate::commands::{build_model, resamples_hyper, Builtin, Status};
 use crate::interrupt;
 use crate::output::{self, create_dir};
 use crate::progress::{Budget, Progress};
-use crate::report::Report;
+use crate::report::{kind_name, Report};
 use crate::run_verb::{absolute, command_line};
 use crate::rundir::{chain_dir, RunDir, RunSettings, COMPARE_FILE, DRAWS_PER_CHAIN, RUN_FORMAT};
 use crate::runner::{launch, schedule, ChainEnd, ChainJob, Init, Shared};
@@ -169,10 +169,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         if samplers.contains(&s) {
             return Err(Error::Usage(format!(
                 "--samplers names {} twice",
-                serde_json::to_value(s)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
+                kind_name(s)
             )));
         }
         samplers.push(s);
@@ -221,13 +218,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
                 checkpoint_every: None,
                 draws_per_chain: DRAWS_PER_CHAIN,
             };
-            let name = format!(
-                "{}-seed{seed}",
-                crate::report::sampler_name(&RunDir {
-                    dir: a.out.clone(),
-                    settings: settings.clone(),
-                })
-            );
+            let name = format!("{}-seed{seed}", kind_name(sampler));
             runs.push(RunDir {
                 dir: a.out.join(name),
                 settings,

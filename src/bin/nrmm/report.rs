@@ -291,7 +291,12 @@ fn read_chain(
 
 /// The sampler of a run as typed on the command line.
 pub fn sampler_name(run: &RunDir) -> String {
-    serde_json::to_value(run.settings.sampler.sampler)
+    kind_name(run.settings.sampler.sampler)
+}
+
+/// A sampler's name as typed on the command line.
+pub fn kind_name(kind: crate::args::SamplerKind) -> String {
+    serde_json::to_value(kind)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
