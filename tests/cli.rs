@@ -584,10 +584,53 @@ fn run_writes_trace_labels_and_summary() {
     ]);
     assert!(said.starts_with("chain 0: 6 sweeps in "), "{said}");
     assert!(said.trim_end().ends_with(&format!("wrote {out}")), "{said}");
-    assert_eq!(said.lines().count(), 2, "{said}");
+    for needle in [
+        "after a burn-in of 3 sweeps per chain",
+        "log_joint",
+        "n_clusters",
+        "ESS bulk",
+        "R-hat",
+        "P(K): ",
+        "point estimate (Dahl, among 2 draws)",
+        "best state visited",
+    ] {
+        assert!(said.contains(needle), "{needle:?} not in {said}");
+    }
     let summary = check_run_output(&dir, "o", 1, 1300, Some(6));
     assert_eq!(field(&summary, "sampler"), "gibbs");
     assert_eq!(u64_of(&summary, "seed"), 4);
+    let command: Vec<&str> = field(&summary, "command")
+        .as_array()
+        .expect("the command line")
+        .iter()
+        .map(|v| v.as_str().expect("an argument"))
+        .collect();
+    assert_eq!(
+        command[1..],
+        ["run", "--sweeps", "6", "--thin", "2", "--seed", "4", "--out", &out]
+    );
+    for name in ["log_joint", "n_clusters"] {
+        let d = field(field(&summary, "diagnostics"), name);
+        for stat in ["mean", "sd", "ess_bulk", "ess_tail", "rhat", "draws"] {
+            field(d, stat);
+        }
+    }
+    let p_k: f64 = field(&summary, "k_distribution")
+        .as_object()
+        .expect("K distribution")
+        .values()
+        .map(|p| p.as_f64().expect("a probability"))
+        .sum();
+    assert!((p_k - 1.0).abs() < 1e-9, "{p_k}");
+    let estimate = field(&summary, "point_estimate");
+    let k = u64_of(estimate, "n_clusters");
+    assert_eq!(label_count(&dir.arg("o/estimate.txt")) as u64, k);
+    assert_eq!(dir.read("o/estimate.txt").lines().count(), 1300);
+    assert_eq!(
+        label_count(&dir.arg("o/map.txt")) as u64,
+        u64_of(field(&summary, "map"), "n_clusters")
+    );
+    assert!(f64_of(field(&summary, "map"), "log_joint") >= f64_of(estimate, "log_joint"));
     let (header, rows) = trace(&dir.0.join("o/chain-0/trace.csv"));
     let sweeps: Vec<f64> = rows.iter().map(|r| r[column(&header, "sweep")]).collect();
     assert_eq!(sweeps, [2.0, 4.0, 6.0], "--thin 2 keeps every second sweep");
@@ -801,6 +844,25 @@ fn readme_examples_work() {
         .filter(|l| l.starts_with("nrmm "))
         .collect();
     assert!(lines.len() >= 6, "README lost its examples: {lines:?}");
+    // Every verb has its example.
+    let help = ok(&["--help"]);
+    let verbs: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&v| v != "help")
+        .collect();
+    assert!(verbs.len() >= 9, "{help}");
+    for verb in verbs {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("nrmm {verb} "))),
+            "the README has no example of `nrmm {verb}`"
+        );
+    }
     for line in lines {
         if line.contains("../shared/data") && toy().is_none() {
             continue;
@@ -1414,4 +1476,718 @@ fn a_failing_chain_stops_the_others() {
     let elapsed = start.elapsed().as_secs_f64();
     assert!(elapsed < 20.0, "the healthy chain ran on for {elapsed} s");
     assert!(!dir.0.join("run/summary.json").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints, resume and Ctrl-C.
+
+/// A generated 2-D Gaussian mixture (and its labels) in `dir`: `x.txt`, `y.txt`.
+fn mixture(dir: &TempDir, n: usize, k: usize, seed: u64) -> (String, String) {
+    let (x, y) = (dir.arg("x.txt"), dir.arg("y.txt"));
+    let (n, k, seed) = (n.to_string(), k.to_string(), seed.to_string());
+    ok(&[
+        "generate",
+        "gaussian",
+        "--n",
+        &n,
+        "--d",
+        "2",
+        "--k",
+        &k,
+        "--seed",
+        &seed,
+        "--out",
+        &x,
+        "--labels-out",
+        &y,
+    ]);
+    (x, y)
+}
+
+/// The lines of a trace without its `seconds` column, the only one that depends on the clock.
+fn timeless_trace(path: &Path) -> Vec<String> {
+    let body = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    body.lines()
+        .map(|l| {
+            let mut fields: Vec<&str> = l.split(',').collect();
+            fields.remove(1);
+            fields.join(",")
+        })
+        .collect()
+}
+
+/// Asserts that chain `c` of runs `a` and `b` (directories under `dir`) went the same way:
+/// traces (but for timing), draws, best states, final labels.
+fn same_chain(dir: &TempDir, a: &str, b: &str, c: u64) {
+    let path = |run: &str, file: &str| dir.0.join(format!("{run}/chain-{c}/{file}"));
+    let ta = timeless_trace(&path(a, "trace.csv"));
+    assert!(ta.len() > 1, "an empty trace");
+    assert_eq!(
+        ta,
+        timeless_trace(&path(b, "trace.csv")),
+        "chain {c}: traces"
+    );
+    for file in ["draws.jsonl", "best.json", "labels.txt"] {
+        assert_eq!(
+            std::fs::read(path(a, file)).expect("a file of the run"),
+            std::fs::read(path(b, file)).expect("a file of the run"),
+            "chain {c}: {file}"
+        );
+    }
+}
+
+/// The sweep of chain `c`'s checkpoint in run directory `run`.
+fn checkpoint_sweep(run: &Path, c: u64) -> u64 {
+    let path = run.join(format!("chain-{c}/checkpoint.json"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("a checkpoint"))
+        .expect("checkpoint JSON");
+    u64_of(field(&v, "state"), "sweep")
+}
+
+/// The model and sampler flags of the resume tests: every hyperparameter resampled, so that
+/// the prior's state and the RNG's continuous draws are part of what must continue exactly.
+fn resume_flags(x: &str) -> Vec<String> {
+    [
+        "run",
+        "--data",
+        x,
+        "--sampler",
+        "sams",
+        "--prior",
+        "nggp",
+        "--hyperpriors",
+        "--chains",
+        "2",
+        "--thin",
+        "2",
+        "--checkpoint-every",
+        "10",
+        "--seed",
+        "7",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+fn with<'a>(base: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
+    base.iter()
+        .map(String::as_str)
+        .chain(more.iter().copied())
+        .collect()
+}
+
+/// A run stopped after its checkpoint at sweep 30 (having traced 31 to 35 beyond it) and
+/// resumed to 70 sweeps is the run that went straight to 70: same traces, draws, best states,
+/// labels and diagnostics.
+#[test]
+fn resume_continues_exactly_as_a_straight_run() {
+    let dir = TempDir::new("resume");
+    let (x, _) = mixture(&dir, 80, 3, 5);
+    let base = resume_flags(&x);
+    let (a, b) = (dir.arg("a"), dir.arg("b"));
+    ok(&with(&base, &["--sweeps", "35", "--out", &a]));
+    assert_eq!(checkpoint_sweep(&dir.0.join("a"), 0), 30);
+    let said = ok(&["run", "--resume", &a, "--sweeps", "70"]);
+    assert!(said.contains("chain 1: 70 sweeps"), "{said}");
+    ok(&with(&base, &["--sweeps", "70", "--out", &b]));
+    for c in 0..2 {
+        same_chain(&dir, "a", "b", c);
+    }
+    let summary = |run: &str| -> Value {
+        serde_json::from_str(&dir.read(&format!("{run}/summary.json"))).expect("summary.json")
+    };
+    let (sa, sb) = (summary("a"), summary("b"));
+    for key in ["diagnostics", "k_distribution"] {
+        assert_eq!(field(&sa, key), field(&sb, key), "{key}");
+    }
+    for key in ["chain", "sweep", "log_joint"] {
+        assert_eq!(
+            field(field(&sa, "point_estimate"), key),
+            field(field(&sb, "point_estimate"), key)
+        );
+    }
+    assert_eq!(dir.read("a/estimate.txt"), dir.read("b/estimate.txt"));
+    let settings: Value = serde_json::from_str(&dir.read("a/run.json")).expect("run.json");
+    assert_eq!(
+        field(&settings, "commands").as_array().map(Vec::len),
+        Some(2)
+    );
+    // Resuming a finished run at its last checkpoint without a new budget changes nothing.
+    ok(&["run", "--resume", &a]);
+    same_chain(&dir, "a", "b", 0);
+}
+
+/// Ctrl-C stops every chain at its next sweep with the traces flushed and the checkpoints
+/// intact, says on one line how to resume, and exits with 130; the resumed run is the run
+/// that never stopped.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_cleanly_and_the_run_resumes() {
+    let dir = TempDir::new("sigint");
+    let (x, _) = mixture(&dir, 200, 4, 6);
+    let base = resume_flags(&x);
+    let run = dir.arg("r");
+    let child = Command::new(BIN)
+        .args(with(&base, &["--sweeps", "100000000", "--out", &run]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrmm starts");
+    let start = std::time::Instant::now();
+    let ready = |c: u64| dir.0.join(format!("r/chain-{c}/checkpoint.json")).is_file();
+    while !(ready(0) && ready(1)) {
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "no checkpoints after two minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("nrmm ends");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("interrupted: "), "{stderr}");
+    assert!(
+        stderr.contains(&format!("resume with: nrmm run --resume {run}")),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(!dir.0.join("r/summary.json").exists());
+    let mut furthest = 0;
+    for c in 0..2 {
+        let sweep = checkpoint_sweep(&dir.0.join("r"), c);
+        assert!(sweep >= 10 && sweep.is_multiple_of(10), "{sweep}");
+        let rows = timeless_trace(&dir.0.join(format!("r/chain-{c}/trace.csv")));
+        let last: u64 = rows
+            .last()
+            .and_then(|r| r.split(',').next())
+            .and_then(|s| s.parse().ok())
+            .expect("a traced sweep");
+        assert!(
+            last >= sweep,
+            "trace flushed to {last}, checkpoint at {sweep}"
+        );
+        furthest = furthest.max(sweep);
+    }
+    // What the interrupted run did can be read before it is resumed.
+    let said = ok(&["diagnose", &run]);
+    for needle in [
+        "warning: chain 0",
+        "did not finish",
+        "best state visited",
+        "2 chains",
+    ] {
+        assert!(said.contains(needle), "{needle:?} not in {said}");
+    }
+    let target = (furthest + 20).to_string();
+    ok(&["run", "--resume", &run, "--sweeps", &target]);
+    ok(&with(
+        &base,
+        &["--sweeps", &target, "--out", &dir.arg("straight")],
+    ));
+    for c in 0..2 {
+        same_chain(&dir, "r", "straight", c);
+    }
+}
+
+#[test]
+fn checkpoint_and_resume_mistakes_are_one_line() {
+    let dir = TempDir::new("resume-errors");
+    let (x, _) = mixture(&dir, 30, 2, 1);
+    let base = resume_flags(&x);
+    let a = dir.arg("a");
+    ok(&with(&base, &["--sweeps", "20", "--out", &a]));
+    fails(
+        &["run", "--resume", &dir.arg("absent")],
+        1,
+        &["absent", "is not a directory"],
+    );
+    std::fs::create_dir_all(dir.0.join("empty")).expect("a directory");
+    fails(
+        &["run", "--resume", &dir.arg("empty")],
+        1,
+        &["empty", "not a run directory", "run.json"],
+    );
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--sweeps",
+        "3",
+        "--out",
+        &dir.arg("plain"),
+    ]);
+    fails(
+        &["run", "--resume", &dir.arg("plain")],
+        1,
+        &["without --checkpoint-every"],
+    );
+    fails(
+        &["run", "--resume", &a, "--data", &x],
+        2,
+        &["--resume", "--data"],
+    );
+    fails(
+        &["run", "--resume", &a, "--seed", "3"],
+        2,
+        &["--resume", "--seed"],
+    );
+    fails(&["run"], 2, &["--out"]);
+    fails(
+        &["run", "--checkpoint-every", "0", "--out", &dir.arg("o")],
+        1,
+        &["--checkpoint-every"],
+    );
+    fails(
+        &[
+            "run",
+            "--burn-in",
+            "5",
+            "--sweeps",
+            "5",
+            "--out",
+            &dir.arg("o"),
+        ],
+        1,
+        &["--burn-in", "5 of each chain"],
+    );
+    fails(
+        &["run", "--resume", &a, "--sweeps", "10"],
+        1,
+        &["checkpointed at sweep 20", "--sweeps 20"],
+    );
+    fails(
+        &["run", "--resume", &a, "--burn-in", "30"],
+        1,
+        &["--burn-in"],
+    );
+    // A checkpoint of another run (another seed) is refused, as is a damaged one.
+    let other = dir.arg("other");
+    let mut flags = base.clone();
+    let seed = flags.iter().position(|f| f == "--seed").expect("--seed") + 1;
+    flags[seed] = "8".to_string();
+    ok(&with(&flags, &["--sweeps", "20", "--out", &other]));
+    let checkpoint = |run: &str| dir.0.join(format!("{run}/chain-0/checkpoint.json"));
+    let own = std::fs::read(checkpoint("a")).expect("a checkpoint");
+    std::fs::copy(checkpoint("other"), checkpoint("a")).expect("copy a checkpoint");
+    fails(
+        &["run", "--resume", &a],
+        1,
+        &["checkpoint.json", "belongs to another run"],
+    );
+    std::fs::write(checkpoint("a"), "{\"format\": 3").expect("damage a checkpoint");
+    fails(
+        &["run", "--resume", &a],
+        1,
+        &["checkpoint.json", "is not a checkpoint"],
+    );
+    std::fs::write(checkpoint("a"), own).expect("restore the checkpoint");
+    ok(&["run", "--resume", &a]);
+    // Changed data, and a run file of another kind.
+    let changed = std::fs::read_to_string(&x)
+        .expect("the data")
+        .replacen('.', "1", 1);
+    std::fs::write(&x, changed).expect("change the data");
+    fails(
+        &["run", "--resume", &a],
+        1,
+        &["differ from those", "same data"],
+    );
+    std::fs::write(dir.0.join("a/run.json"), "{\"format\": \"nrmm-run/0\"}").expect("write");
+    fails(&["run", "--resume", &a], 1, &["run.json", "nrmm-run/0"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// diagnose, predict, compare, plot.
+
+/// Chains run as separate processes with `--chain-offset` are the chains of one run: their
+/// merged diagnostics equal those of the run that had them all.
+#[test]
+fn chains_run_apart_merge_into_one_run() {
+    let dir = TempDir::new("diagnose");
+    let (x, _) = mixture(&dir, 60, 3, 2);
+    let flags = |chains: &str, offset: &str, out: &str| -> Vec<String> {
+        [
+            "run",
+            "--data",
+            &x,
+            "--sampler",
+            "jain-neal",
+            "--sweeps",
+            "40",
+            "--seed",
+            "2",
+            "--chains",
+            chains,
+            "--chain-offset",
+            offset,
+            "--out",
+            out,
+        ]
+        .map(str::to_string)
+        .to_vec()
+    };
+    let (all, p0, p1) = (dir.arg("all"), dir.arg("p0"), dir.arg("p1"));
+    for args in [
+        flags("4", "0", &all),
+        flags("2", "0", &p0),
+        flags("2", "2", &p1),
+    ] {
+        ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    assert!(dir.0.join("p1/chain-3/trace.csv").is_file());
+    assert_eq!(
+        timeless_trace(&dir.0.join("p1/chain-3/trace.csv")),
+        timeless_trace(&dir.0.join("all/chain-3/trace.csv"))
+    );
+    let merged = ok_json(&["diagnose", &p0, &p1, "--json"]);
+    let whole: Value = serde_json::from_str(&dir.read("all/summary.json")).expect("summary");
+    for key in ["diagnostics", "k_distribution"] {
+        assert_eq!(field(&merged, key), field(&whole, key), "{key}");
+    }
+    for key in ["chain", "sweep", "log_joint", "n_clusters"] {
+        assert_eq!(
+            field(field(&merged, "point_estimate"), key),
+            field(field(&whole, "point_estimate"), key),
+            "{key}"
+        );
+    }
+    let chains = field(&merged, "chains").as_array().expect("chains");
+    let ids: Vec<u64> = chains.iter().map(|c| u64_of(c, "chain")).collect();
+    assert_eq!(ids, [0, 1, 2, 3]);
+    let text = ok(&[
+        "diagnose",
+        &p0,
+        &p1,
+        "--burn-in",
+        "10",
+        "--out",
+        &dir.arg("merged"),
+    ]);
+    assert!(
+        text.contains("burn-in of 10 sweeps per chain (4 chains"),
+        "{text}"
+    );
+    assert!(text.contains("R-hat"), "{text}");
+    for file in ["summary.json", "estimate.txt", "map.txt"] {
+        assert!(dir.0.join("merged").join(file).is_file(), "{file}");
+    }
+    fails(
+        &["diagnose", &p0, &all],
+        1,
+        &["chain 0", "same chain", "--chain-offset"],
+    );
+    let (other, _) = {
+        let sub = TempDir::new("diagnose-other");
+        let (ox, oy) = mixture(&sub, 50, 2, 9);
+        let moved = (dir.arg("ox.txt"), dir.arg("oy.txt"));
+        std::fs::copy(&ox, &moved.0).expect("copy");
+        std::fs::copy(&oy, &moved.1).expect("copy");
+        moved
+    };
+    let o = dir.arg("o");
+    ok(&[
+        "run",
+        "--data",
+        &other,
+        "--sweeps",
+        "5",
+        "--chain-offset",
+        "9",
+        "--out",
+        &o,
+    ]);
+    fails(&["diagnose", &p0, &o], 1, &["different data"]);
+    std::fs::create_dir_all(dir.0.join("nothing")).expect("a directory");
+    fails(&["diagnose", &dir.arg("nothing")], 1, &["holds no run"]);
+    fails(&["diagnose"], 2, &["DIR"]);
+    // A diagnosis of an interrupted chain reads what there is.
+    std::fs::remove_file(dir.0.join("p1/chain-2/end.json")).expect("remove end.json");
+    let text = ok(&["diagnose", &p1]);
+    assert!(text.contains("warning: chain 2"), "{text}");
+}
+
+/// Prediction of the training points themselves recovers the point estimate's clusters, with
+/// probabilities that sum to one and finite predictive densities.
+#[test]
+fn predict_writes_labels_and_probabilities() {
+    let dir = TempDir::new("predict");
+    let (x, _) = mixture(&dir, 90, 3, 4);
+    let run = dir.arg("run");
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--sampler",
+        "sams",
+        "--sweeps",
+        "60",
+        "--chains",
+        "2",
+        "--out",
+        &run,
+    ]);
+    let csv = ok(&["predict", "--run", &run, "--data", &x]);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    assert_eq!(
+        header[..4],
+        ["point", "label", "probability", "ln_predictive_density"]
+    );
+    assert_eq!(header.last(), Some(&"p_new"));
+    let k = header.len() - 5;
+    let estimate: Vec<usize> = dir
+        .read("run/estimate.txt")
+        .lines()
+        .map(|l| l.parse().expect("a label"))
+        .collect();
+    assert_eq!(label_count(&dir.arg("run/estimate.txt")), k);
+    let mut agree = 0;
+    for (i, line) in lines.enumerate() {
+        let v: Vec<f64> = line
+            .split(',')
+            .map(|s| s.parse().expect("a number"))
+            .collect();
+        assert_eq!(v[0] as usize, i);
+        let probs = &v[4..];
+        assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-4, "{line}");
+        assert!((v[2] - probs[v[1] as usize]).abs() < 1e-9, "{line}");
+        assert!(v[3].is_finite(), "{line}");
+        agree += usize::from(v[1] as usize == estimate[i]);
+    }
+    assert!(
+        agree >= 80,
+        "{agree} of 90 training points predicted into their own cluster"
+    );
+    let said = ok(&[
+        "predict",
+        "--run",
+        &run,
+        "--data",
+        &x,
+        "--out",
+        &dir.arg("p.csv"),
+    ]);
+    assert!(said.starts_with("wrote 90 predictions"), "{said}");
+    assert_eq!(dir.read("p.csv"), csv);
+
+    let x3 = dir.arg("x3.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "5", "--d", "3", "--k", "1", "--seed", "1", "--out", &x3,
+    ]);
+    fails(
+        &["predict", "--run", &run, "--data", &x3],
+        1,
+        &["x3.txt", "dimension 3", "dimension 2"],
+    );
+    let counts = dir.arg("c.txt");
+    ok(&[
+        "generate", "counts", "--n", "5", "--d", "10", "--k", "1", "--seed", "1", "--out", &counts,
+    ]);
+    fails(
+        &["predict", "--run", &run, "--data", &counts],
+        1,
+        &["c.txt", "counts"],
+    );
+    fails(
+        &["predict", "--run", &dir.arg("none"), "--data", &x],
+        1,
+        &["none", "not a directory"],
+    );
+    fails(
+        &["predict", "--run", &run, "--data", &dir.arg("missing.txt")],
+        1,
+        &["missing.txt"],
+    );
+    fails(
+        &["predict", "--run", &run, "--data", &x, "--burn-in", "60"],
+        1,
+        &["no partition draws", "--burn-in"],
+    );
+    fails(&["predict", "--data", &x], 2, &["--run"]);
+}
+
+/// An SVG file that is not empty and parses as XML with an `svg` root.
+fn assert_svg(path: &Path) {
+    let body = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(!body.is_empty(), "{} is empty", path.display());
+    let doc = roxmltree::Document::parse(&body)
+        .unwrap_or_else(|e| panic!("{} is not XML: {e}", path.display()));
+    assert_eq!(
+        doc.root_element().tag_name().name(),
+        "svg",
+        "{}",
+        path.display()
+    );
+    assert!(
+        doc.descendants().count() > 20,
+        "{} draws nearly nothing",
+        path.display()
+    );
+}
+
+#[test]
+fn compare_runs_samplers_side_by_side() {
+    let dir = TempDir::new("compare");
+    let (x, y) = mixture(&dir, 60, 3, 3);
+    let out = dir.arg("c");
+    let said = ok(&[
+        "compare",
+        "--data",
+        &x,
+        "--labels",
+        &y,
+        "--samplers",
+        "gibbs,sams",
+        "--seconds",
+        "0.3",
+        "--seeds",
+        "2",
+        "--out",
+        &out,
+    ]);
+    assert!(
+        said.starts_with("2 samplers x 2 seeds, 0.3 s each"),
+        "{said}"
+    );
+    for needle in [
+        "| gibbs | 2 |",
+        "| sams | 2 |",
+        "ARI",
+        "within 1 nat",
+        "compare.md",
+    ] {
+        assert!(said.contains(needle), "{needle:?} not in {said}");
+    }
+    let csv = dir.read("c/compare.csv");
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 5, "{csv}");
+    let col = |name: &str| rows[0].iter().position(|h| *h == name).expect(name);
+    for r in &rows[1..] {
+        let ari: f64 = r[col("ari")].parse().expect("an ARI");
+        assert!((-1.0..=1.0).contains(&ari), "{ari}");
+        let speed: f64 = r[col("sweeps_per_second")].parse().expect("a speed");
+        assert!(speed > 0.0);
+        assert!(r[col("seconds")].parse::<f64>().expect("seconds") >= 0.3);
+    }
+    // The best log joint seen is reached by at least the run that saw it.
+    assert!(rows[1..]
+        .iter()
+        .any(|r| !r[col("time_to_within_1_nat")].is_empty()));
+    assert!(dir.read("c/compare.md").contains("| sampler | seed |"));
+    for name in ["gibbs-seed1", "gibbs-seed2", "sams-seed1", "sams-seed2"] {
+        assert!(
+            dir.0.join("c").join(name).join("summary.json").is_file(),
+            "{name}"
+        );
+    }
+    for svg in ["log_joint", "n_clusters", "acceptance", "scatter"] {
+        assert_svg(&dir.0.join(format!("c/{svg}.svg")));
+    }
+    // The comparison is a set of runs: diagnose and plot read it.
+    let text = ok(&["diagnose", &out]);
+    assert!(text.contains("4 chains"), "{text}");
+    let plotted = ok(&["plot", &out, "--out", &dir.arg("plots")]);
+    assert_eq!(plotted.lines().count(), 4, "{plotted}");
+
+    fails(
+        &["compare", "--samplers", "gibbs,gibs", "--out", &out],
+        2,
+        &["'gibs'", "gibbs, jain-neal, sams"],
+    );
+    fails(
+        &["compare", "--samplers", "sams,sams", "--out", &out],
+        1,
+        &["--samplers", "sams twice"],
+    );
+    fails(&["compare", "--seeds", "0", "--out", &out], 1, &["--seeds"]);
+    fails(
+        &["compare", "--seconds", "0", "--out", &out],
+        1,
+        &["--seconds"],
+    );
+    fails(
+        &[
+            "compare",
+            "--data",
+            &x,
+            "--labels",
+            &dir.arg("x.txt"),
+            "--out",
+            &out,
+        ],
+        1,
+        &["x.txt"],
+    );
+    fails(&["compare", "--samplers", "gibbs"], 2, &["--out"]);
+}
+
+#[test]
+fn plot_draws_what_the_run_has() {
+    let dir = TempDir::new("plot");
+    let x3 = dir.arg("x3.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "40", "--d", "3", "--k", "2", "--seed", "1", "--out", &x3,
+    ]);
+    let run = dir.arg("run");
+    ok(&[
+        "run", "--data", &x3, "--sweeps", "30", "--chains", "2", "--out", &run,
+    ]);
+    let said = ok(&["plot", &run]);
+    assert_eq!(
+        said.lines().count(),
+        2,
+        "Gibbs has no proposals, 3-D data no scatter: {said}"
+    );
+    for svg in ["log_joint", "n_clusters"] {
+        assert_svg(&dir.0.join(format!("run/{svg}.svg")));
+    }
+    assert!(!dir.0.join("run/acceptance.svg").exists());
+    assert!(!dir.0.join("run/scatter.svg").exists());
+    let (x, _) = mixture(&dir, 40, 2, 1);
+    let run2 = dir.arg("run2");
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--sampler",
+        "jain-neal",
+        "--sweeps",
+        "30",
+        "--out",
+        &run2,
+    ]);
+    let said = ok(&["plot", &run2]);
+    assert_eq!(said.lines().count(), 4, "{said}");
+    assert_svg(&dir.0.join("run2/scatter.svg"));
+    assert_svg(&dir.0.join("run2/acceptance.svg"));
+    // A run that traced no sweep (its --thin outlasted its time budget) still plots.
+    let empty = dir.arg("empty");
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--seconds",
+        "0.05",
+        "--thin",
+        "1000000000",
+        "--out",
+        &empty,
+    ]);
+    assert_eq!(ok(&["plot", &empty]).lines().count(), 2);
+    assert_svg(&dir.0.join("empty/log_joint.svg"));
+    // Runs whose data are not here (copied from another machine) plot all but the scatter.
+    std::fs::rename(&x, dir.arg("moved.txt")).expect("move the data");
+    let said = ok(&["plot", &run2]);
+    assert_eq!(said.matches("wrote ").count(), 3, "{said}");
+    assert!(said.contains("note: no scatter"), "{said}");
+    fails(&["plot", &dir.arg("none")], 1, &["none"]);
+    fails(&["plot"], 2, &["DIR"]);
 }

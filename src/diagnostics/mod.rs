@@ -5,6 +5,8 @@ pub mod agreement;
 pub mod ess;
 pub mod predictive;
 pub mod similarity;
+pub mod summary;
+pub mod thinned;
 
 pub use agreement::{adjusted_rand_index, normalized_mutual_information};
 pub use ess::{effective_sample_size, ess_bulk, ess_chains, ess_tail, split_rhat};
@@ -12,3 +14,5 @@ pub use predictive::{
     cluster_log_probabilities, ln_predictive_density, predict_labels, PredictiveKernel,
 };
 pub use similarity::{map_draw, PairSample, SimilarityMatrix};
+pub use summary::{common_spacing, SeriesSummary};
+pub use thinned::Thinned;

@@ -3,40 +3,63 @@
 use crate::error::{Error, Result};
 
 /// The posterior similarity matrix `π_ij = P(i ~ j | X)` estimated from draws (each a label
-/// vector), stored densely as the upper triangle in `f32` (n(n-1)/2 entries: 200 MB at
-/// n = 10,000). For larger n use [`PairSample`]. Cost: O(Σ_draws Σ_c n_c²).
+/// vector), stored densely as co-clustering counts of the upper triangle in `u32` (n(n-1)/2
+/// entries: 200 MB at n = 10,000). Draws are added one at a time, so they need not be held in
+/// memory together. For larger n use [`PairSample`]. Cost: O(Σ_c n_c²) per draw.
 #[derive(Clone, Debug)]
 pub struct SimilarityMatrix {
     n: usize,
-    upper: Vec<f32>,
-    draws: usize,
+    counts: Vec<u32>,
+    draws: u32,
+    members: Vec<Vec<usize>>,
 }
 
 impl SimilarityMatrix {
+    /// An empty matrix over `n` points (no draws yet).
+    pub fn new(n: usize) -> Self {
+        SimilarityMatrix {
+            n,
+            counts: vec![0; n * n.saturating_sub(1) / 2],
+            draws: 0,
+            members: Vec::new(),
+        }
+    }
+
     /// Accumulates co-clustering frequencies over `draws`. Errors on no draws or ragged draws.
     pub fn from_draws(draws: &[Vec<usize>]) -> Result<Self> {
         let n = check_draws(draws)?;
-        let mut counts = vec![0u32; n * n.saturating_sub(1) / 2];
-        let mut members: Vec<Vec<usize>> = Vec::new();
+        let mut psm = SimilarityMatrix::new(n);
         for d in draws {
-            group(d, &mut members);
-            for m in &members {
-                for (a, &i) in m.iter().enumerate() {
-                    for &j in &m[a + 1..] {
-                        counts[tri(n, i.min(j), i.max(j))] += 1;
-                    }
+            psm.add(d)?;
+        }
+        Ok(psm)
+    }
+
+    /// Adds one draw. Errors if it does not label `n` points.
+    pub fn add(&mut self, labels: &[usize]) -> Result<()> {
+        self.check(labels)?;
+        group(labels, &mut self.members);
+        let n = self.n;
+        for m in &self.members {
+            for (a, &i) in m.iter().enumerate() {
+                for &j in &m[a + 1..] {
+                    self.counts[tri(n, i.min(j), i.max(j))] += 1;
                 }
             }
         }
-        let scale = 1.0 / draws.len() as f64;
-        Ok(SimilarityMatrix {
-            n,
-            upper: counts
-                .into_iter()
-                .map(|c| (c as f64 * scale) as f32)
-                .collect(),
-            draws: draws.len(),
-        })
+        self.draws += 1;
+        Ok(())
+    }
+
+    fn check(&self, labels: &[usize]) -> Result<()> {
+        if labels.len() != self.n {
+            return Err(Error::DimensionMismatch(format!(
+                "a draw of {} labels for a similarity matrix over {} points",
+                labels.len(),
+                self.n
+            )));
+        }
+        Ok(())
     }
 
     /// Number of points.
@@ -46,41 +69,42 @@ impl SimilarityMatrix {
 
     /// Number of draws summarised.
     pub fn draws(&self) -> usize {
-        self.draws
+        self.draws as usize
     }
 
-    /// `P(i ~ j)`; 1 on the diagonal.
+    /// `P(i ~ j)`; 1 on the diagonal (0 off it before any draw).
     pub fn get(&self, i: usize, j: usize) -> f64 {
         if i == j {
             1.0
         } else {
-            f64::from(self.upper[tri(self.n, i.min(j), i.max(j))])
+            f64::from(self.counts[tri(self.n, i.min(j), i.max(j))]) / f64::from(self.draws.max(1))
         }
     }
 
-    /// Dahl's (2006) least-squares point estimate: the index of the draw minimising
-    /// `Σ_{i<j} (δ_ij - π_ij)²`, computed as `Σ_{i<j same cluster} (1 - 2 π_ij)` plus a
-    /// draw-independent constant. Cost: O(Σ_draws Σ_c n_c²).
-    pub fn least_squares_draw(&self, draws: &[Vec<usize>]) -> Result<usize> {
-        if check_draws(draws)? != self.n {
-            return Err(Error::DimensionMismatch(format!(
-                "draws over {} points for a similarity matrix over {}",
-                draws[0].len(),
-                self.n
-            )));
-        }
+    /// The part of Dahl's loss `Σ_{i<j} (δ_ij - π_ij)²` of the partition `labels` that depends
+    /// on it: `Σ_{i<j same cluster} (1 - 2 π_ij)`. Cost O(Σ_c n_c²).
+    pub fn loss(&self, labels: &[usize]) -> Result<f64> {
+        self.check(labels)?;
         let mut members = Vec::new();
-        let mut best = (f64::INFINITY, 0);
-        for (k, d) in draws.iter().enumerate() {
-            group(d, &mut members);
-            let mut loss = 0.0;
-            for m in &members {
-                for (a, &i) in m.iter().enumerate() {
-                    for &j in &m[a + 1..] {
-                        loss += 1.0 - 2.0 * self.get(i, j);
-                    }
+        group(labels, &mut members);
+        let mut loss = 0.0;
+        for m in &members {
+            for (a, &i) in m.iter().enumerate() {
+                for &j in &m[a + 1..] {
+                    loss += 1.0 - 2.0 * self.get(i, j);
                 }
             }
+        }
+        Ok(loss)
+    }
+
+    /// Dahl's (2006) least-squares point estimate: the index of the draw minimising
+    /// `Σ_{i<j} (δ_ij - π_ij)²` ([`SimilarityMatrix::loss`]). Cost: O(Σ_draws Σ_c n_c²).
+    pub fn least_squares_draw(&self, draws: &[Vec<usize>]) -> Result<usize> {
+        check_draws(draws)?;
+        let mut best = (f64::INFINITY, 0);
+        for (k, d) in draws.iter().enumerate() {
+            let loss = self.loss(d)?;
             if loss < best.0 {
                 best = (loss, k);
             }
@@ -114,6 +138,70 @@ impl PairSample {
             together,
             draws: 0,
         })
+    }
+
+    /// `m` pairs `i < j` of `0..n` drawn uniformly (with replacement) from `rng`, for an
+    /// unbiased estimate of any average over all pairs. Errors for `n < 2`.
+    pub fn random<R: rand::Rng + ?Sized>(n: usize, m: usize, rng: &mut R) -> Result<Self> {
+        if n < 2 {
+            return Err(Error::param("points", n, "at least 2 to form a pair"));
+        }
+        let pairs = (0..m)
+            .map(|_| {
+                let i = crate::rng::uniform_index(rng, n);
+                let mut j = crate::rng::uniform_index(rng, n - 1);
+                if j >= i {
+                    j += 1;
+                }
+                (i.min(j), i.max(j))
+            })
+            .collect();
+        PairSample::new(pairs)
+    }
+
+    /// Number of tracked pairs.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// Whether no pair is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// Dahl's loss restricted to the tracked pairs, `Σ_{(i,j) tracked} (δ_ij - π_ij)²`, of the
+    /// partition `labels`. With uniformly drawn pairs it is an unbiased estimate of the full
+    /// loss up to a factor, in O(pairs) instead of O(n²) memory. Errors if a pair lies outside
+    /// the draw.
+    pub fn loss(&self, labels: &[usize]) -> Result<f64> {
+        let scale = 1.0 / f64::from(self.draws.max(1));
+        let mut loss = 0.0;
+        for (&(i, j), &c) in self.pairs.iter().zip(&self.together) {
+            let (Some(a), Some(b)) = (labels.get(i), labels.get(j)) else {
+                return Err(Error::DimensionMismatch(format!(
+                    "pair ({i}, {j}) outside a draw of {} points",
+                    labels.len()
+                )));
+            };
+            let delta = if a == b { 1.0 } else { 0.0 };
+            let p = f64::from(c) * scale;
+            loss += (delta - p) * (delta - p);
+        }
+        Ok(loss)
+    }
+
+    /// The index of the draw with the smallest [`PairSample::loss`]: Dahl's least-squares point
+    /// estimate on the tracked pairs. Errors on no draws.
+    pub fn least_squares_draw(&self, draws: &[Vec<usize>]) -> Result<usize> {
+        check_draws(draws)?;
+        let mut best = (f64::INFINITY, 0);
+        for (k, d) in draws.iter().enumerate() {
+            let loss = self.loss(d)?;
+            if loss < best.0 {
+                best = (loss, k);
+            }
+        }
+        Ok(best.1)
     }
 
     /// Adds one draw. Cost: O(pairs).
@@ -216,8 +304,50 @@ mod tests {
         }
         let p: Vec<f64> = pairs.probabilities().map(|(_, p)| p).collect();
         assert_eq!(p, vec![0.75, 0.5]);
+        assert_eq!(pairs.least_squares_draw(&draws).unwrap(), 0);
         assert_eq!(map_draw(&[-3.0, f64::NAN, -1.0]), Some(2));
         assert!(SimilarityMatrix::from_draws(&[]).is_err());
+        // Draws added one at a time give the same matrix; a draw of the wrong size is refused.
+        let mut one = SimilarityMatrix::new(4);
+        for d in &draws {
+            one.add(d).unwrap();
+        }
+        assert_eq!(one.draws(), 4);
+        assert_eq!(one.get(0, 1), psm.get(0, 1));
+        assert!(one.add(&[0, 1]).is_err());
+        assert!(one.loss(&[0; 5]).is_err());
         assert!(PairSample::new(vec![(1, 1)]).is_err());
+    }
+
+    /// With every pair tracked, the sampled loss is the full loss and both estimates agree;
+    /// random pairs are distinct points, ordered.
+    #[test]
+    fn pair_sample_estimate_agrees_with_the_dense_one() {
+        let mut rng = crate::rng::SeedPlan::new(3).chain(0);
+        let n = 12;
+        let draws: Vec<Vec<usize>> = (0..30)
+            .map(|_| {
+                (0..n)
+                    .map(|_| crate::rng::uniform_index(&mut rng, 3))
+                    .collect()
+            })
+            .collect();
+        let psm = SimilarityMatrix::from_draws(&draws).unwrap();
+        let all: Vec<(usize, usize)> = (0..n)
+            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+            .collect();
+        let mut pairs = PairSample::new(all).unwrap();
+        for d in &draws {
+            pairs.observe(d).unwrap();
+        }
+        assert_eq!(
+            pairs.least_squares_draw(&draws).unwrap(),
+            psm.least_squares_draw(&draws).unwrap()
+        );
+        let random = PairSample::random(n, 500, &mut rng).unwrap();
+        assert_eq!(random.len(), 500);
+        assert!(random.pairs.iter().all(|&(i, j)| i < j && j < n));
+        assert!(PairSample::random(1, 5, &mut rng).is_err());
+        assert!(random.least_squares_draw(&[vec![0; 3]]).is_err());
     }
 }

@@ -10,6 +10,9 @@ use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::prior::NrmPrior;
 
+mod snapshot;
+pub use snapshot::PartitionSnapshot;
+
 /// Slot index of a cluster inside a [`Partition`].
 pub type Slot = usize;
 

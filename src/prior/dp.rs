@@ -14,7 +14,7 @@ use crate::math::ln_gamma;
 use crate::rng::NrmmRng;
 
 /// How `α` is updated given the partition when it has a Gamma(a, b) prior (MATH §1.7).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AlphaUpdate {
     /// Escobar & West (1995): `η ~ Beta(α+1, n)`, then `α` from the two-component Gamma
     /// mixture with rates `b - ln η` and shapes `a + K`, `a + K - 1`, odds
@@ -27,7 +27,7 @@ pub enum AlphaUpdate {
 }
 
 /// The Dirichlet process prior with mass `α`, fixed or with a Gamma prior.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Dp {
     alpha: f64,
     ln_alpha: f64,

@@ -10,7 +10,7 @@ use rand_distr::Distribution;
 
 /// A Gamma law with shape `a` and **rate** `b` (density `b^a x^{a-1} e^{-b x} / Γ(a)`), the
 /// convention of MATH §0 and of the reference code's `RandGamma(a, b)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GammaPrior {
     shape: f64,
     rate: f64,
@@ -84,7 +84,7 @@ pub fn sample_gamma<R: Rng + ?Sized>(shape: f64, rate: f64, rng: &mut R) -> Resu
 
 /// A Beta(a, b) law truncated to `[lo, hi]` with `0 < lo < hi < 1` (MATH §1.6: the reference
 /// code's `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BetaPrior {
     a: f64,
     b: f64,

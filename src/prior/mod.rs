@@ -74,7 +74,7 @@ pub trait NrmPrior: Clone + Send + Sync + std::fmt::Debug {
 
 /// The prior chosen at run time (e.g. on the command line): every [`NrmPrior`] method
 /// dispatches to the variant.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Prior {
     /// The Dirichlet process.
     Dp(Dp),

@@ -22,7 +22,7 @@ pub const SIGMA_SLICE_WIDTH: f64 = 0.15;
 pub const SLICE_MAX_STEPS: usize = 50;
 
 /// Which NGGP hyperparameters are resampled, and under which priors (MATH §1.6–§1.7).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NggpHyperPriors {
     /// Prior on `α`; `None` holds `α` fixed.
     pub alpha: Option<GammaPrior>,
@@ -54,7 +54,7 @@ impl NggpHyperPriors {
 }
 
 /// The NGGP prior with state `(α, σ, u)` and the `u`-dependent values cached.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Nggp {
     alpha: f64,
     sigma: f64,

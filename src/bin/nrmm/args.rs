@@ -1,6 +1,7 @@
 //! Command-line arguments of `nrmm`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Bayesian nonparametric mixture models on normalized random measures.
@@ -34,10 +35,20 @@ pub enum Command {
     Run(RunArgs),
     /// Run a sampler on a tiny data set (n ≤ 10) and compare it with the exact posterior.
     CheckExact(CheckExactArgs),
+    /// Recompute diagnostics from the traces of one or more run directories (chains run as
+    /// separate processes or on separate machines are merged).
+    Diagnose(DiagnoseArgs),
+    /// Assign new points to the clusters of a run's point estimate.
+    Predict(PredictArgs),
+    /// Run several samplers side by side under equal time budgets; write a table and plots.
+    Compare(CompareArgs),
+    /// Draw SVG plots of one or more run directories (or of a comparison).
+    Plot(PlotArgs),
 }
 
 /// Which conjugate kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum KernelKind {
     /// Normal-Wishart on real vectors.
     Nw,
@@ -46,7 +57,8 @@ pub enum KernelKind {
 }
 
 /// Which NRM prior.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PriorKind {
     /// Dirichlet process.
     Dp,
@@ -55,7 +67,8 @@ pub enum PriorKind {
 }
 
 /// File formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum FormatArg {
     /// Whitespace- or comma-separated real matrix, one point per line.
     Dense,
@@ -79,7 +92,7 @@ pub struct DataArgs {
 }
 
 /// Model flags shared by every verb that builds a model.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelArgs {
     /// Conjugate kernel (default: nw for real data, md for counts).
     #[arg(long, value_enum)]
@@ -207,8 +220,9 @@ pub struct GenerateArgs {
     pub labels_out: Option<PathBuf>,
 }
 
-/// Samplers available to `run` and `check-exact`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// Samplers available to `run`, `compare` and `check-exact`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SamplerKind {
     /// Collapsed Gibbs (Neal 2000, Algorithm 3).
     Gibbs,
@@ -219,11 +233,20 @@ pub enum SamplerKind {
 }
 
 /// Sampler settings shared by `run` and `check-exact`.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplerArgs {
     /// The sampler.
     #[arg(long, value_enum, default_value_t = SamplerKind::Gibbs)]
     pub sampler: SamplerKind,
+    /// How its moves are set.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub moves: MoveArgs,
+}
+
+/// Settings of the moves of a sampler.
+#[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MoveArgs {
     /// Split-merge proposals per sweep.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub proposals: usize,
@@ -239,7 +262,8 @@ pub struct SamplerArgs {
 }
 
 /// Initial clusterings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum InitArg {
     /// All points in one cluster.
     Single,
@@ -280,25 +304,140 @@ pub struct RunArgs {
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
-    /// Number of sweeps per chain (default 1000 unless --seconds is given).
+    /// Number of sweeps per chain (default 1000 unless --seconds is given; with --resume, the
+    /// new total).
     #[arg(long, conflicts_with = "seconds", allow_negative_numbers = true)]
     pub sweeps: Option<u64>,
     /// Sampling time per chain in seconds, finite and > 0 (the sweep count then varies between
-    /// runs).
+    /// runs; with --resume, the new total).
     #[arg(long, allow_negative_numbers = true)]
     pub seconds: Option<f64>,
     /// Number of chains, at least 1 (run in parallel).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub chains: usize,
+    /// Index of the first chain: chains are numbered from it, each drawing from the stream of
+    /// its number, so runs with offsets 0, C, 2C, ... of C chains each (separate processes or
+    /// machines) together are one run of many chains (merge them with `nrmm diagnose`).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub chain_offset: u64,
     /// Initial clustering: single, singletons or labels:FILE.
     #[arg(long, default_value = "single")]
     pub init: InitArg,
-    /// Keep every thin-th sweep in the trace (at least 1).
+    /// Keep every thin-th sweep in the trace and the draws (at least 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub thin: u64,
+    /// Sweeps of each chain left out of the diagnostics and point estimates (default: the
+    /// first half of each chain).
+    #[arg(long, allow_negative_numbers = true)]
+    pub burn_in: Option<u64>,
+    /// Write a checkpoint of every chain every N sweeps (atomically, replacing the last), from
+    /// which --resume continues exactly.
+    #[arg(long, allow_negative_numbers = true)]
+    pub checkpoint_every: Option<u64>,
+    /// Continue the run in DIR from its checkpoints, with its settings (only --sweeps,
+    /// --seconds and --burn-in may be given, to change the budget or the burn-in).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = [
+            "data", "format", "kernel", "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "prior",
+            "alpha", "sigma", "u", "hyperpriors", "sampler", "proposals", "launch_scans",
+            "gibbs_sweeps", "gibbs_subset", "seed", "chains", "chain_offset", "init", "thin",
+            "checkpoint_every", "out",
+        ]
+    )]
+    pub resume: Option<PathBuf>,
     /// Output directory.
+    #[arg(long, required_unless_present = "resume")]
+    pub out: Option<PathBuf>,
+}
+
+/// `nrmm diagnose`.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Run directories (of `nrmm run`, or of `nrmm compare`, whose runs are all read).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Sweeps of each chain to leave out (default: each run's own --burn-in, else the first
+    /// half of each chain).
+    #[arg(long, allow_negative_numbers = true)]
+    pub burn_in: Option<u64>,
+    /// Print the summary as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write summary.json, estimate.txt and map.txt of the merged chains to this
+    /// directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `nrmm predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The run directory whose point estimate and draws are used.
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// The new points (the format of the run's data).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// File format of the new points (detected when omitted).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Sweeps of each chain to leave out (default: the run's own).
+    #[arg(long, allow_negative_numbers = true)]
+    pub burn_in: Option<u64>,
+    /// Output CSV file (default: standard output).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `nrmm compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The data.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// True labels of the data, one per line, for the adjusted Rand index (the built-in data
+    /// set brings its own).
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The samplers, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "gibbs,jain-neal,sams"
+    )]
+    pub samplers: Vec<SamplerKind>,
+    /// How the samplers' moves are set.
+    #[command(flatten)]
+    pub moves: MoveArgs,
+    /// Sampling time of every run in seconds, finite and > 0.
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
+    pub seconds: f64,
+    /// Runs per sampler, with seeds 1, 2, ..., S (at least 1).
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
+    pub seeds: u64,
+    /// Initial clustering of every run: single, singletons or labels:FILE.
+    #[arg(long, default_value = "single")]
+    pub init: InitArg,
+    /// Output directory (one run directory per sampler and seed, the table and the plots).
     #[arg(long)]
     pub out: PathBuf,
+}
+
+/// `nrmm plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Run directories (of `nrmm run`, or of `nrmm compare`, whose runs are all drawn).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Directory to write the SVG files to (default: the first DIR).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// `nrmm check-exact`.

@@ -1,10 +1,8 @@
 //! The verbs of `nrmm`, each a thin layer over the library.
 
 use crate::args::*;
-use crate::output::{self, create_dir};
-use crate::progress::{Budget, Progress};
-use crate::thinned::Thinned;
-use clap::ValueEnum;
+use crate::output;
+use crate::rundir::Fingerprint;
 use nrmm::data::generate::{self, DocLengths, NormalWishartSampler};
 use nrmm::data::load::{self, Format};
 use nrmm::data::Dataset;
@@ -14,21 +12,33 @@ use nrmm::kernel::ConjugateKernel;
 use nrmm::model::{AnyKernel, ModelSpec};
 use nrmm::partition::Partition;
 use nrmm::prior::{PartitionPrior, PartitionPriorSpec, Prior};
-use nrmm::run::{Chain, Scheduled, TraceWriter};
-use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Sams, State};
+use nrmm::run::Chain;
+use nrmm::sampler::State;
 use nrmm::{with_kernel, Error, Result};
-use rayon::prelude::*;
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How a verb that did not fail ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// It did what was asked.
+    Done,
+    /// Ctrl-C stopped it cleanly (it has said so on standard error).
+    Interrupted,
+}
 
 /// Runs one verb.
-pub fn dispatch(command: Command) -> Result<()> {
+pub fn dispatch(command: Command) -> Result<Status> {
+    let done = |r: Result<()>| r.map(|()| Status::Done);
     match command {
-        Command::Loglik(a) => loglik(a),
-        Command::Exact(a) => exact(a),
-        Command::Generate(a) => generate(a),
-        Command::Run(a) => run(a),
-        Command::CheckExact(a) => check_exact(a),
+        Command::Loglik(a) => done(loglik(a)),
+        Command::Exact(a) => done(exact(a)),
+        Command::Generate(a) => done(generate(a)),
+        Command::Run(a) => crate::run_verb::run(a),
+        Command::CheckExact(a) => done(check_exact(a)),
+        Command::Diagnose(a) => done(crate::run_verb::diagnose(a)),
+        Command::Predict(a) => done(crate::predict::predict(a)),
+        Command::Compare(a) => crate::compare::compare(a),
+        Command::Plot(a) => done(crate::plot::plot(a)),
     }
 }
 
@@ -49,7 +59,7 @@ const MODEL_FLAGS: &[(&str, &str)] = &[
 ];
 
 /// The library's names of sampler settings and the flags that set them.
-const SAMPLER_FLAGS: &[(&str, &str)] = &[("Gibbs subset size", "--gibbs-subset")];
+pub const SAMPLER_FLAGS: &[(&str, &str)] = &[("Gibbs subset size", "--gibbs-subset")];
 
 /// The library's names of generator parameters and the flags of `generate` that set them.
 const GENERATE_FLAGS: &[(&str, &str)] = &[
@@ -66,7 +76,7 @@ const GENERATE_FLAGS: &[(&str, &str)] = &[
 /// (`nu` becomes `--nw-nu`), so that the message says which flag to change. An indexed name
 /// (`psi[0][1]`) keeps its index. Only used on errors of library calls that take nothing but
 /// those flags' values, so the renaming cannot blame a flag for a value the user never gave.
-fn name_flag(e: Error, flags: &[(&str, &str)]) -> Error {
+pub fn name_flag(e: Error, flags: &[(&str, &str)]) -> Error {
     match e {
         Error::InvalidParameter {
             name,
@@ -114,7 +124,7 @@ impl From<&ModelArgs> for ModelSpec {
 
 /// Which built-in data set a verb falls back to without `--data`.
 #[derive(Clone, Copy)]
-enum Builtin {
+pub enum Builtin {
     /// The seeded 13-cluster 2-D mixture.
     Toy,
     /// Data set B of MATH §5.3 (7 points).
@@ -122,7 +132,7 @@ enum Builtin {
 }
 
 /// The data of `--data` (format from `--format` or detected), or the built-in data set.
-fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
+pub fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
     match &d.data {
         Some(path) => load::load_dataset(
             path,
@@ -149,14 +159,37 @@ fn build(
     model: &ModelArgs,
     builtin: Builtin,
 ) -> Result<(AnyKernel, Prior, ModelSpec)> {
+    build_model(data, model, builtin).map(|m| (m.kernel, m.prior, m.spec))
+}
+
+/// A model built from the command line, with the fingerprint of its data.
+pub struct Built {
+    /// The kernel over the data.
+    pub kernel: AnyKernel,
+    /// The prior with its initial hyperparameters.
+    pub prior: Prior,
+    /// The model's settings.
+    pub spec: ModelSpec,
+    /// What identifies the data.
+    pub fingerprint: Fingerprint,
+}
+
+/// [`build`], also fingerprinting the data.
+pub fn build_model(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<Built> {
     let spec = ModelSpec::from(model);
     let prior = spec.build_prior().map_err(|e| name_flag(e, MODEL_FLAGS))?;
     let data = load_data(data, builtin)?;
     check_model_flags(model, &data)?;
+    let fingerprint = Fingerprint::of(&data);
     let kernel = spec
         .build_kernel(data)
         .map_err(|e| explain_kernel_error(name_flag(e, MODEL_FLAGS), model))?;
-    Ok((kernel, prior, spec))
+    Ok(Built {
+        kernel,
+        prior,
+        spec,
+        fingerprint,
+    })
 }
 
 /// Ties a failed positive-definiteness check to what the user can change: their own
@@ -216,7 +249,7 @@ fn check_model_flags(m: &ModelArgs, data: &Dataset) -> Result<()> {
 }
 
 /// Prints `value` as pretty JSON on standard output.
-fn print_json(value: &serde_json::Value) -> Result<()> {
+pub fn print_json(value: &serde_json::Value) -> Result<()> {
     output::stdout(|out| {
         serde_json::to_writer_pretty(&mut *out, value)?;
         writeln!(out)
@@ -426,289 +459,9 @@ fn generate(a: GenerateArgs) -> Result<()> {
     })
 }
 
-/// The moves of a sweep for the chosen sampler (MATH §6), plus the hyperparameter move when
-/// anything is resampled.
-fn schedule<K: ConjugateKernel + 'static>(
-    s: &SamplerArgs,
-    resample_hyper: bool,
-) -> Result<Vec<Scheduled<K, Prior>>> {
-    let scan = match s.gibbs_subset {
-        Some(m) => GibbsScan::Subset(m),
-        None => GibbsScan::Full,
-    };
-    let gibbs = || Gibbs::new(scan).map_err(|e| name_flag(e, SAMPLER_FLAGS));
-    let mut moves: Vec<Scheduled<K, Prior>> = Vec::new();
-    match s.sampler {
-        SamplerKind::Gibbs => moves.push(Scheduled {
-            mv: Box::new(gibbs()?),
-            repeats: 1,
-        }),
-        SamplerKind::JainNeal | SamplerKind::Sams => {
-            if s.proposals == 0 && s.gibbs_sweeps == 0 {
-                return Err(Error::Usage(
-                    "--proposals 0 with --gibbs-sweeps 0 leaves nothing to do".into(),
-                ));
-            }
-            let mv: Box<dyn nrmm::sampler::Move<K, Prior>> = match s.sampler {
-                SamplerKind::Sams => Box::new(Sams::new()),
-                _ => Box::new(JainNeal::new(s.launch_scans)),
-            };
-            moves.push(Scheduled {
-                mv,
-                repeats: s.proposals,
-            });
-            if s.gibbs_sweeps > 0 {
-                moves.push(Scheduled {
-                    mv: Box::new(gibbs()?),
-                    repeats: s.gibbs_sweeps,
-                });
-            }
-        }
-    }
-    if resample_hyper {
-        moves.push(Scheduled {
-            mv: Box::new(HyperMove),
-            repeats: 1,
-        });
-    }
-    Ok(moves)
-}
-
-/// The sampler's name as typed on the command line.
-fn sampler_name(s: SamplerKind) -> String {
-    s.to_possible_value()
-        .map_or_else(|| format!("{s:?}"), |v| v.get_name().to_string())
-}
-
-/// A resolved `--init`: a labels file is read once, before any chain starts.
-enum Init {
-    /// All points in one cluster.
-    Single,
-    /// Every point alone.
-    Singletons,
-    /// The labels of the file, one per point.
-    Labels(Vec<i64>),
-}
-
-impl Init {
-    /// Reads a labels file (checking it has one label per point) or notes the fixed choice.
-    fn resolve(init: &InitArg, n: usize) -> Result<Self> {
-        Ok(match init {
-            InitArg::Single => Init::Single,
-            InitArg::Singletons => Init::Singletons,
-            InitArg::Labels(path) => Init::Labels(load::load_labels(path, n)?),
-        })
-    }
-
-    /// The initial partition over `kernel`'s data.
-    fn partition<K: ConjugateKernel>(&self, kernel: &K) -> Result<Partition<K>> {
-        match self {
-            Init::Single => Ok(Partition::single(kernel)),
-            Init::Singletons => Ok(Partition::singletons(kernel)),
-            Init::Labels(labels) => Partition::from_labels(kernel, labels),
-        }
-    }
-}
-
 /// Whether the model has hyperparameters that samplers resample (the NGGP's `u` always).
-fn resamples_hyper(spec: &ModelSpec) -> bool {
+pub fn resamples_hyper(spec: &ModelSpec) -> bool {
     spec.hyperpriors || spec.prior == nrmm::model::PriorKind::Nggp
-}
-
-/// Values of each series kept for the effective sample sizes of `run` (see [`Thinned`]): 512
-/// KiB per series, and an ESS computation that stays well under a second.
-const ESS_BUFFER: usize = 1 << 16;
-
-/// What one chain of `run` reports in `summary.json`.
-#[derive(serde::Serialize)]
-struct ChainSummary {
-    /// Chain index (its directory is `chain-<index>`, its RNG stream the same index).
-    chain: usize,
-    /// Sweeps done.
-    sweeps: u64,
-    /// Sampling seconds (observers excluded).
-    seconds: f64,
-    /// Clusters after the last sweep.
-    n_clusters: usize,
-    /// Log joint after the last sweep.
-    log_joint: f64,
-    /// Effective sample size of the number of clusters over the second half of the chain,
-    /// from at most [`ESS_BUFFER`] evenly spaced sweeps of the whole chain.
-    ess_n_clusters: f64,
-    /// The same for the log joint.
-    ess_log_joint: f64,
-    /// Distance in sweeps between the values the ESS was computed from (1 unless the chain
-    /// outgrew the buffer).
-    ess_stride: u64,
-}
-
-/// Everything a chain of `run` shares with the others.
-struct RunPlan<'a> {
-    prior: &'a Prior,
-    init: &'a Init,
-    budget: Budget,
-    seed: u64,
-    thin: u64,
-    out: &'a std::path::Path,
-    progress: &'a Progress,
-    /// Set by the first chain that fails; the others stop at their next sweep.
-    failed: AtomicBool,
-}
-
-/// Runs chain `chain` to the budget, writing its trace and final labels. `Ok(None)` means it
-/// stopped early because another chain failed (that chain's error is the one to report).
-fn run_chain<K: ConjugateKernel + 'static>(
-    kernel: &K,
-    plan: &RunPlan<'_>,
-    chain: usize,
-    moves: Vec<Scheduled<K, Prior>>,
-) -> Result<Option<ChainSummary>> {
-    let result = sample_chain(kernel, plan, chain, moves);
-    if result.is_err() {
-        plan.failed.store(true, Ordering::Relaxed);
-    }
-    result
-}
-
-/// The body of [`run_chain`].
-fn sample_chain<K: ConjugateKernel + 'static>(
-    kernel: &K,
-    plan: &RunPlan<'_>,
-    chain: usize,
-    moves: Vec<Scheduled<K, Prior>>,
-) -> Result<Option<ChainSummary>> {
-    let dir = plan.out.join(format!("chain-{chain}"));
-    create_dir(&dir)?;
-    let state = State {
-        partition: plan.init.partition(kernel)?,
-        prior: plan.prior.clone(),
-    };
-    let rng = nrmm::rng::SeedPlan::new(plan.seed).chain(chain as u64);
-    let mut chain_run = Chain::new(kernel, state, rng, moves);
-    let mut trace = TraceWriter::create(&dir.join("trace.csv"), plan.thin)?;
-    let mut ks = Thinned::new(ESS_BUFFER);
-    let mut joints = Thinned::new(ESS_BUFFER);
-    let mut bar = plan.progress.chain(chain);
-    let last = loop {
-        if plan.failed.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        let record = chain_run.sweep()?;
-        nrmm::run::Observer::observe(&mut trace, &record, chain_run.state())?;
-        ks.push(record.n_clusters as f64);
-        joints.push(record.ln_joint);
-        bar.update(&record);
-        if plan.budget.done(&record) {
-            break record;
-        }
-    };
-    trace.flush()?;
-    load::write_labels(
-        dir.join("labels.txt"),
-        &chain_run.state().partition.canonical_labels(),
-    )?;
-    Ok(Some(ChainSummary {
-        chain,
-        sweeps: last.sweep,
-        seconds: last.seconds,
-        n_clusters: last.n_clusters,
-        log_joint: last.ln_joint,
-        ess_n_clusters: effective_sample_size(ks.second_half()),
-        ess_log_joint: effective_sample_size(joints.second_half()),
-        ess_stride: ks.stride(),
-    }))
-}
-
-/// The budget of `run`'s chains from `--sweeps` / `--seconds` (1000 sweeps without either).
-fn run_budget(a: &RunArgs) -> Result<Budget> {
-    match (a.sweeps, a.seconds) {
-        (Some(0), _) => Err(Error::param("--sweeps", 0, "at least 1")),
-        (Some(n), _) => Ok(Budget::Sweeps(n)),
-        (None, Some(s)) if !(s > 0.0 && s.is_finite()) => Err(Error::param(
-            "--seconds",
-            s,
-            "a finite number of seconds > 0",
-        )),
-        (None, Some(s)) => Ok(Budget::Seconds(s)),
-        (None, None) => Ok(Budget::Sweeps(1000)),
-    }
-}
-
-/// `nrmm run`: `--chains` chains in parallel, each writing `chain-<i>/trace.csv` and
-/// `chain-<i>/labels.txt` under `--out`, then `summary.json` and a line per chain on standard
-/// output.
-fn run(a: RunArgs) -> Result<()> {
-    if a.chains == 0 {
-        return Err(Error::param("--chains", 0, "at least 1"));
-    }
-    if a.thin == 0 {
-        return Err(Error::param("--thin", 0, "at least 1"));
-    }
-    let budget = run_budget(&a)?;
-    let (kernel, prior, spec) = build(&a.data, &a.model, Builtin::Toy)?;
-    let n = with_kernel!(&kernel, |k| k.n_points());
-    let init = Init::resolve(&a.init, n)?;
-    let progress = Progress::new(budget);
-    let plan = RunPlan {
-        prior: &prior,
-        init: &init,
-        budget,
-        seed: a.seed,
-        thin: a.thin,
-        out: &a.out,
-        progress: &progress,
-        failed: AtomicBool::new(false),
-    };
-    let summaries: Vec<ChainSummary> = with_kernel!(&kernel, |k| {
-        // Every setting is checked by building the schedules before anything is written.
-        let schedules = (0..a.chains)
-            .map(|_| schedule(&a.sampler, resamples_hyper(&spec)))
-            .collect::<Result<Vec<_>>>()?;
-        create_dir(&a.out)?;
-        // Every chain ends (a failure stops the others at their next sweep) before the first
-        // error, in chain order, is reported: the one that made the others stop.
-        let results: Vec<Result<Option<ChainSummary>>> = schedules
-            .into_par_iter()
-            .enumerate()
-            .map(|(c, moves)| run_chain(k, &plan, c, moves))
-            .collect();
-        // Without an error no chain stopped early, so every chain has its summary.
-        let mut summaries = Vec::with_capacity(results.len());
-        for result in results {
-            summaries.extend(result?);
-        }
-        Ok::<_, Error>(summaries)
-    })?;
-    use nrmm::prior::NrmPrior;
-    let summary = json!({
-        "command": std::env::args_os()
-            .map(|s| s.to_string_lossy().into_owned())
-            .collect::<Vec<_>>(),
-        "seed": a.seed,
-        "sampler": sampler_name(a.sampler.sampler),
-        "model": spec,
-        "joint": prior.joint_label(),
-        "chains": summaries,
-    });
-    let text = serde_json::to_string_pretty(&summary)
-        .map_err(|e| Error::Numerical(format!("the run summary: {e}")))?;
-    output::write_file(&a.out.join("summary.json"), &text)?;
-    output::stdout(|out| {
-        for s in &summaries {
-            writeln!(
-                out,
-                "chain {}: {} sweeps in {:.2} s, K = {}, {} = {:.3}, ESS(K) = {:.0}",
-                s.chain,
-                s.sweeps,
-                s.seconds,
-                s.n_clusters,
-                prior.joint_label(),
-                s.log_joint,
-                s.ess_n_clusters
-            )?;
-        }
-        writeln!(out, "wrote {}", a.out.display())
-    })
 }
 
 /// Fewest sweeps `check-exact` accepts: below it the comparison is noise.
@@ -740,7 +493,12 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
             prior: prior.clone(),
         };
         let rng = nrmm::rng::SeedPlan::new(a.seed).chain(0);
-        let mut chain = Chain::new(k, state, rng, schedule(&a.sampler, resamples_hyper(&spec))?);
+        let mut chain = Chain::new(
+            k,
+            state,
+            rng,
+            crate::runner::schedule(&a.sampler, resamples_hyper(&spec))?,
+        );
         let burn_in = a.sweeps / 10;
         let mut empirical = EmpiricalPartitions::new(n)?;
         // Reserve for the usual run lengths only; a huge --sweeps grows the series as it goes.

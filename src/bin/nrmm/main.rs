@@ -2,14 +2,22 @@
 //!
 //! Every failure ends as one line on standard error, `error: ...`, and a non-zero exit status:
 //! 2 for a malformed command line (clap's multi-line report folded into one line), 1 when a
-//! verb fails. Results go to standard output and files; progress bars, drawn only on a
+//! verb fails. A run stopped by Ctrl-C says on one line what it left and how to resume, and
+//! exits with 130. Results go to standard output and files; progress bars, drawn only on a
 //! terminal, to standard error.
 
 mod args;
 mod commands;
+mod compare;
+mod interrupt;
 mod output;
+mod plot;
+mod predict;
 mod progress;
-mod thinned;
+mod report;
+mod run_verb;
+mod rundir;
+mod runner;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
@@ -21,7 +29,8 @@ fn main() -> ExitCode {
         Err(e) => return command_line_error(&e),
     };
     match commands::dispatch(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(commands::Status::Done) => ExitCode::SUCCESS,
+        Ok(commands::Status::Interrupted) => ExitCode::from(interrupt::INTERRUPTED_STATUS),
         Err(e) => {
             output::report_error(&e.to_string());
             ExitCode::FAILURE
@@ -115,11 +124,20 @@ mod tests {
         let e = parse_error(&["nrmm", "run", "--out", "x", "--sampler", "gibs"]);
         let m = clap_message(&e);
         assert!(m.contains("possible values: gibbs, jain-neal, sams"), "{m}");
+        let e = parse_error(&["nrmm", "compare", "--out", "x", "--samplers", "gibbs,sam"]);
+        let m = clap_message(&e);
+        assert!(
+            m.contains("'sam'") && m.contains("gibbs, jain-neal, sams"),
+            "{m}"
+        );
         assert!(m.contains("; tip:"), "{m}");
     }
 
     #[test]
     fn verbs_lists_every_subcommand_but_help() {
-        assert_eq!(verbs(), "loglik, exact, generate, run, check-exact");
+        assert_eq!(
+            verbs(),
+            "loglik, exact, generate, run, check-exact, diagnose, predict, compare, plot"
+        );
     }
 }

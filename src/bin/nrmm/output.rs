@@ -27,12 +27,6 @@ pub fn create_dir(path: &Path) -> Result<()> {
         .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
 }
 
-/// Writes `text` to `path`, replacing any old file.
-pub fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text)
-        .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))
-}
-
 /// `message` folded onto one line: lines trimmed, blank lines dropped, the rest joined by a
 /// space, so that every failure is exactly one line whatever produced it.
 pub fn one_line(message: &str) -> String {
@@ -48,6 +42,12 @@ pub fn one_line(message: &str) -> String {
 /// there is nowhere left to report it, and the exit status still tells.
 pub fn report_error(message: &str) {
     let _ = writeln!(io::stderr().lock(), "error: {}", one_line(message));
+}
+
+/// Prints `message` as one line on standard error, for what is neither a result nor an error
+/// (an interruption and how to go on from it).
+pub fn report_line(message: &str) {
+    let _ = writeln!(io::stderr().lock(), "{}", one_line(message));
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 /// When a chain stops.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Budget {
     /// After this many sweeps (at least 1).
     Sweeps(u64),
@@ -19,9 +20,15 @@ pub enum Budget {
 impl Budget {
     /// Whether a chain whose latest sweep is `record` has used up its budget.
     pub fn done(self, record: &SweepRecord) -> bool {
+        self.reached(record.sweep, record.seconds)
+    }
+
+    /// Whether a chain that has done `sweep` sweeps in `seconds` of sampling has used up its
+    /// budget.
+    pub fn reached(self, sweep: u64, seconds: f64) -> bool {
         match self {
-            Budget::Sweeps(n) => record.sweep >= n,
-            Budget::Seconds(s) => record.seconds >= s,
+            Budget::Sweeps(n) => sweep >= n,
+            Budget::Seconds(s) => seconds >= s,
         }
     }
 }
@@ -45,16 +52,16 @@ impl Progress {
         Progress { multi, budget }
     }
 
-    /// The bar of chain `chain`. Sweep budgets show sweeps done of the total with an estimate
-    /// of the time left; time budgets show sampling seconds of the total.
-    pub fn chain(&self, chain: usize) -> ChainBar {
+    /// The bar of the chain named `label`. Sweep budgets show sweeps done of the total with an
+    /// estimate of the time left; time budgets show sampling seconds of the total.
+    pub fn bar(&self, label: &str) -> ChainBar {
         let bar = self.multi.as_ref().map(|multi| {
             let (len, template) = match self.budget {
                 Budget::Sweeps(n) => (
                     n,
-                    "chain {prefix}: [{bar:30}] {pos}/{len} sweeps, {eta} left, {msg}",
+                    "{prefix}: [{bar:30}] {pos}/{len} sweeps, {eta} left, {msg}",
                 ),
-                Budget::Seconds(s) => (millis(s), "chain {prefix}: [{bar:30}] {msg}"),
+                Budget::Seconds(s) => (millis(s), "{prefix}: [{bar:30}] {msg}"),
             };
             let style = ProgressStyle::with_template(template)
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -62,7 +69,7 @@ impl Progress {
             multi.add(
                 ProgressBar::new(len)
                     .with_style(style)
-                    .with_prefix(chain.to_string()),
+                    .with_prefix(label.to_string()),
             )
         });
         ChainBar {

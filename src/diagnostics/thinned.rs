@@ -1,5 +1,5 @@
-//! A bounded record of a scalar series of unknown length, for the effective sample sizes that
-//! `run` reports.
+//! A bounded record of a scalar series of unknown length, for the effective sample sizes and
+//! plots of long chains.
 //!
 //! Every value is kept until the buffer is full; then every second kept value is dropped and
 //! the stride doubles. Memory stays fixed however long a chain runs (a time budget on a tiny
@@ -47,7 +47,6 @@ impl Thinned {
     }
 
     /// The kept values, in series order.
-    #[cfg(test)]
     pub fn values(&self) -> &[f64] {
         &self.values
     }
@@ -60,6 +59,11 @@ impl Thinned {
     /// Distance in the series between consecutive kept values.
     pub fn stride(&self) -> u64 {
         self.stride
+    }
+
+    /// Number of values pushed so far.
+    pub fn seen(&self) -> u64 {
+        self.seen
     }
 }
 

@@ -1,0 +1,26 @@
+//! Ctrl-C: the first press asks every chain to stop at its next sweep (traces flushed, the last
+//! checkpoint left intact); a second press ends the process at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by the first Ctrl-C.
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Exit status after an interruption (128 + SIGINT, the shell's convention).
+pub const INTERRUPTED_STATUS: u8 = 130;
+
+/// Installs the handler. If it cannot be installed (another handler owns the signal), Ctrl-C
+/// keeps its default effect of ending the process, which leaves the last checkpoint intact
+/// too, since checkpoints are replaced atomically; so the run goes on without it.
+pub fn install() {
+    let _ = ctrlc::set_handler(|| {
+        if REQUESTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(i32::from(INTERRUPTED_STATUS));
+        }
+    });
+}
+
+/// Whether Ctrl-C has been pressed.
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::Relaxed)
+}

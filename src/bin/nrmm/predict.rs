@@ -1,0 +1,211 @@
+//! `nrmm predict`: new points assigned to the clusters of a run's point estimate, with their
+//! cluster probabilities and their posterior predictive density over the run's draws.
+
+use crate::args::{DataArgs, FormatArg, PredictArgs};
+use crate::commands::{build_model, Builtin};
+use crate::output;
+use crate::report::{DrawSource, Report};
+use crate::run_verb::joint_label;
+use crate::rundir::{RunDir, RunSettings};
+use nrmm::data::load::{self, Format};
+use nrmm::data::Dataset;
+use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
+use nrmm::math::ln_add_exp;
+use nrmm::model::AnyKernel;
+use nrmm::partition::Partition;
+use nrmm::prior::Prior;
+use nrmm::{Error, Result};
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// The prior `base` moved to the hyperparameter values of a draw.
+fn prior_at(base: &Prior, hyper: &BTreeMap<String, f64>) -> Result<Prior> {
+    let mut p = base.clone();
+    let get = |name: &str| hyper.get(name).copied();
+    match &mut p {
+        Prior::Dp(dp) => {
+            if let Some(a) = get("alpha") {
+                dp.set_alpha(a)?;
+            }
+        }
+        Prior::Nggp(ng) => {
+            if let Some(a) = get("alpha") {
+                ng.set_alpha(a)?;
+            }
+            if let Some(s) = get("sigma") {
+                ng.set_sigma(s)?;
+            }
+            if let Some(u) = get("u") {
+                ng.set_u(u)?;
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// One new point's prediction.
+struct Row {
+    /// Cluster log probabilities, the last for a new cluster.
+    ln_probs: Vec<f64>,
+    /// Log posterior predictive density.
+    ln_density: f64,
+}
+
+/// Predictions of `new` under the partition `labels` with hyperparameters `hyper`, and the
+/// predictive density averaged over the draws of `sources`, read one chain at a time. Cost
+/// O((1 + draws) · m · K) predictives.
+fn predict_with<K: PredictiveKernel>(
+    kernel: &K,
+    new: &K::NewData,
+    base: &Prior,
+    labels: &[usize],
+    hyper: &BTreeMap<String, f64>,
+    sources: &[DrawSource],
+) -> Result<Vec<Row>> {
+    let partition = Partition::from_labels(kernel, labels)?;
+    let prior = prior_at(base, hyper)?;
+    let ln_probs = cluster_log_probabilities(kernel, &partition, &prior, new)?;
+    let mut ln_sum = vec![f64::NEG_INFINITY; ln_probs.len()];
+    let mut draws = 0usize;
+    for source in sources {
+        for d in source.read()? {
+            let state = [(
+                Partition::from_labels(kernel, &d.labels)?,
+                prior_at(base, &d.hyper)?,
+            )];
+            for (s, v) in ln_sum
+                .iter_mut()
+                .zip(ln_predictive_density(kernel, &state, new)?)
+            {
+                *s = ln_add_exp(*s, v);
+            }
+            draws += 1;
+        }
+    }
+    let ln_draws = (draws.max(1) as f64).ln();
+    Ok(ln_probs
+        .into_iter()
+        .zip(ln_sum)
+        .map(|(ln_probs, s)| Row {
+            ln_probs,
+            ln_density: s - ln_draws,
+        })
+        .collect())
+}
+
+/// `nrmm predict`.
+pub fn predict(a: PredictArgs) -> Result<()> {
+    let run = RunDir {
+        settings: RunSettings::load(&a.run)?,
+        dir: a.run.clone(),
+    };
+    let settings = &run.settings;
+    let data = DataArgs {
+        data: settings.data.clone(),
+        format: settings.data_format,
+    };
+    let built = build_model(&data, &settings.model, Builtin::Toy)?;
+    if built.fingerprint != settings.fingerprint {
+        return Err(Error::Usage(format!(
+            "the data {} was run on have changed since: its draws no longer describe them",
+            a.run.display()
+        )));
+    }
+    let report = Report::of(
+        std::slice::from_ref(&run),
+        a.burn_in,
+        joint_label(settings)?,
+    )?;
+    let estimate = report.point_estimate.as_ref().ok_or_else(|| {
+        Error::Usage(format!(
+            "{} has no partition draws after its burn-in: lower --burn-in",
+            a.run.display()
+        ))
+    })?;
+    let format = a.format.map(|f| match f {
+        FormatArg::Dense => Format::Dense,
+        FormatArg::Docword => Format::Docword,
+        FormatArg::Ldac => Format::Ldac,
+        FormatArg::Idx => Format::Idx,
+    });
+    let new = load::load_dataset(&a.data, format)?;
+    let (labels, hyper) = (&estimate.labels, &estimate.hyper);
+    let rows = match (&built.kernel, &new) {
+        (AnyKernel::Nw(k), Dataset::Dense(x)) => {
+            if x.d() != k.dim() {
+                return Err(Error::Usage(format!(
+                    "{} has points of dimension {}, but the run's data have dimension {}",
+                    a.data.display(),
+                    x.d(),
+                    k.dim()
+                )));
+            }
+            predict_with(k, x, &built.prior, labels, hyper, &report.sources)?
+        }
+        (AnyKernel::Md(k), Dataset::Counts(c)) => {
+            if c.vocab() > k.hyper().vocab() {
+                return Err(Error::Usage(format!(
+                    "{} has a vocabulary of {} words, but the run's data have {}",
+                    a.data.display(),
+                    c.vocab(),
+                    k.hyper().vocab()
+                )));
+            }
+            predict_with(k, c, &built.prior, labels, hyper, &report.sources)?
+        }
+        (AnyKernel::Nw(_), Dataset::Counts(_)) => {
+            return Err(Error::Usage(format!(
+                "{} holds counts, but the run's data are real vectors",
+                a.data.display()
+            )))
+        }
+        (AnyKernel::Md(_), Dataset::Dense(_)) => {
+            return Err(Error::Usage(format!(
+                "{} holds real vectors, but the run's data are counts",
+                a.data.display()
+            )))
+        }
+    };
+    let k = estimate.n_clusters;
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        write!(out, "point,label,probability,ln_predictive_density")?;
+        for c in 0..k {
+            write!(out, ",p_{c}")?;
+        }
+        writeln!(out, ",p_new")?;
+        for (i, r) in rows.iter().enumerate() {
+            let (best, &ln_p) = r
+                .ln_probs
+                .iter()
+                .enumerate()
+                .max_by(|x, y| x.1.total_cmp(y.1))
+                .expect("at least the new-cluster option");
+            write!(out, "{i},{best},{:.6},{:.6}", ln_p.exp(), r.ln_density)?;
+            for lp in &r.ln_probs {
+                write!(out, ",{:.6}", lp.exp())?;
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    };
+    match &a.out {
+        Some(path) => {
+            let mut buf = Vec::new();
+            write(&mut buf).map_err(|source| Error::Write {
+                path: path.clone(),
+                source,
+            })?;
+            nrmm::run::write_atomic(path, &buf)?;
+            output::stdout(|out| {
+                writeln!(
+                    out,
+                    "wrote {} predictions to {} ({k} clusters of the point estimate; label {k} \
+                     is a new cluster)",
+                    rows.len(),
+                    path.display()
+                )
+            })
+        }
+        None => output::stdout(|out| write(out)),
+    }
+}

@@ -1,0 +1,636 @@
+//! Diagnostics of a set of chains recomputed from their files, for `run`, `diagnose`,
+//! `compare` and `predict`: per chain its length, speed, acceptance and effective sample
+//! sizes; over chains the bulk and tail ESS and split R-hat of the log joint, K and every
+//! hyperparameter, the distribution of K, Dahl's point estimate and the best state visited.
+
+use crate::rundir::{chain_dir, RunDir};
+use crate::runner::{ChainFile, EndState};
+use nrmm::diagnostics::{
+    common_spacing, effective_sample_size, PairSample, SeriesSummary, SimilarityMatrix,
+};
+use nrmm::run::{load_json, read_draws, BestDraw, Draw, TraceColumns};
+use nrmm::{Error, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Rows of a trace kept in memory per column (evenly spaced over the chain): 128 KiB per
+/// column, so that many chains can be merged.
+const TRACE_ROWS: usize = 1 << 14;
+
+/// Largest n for the dense posterior similarity matrix (`n²/2` `f32`s: 32 MB at 4,000); above
+/// it Dahl's estimate uses [`SAMPLED_PAIRS`] random pairs.
+const DENSE_MAX_POINTS: usize = 4000;
+
+/// Pairs of points sampled for Dahl's estimate when n is large.
+const SAMPLED_PAIRS: usize = 200_000;
+
+/// R-hat above which the chains are reported as not mixed (Vehtari et al. 2021).
+const RHAT_LIMIT: f64 = 1.01;
+
+/// One chain's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChainReport {
+    /// Its run directory.
+    pub run: String,
+    /// Its index (stream and directory `chain-<index>`).
+    pub chain: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// The sampler.
+    pub sampler: String,
+    /// Whether the chain ran to its budget (false for an interrupted chain).
+    pub finished: bool,
+    /// Sweeps done.
+    pub sweeps: u64,
+    /// Sampling seconds.
+    pub seconds: f64,
+    /// Sweeps per second of sampling.
+    pub sweeps_per_second: f64,
+    /// Clusters after the last sweep.
+    pub n_clusters: usize,
+    /// Log joint after the last sweep.
+    pub log_joint: f64,
+    /// Largest log joint visited.
+    pub best_log_joint: f64,
+    /// Sweeps left out as burn-in.
+    pub burn_in: u64,
+    /// Trace rows after the burn-in that the diagnostics used.
+    pub draws: usize,
+    /// Effective sample size of K over those rows (this chain alone).
+    pub ess_n_clusters: f64,
+    /// The same for the log joint.
+    pub ess_log_joint: f64,
+    /// Sweeps between those rows.
+    pub ess_stride: u64,
+    /// Per Metropolis-Hastings move, the fraction of its proposals accepted after burn-in.
+    pub acceptance: BTreeMap<String, f64>,
+}
+
+/// A point estimate: one draw of one chain.
+#[derive(Clone, Debug, Serialize)]
+pub struct Estimate {
+    /// How it was chosen.
+    pub method: String,
+    /// The run directory of its chain.
+    pub run: String,
+    /// Its chain.
+    pub chain: u64,
+    /// Its sweep.
+    pub sweep: u64,
+    /// Its log joint.
+    pub log_joint: f64,
+    /// Its number of clusters.
+    pub n_clusters: usize,
+    /// Hyperparameters of the draw.
+    pub hyper: BTreeMap<String, f64>,
+    /// Draws it was chosen among.
+    pub among: usize,
+    /// Its canonical labels.
+    #[serde(skip)]
+    pub labels: Vec<usize>,
+}
+
+/// The report of a set of chains.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// What the log joint is.
+    pub joint: String,
+    /// Per chain.
+    pub chains: Vec<ChainReport>,
+    /// Sweeps between the draws of the multi-chain diagnostics.
+    pub spacing: u64,
+    /// Multi-chain diagnostics per quantity.
+    pub diagnostics: BTreeMap<String, SeriesSummary>,
+    /// Posterior probability of each number of clusters, after burn-in.
+    pub k_distribution: BTreeMap<usize, f64>,
+    /// Dahl's least-squares point estimate over the partition draws after burn-in.
+    pub point_estimate: Option<Estimate>,
+    /// The best state visited by any chain.
+    pub map: Option<Estimate>,
+    /// What the reader should know (chains not mixed, too few draws, interrupted chains).
+    pub warnings: Vec<String>,
+    /// Where the partition draws after the burn-in are.
+    #[serde(skip)]
+    pub sources: Vec<DrawSource>,
+}
+
+/// The chains of `runs`, checked to be chains of one posterior on distinct streams.
+fn check_compatible(runs: &[RunDir]) -> Result<()> {
+    let first = &runs[0];
+    for r in &runs[1..] {
+        if r.settings.fingerprint != first.settings.fingerprint {
+            return Err(Error::Usage(format!(
+                "{} and {} were run on different data: their chains sample different \
+                 posteriors and cannot be merged",
+                first.dir.display(),
+                r.dir.display()
+            )));
+        }
+        if r.settings.model != first.settings.model {
+            return Err(Error::Usage(format!(
+                "{} and {} were run under different models: their chains sample different \
+                 posteriors and cannot be merged",
+                first.dir.display(),
+                r.dir.display()
+            )));
+        }
+    }
+    let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
+    for r in runs {
+        for c in r.settings.chain_indices() {
+            let key = r.settings.stream_key(c);
+            if let Some(other) = seen.insert(key, &r.dir) {
+                return Err(Error::Usage(format!(
+                    "chain {c} of {} and of {} are the same chain (same seed, sampler and \
+                     chain index): give each process its own --chain-offset or --seed",
+                    other.display(),
+                    r.dir.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Names of the hyperparameter columns of a trace: those that are neither the fixed columns
+/// nor a move's.
+fn hyper_columns(header: &[String]) -> Vec<String> {
+    header
+        .iter()
+        .filter(|h| {
+            !matches!(h.as_str(), "sweep" | "seconds" | "n_clusters" | "log_joint")
+                && !h.ends_with("_proposed")
+                && !h.ends_with("_accepted")
+                && !h.ends_with("_mean_ln_accept")
+        })
+        .cloned()
+        .collect()
+}
+
+/// Per chain, what the multi-chain step needs besides its report.
+struct ChainSeries {
+    /// Post-burn-in values per quantity.
+    series: BTreeMap<String, Vec<f64>>,
+    /// Sweeps between them.
+    spacing: u64,
+}
+
+/// Reads one chain.
+fn read_chain(
+    run: &RunDir,
+    chain: u64,
+    burn_in: Option<u64>,
+    warnings: &mut Vec<String>,
+) -> Result<(ChainReport, ChainSeries, Option<Draw>)> {
+    let dir = chain_dir(&run.dir, chain);
+    let trace_path = dir.join("trace.csv");
+    if !trace_path.is_file() {
+        return Err(Error::Usage(format!(
+            "{} has no trace: chain {chain} of {} never started",
+            dir.display(),
+            run.dir.display()
+        )));
+    }
+    let cols = TraceColumns::read(&trace_path, TRACE_ROWS)?;
+    let end_path = dir.join("end.json");
+    let end: Option<EndState> = if end_path.is_file() {
+        Some(load_json(&end_path)?)
+    } else {
+        None
+    };
+    let finished = end.is_some();
+    let (sweeps, seconds, n_clusters, log_joint) = match &end {
+        Some(e) => (e.sweeps, e.seconds, e.n_clusters, e.log_joint),
+        None => {
+            let last = |name| cols.last(name).unwrap_or(f64::NAN);
+            warnings.push(format!(
+                "chain {chain} of {} did not finish: its trace is read as far as it goes",
+                run.dir.display()
+            ));
+            (
+                last("sweep").max(0.0) as u64,
+                last("seconds"),
+                last("n_clusters").max(0.0) as usize,
+                last("log_joint"),
+            )
+        }
+    };
+    let burn_in = burn_in.or(run.settings.burn_in).unwrap_or(sweeps / 2);
+    let first = cols.first_after(burn_in);
+    let spacing = run.settings.thin * cols.stride();
+    let post = |name: &str| -> Vec<f64> {
+        cols.column(name)
+            .map(|v| v[first.min(v.len())..].to_vec())
+            .unwrap_or_default()
+    };
+    let mut series = BTreeMap::new();
+    for name in ["log_joint", "n_clusters"].into_iter().map(String::from) {
+        let values = post(&name);
+        series.insert(name, values);
+    }
+    for name in hyper_columns(cols.header()) {
+        // A hyperparameter the model holds fixed has nothing to diagnose.
+        let all = cols.column(&name).unwrap_or(&[]);
+        if all.windows(2).any(|w| w[0] != w[1]) {
+            let values = post(&name);
+            series.insert(name, values);
+        }
+    }
+    let mut acceptance = BTreeMap::new();
+    for h in cols.header() {
+        if let Some(name) = h.strip_suffix("_proposed") {
+            let proposed: f64 = post(h).iter().sum();
+            let accepted: f64 = post(&format!("{name}_accepted")).iter().sum();
+            if proposed > 0.0 {
+                acceptance.insert(name.to_string(), accepted / proposed);
+            }
+        }
+    }
+    // A finished chain wrote its best state; an interrupted one saved it with its checkpoint.
+    let best_path = dir.join("best.json");
+    let checkpoint_path = dir.join("checkpoint.json");
+    let best: Option<Draw> = if best_path.is_file() {
+        load_json::<BestDraw>(&best_path)?.best
+    } else if checkpoint_path.is_file() {
+        load_json::<ChainFile>(&checkpoint_path)?.best.best
+    } else {
+        None
+    };
+    let traced_best = cols.max("log_joint").unwrap_or(f64::NEG_INFINITY);
+    let best_log_joint = best
+        .as_ref()
+        .map_or(traced_best, |b| b.log_joint.max(traced_best));
+    let draws = series["n_clusters"].len();
+    let report = ChainReport {
+        run: run.dir.display().to_string(),
+        chain,
+        seed: run.settings.seed,
+        sampler: sampler_name(run),
+        finished,
+        sweeps,
+        seconds,
+        sweeps_per_second: if seconds > 0.0 {
+            sweeps as f64 / seconds
+        } else {
+            f64::NAN
+        },
+        n_clusters,
+        log_joint,
+        best_log_joint,
+        burn_in,
+        draws,
+        ess_n_clusters: effective_sample_size(&series["n_clusters"]),
+        ess_log_joint: effective_sample_size(&series["log_joint"]),
+        ess_stride: spacing,
+        acceptance,
+    };
+    Ok((report, ChainSeries { series, spacing }, best))
+}
+
+/// The sampler of a run as typed on the command line.
+pub fn sampler_name(run: &RunDir) -> String {
+    kind_name(run.settings.sampler.sampler)
+}
+
+/// A sampler's name as typed on the command line.
+pub fn kind_name(kind: crate::args::SamplerKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The partition draws of one chain after its burn-in.
+#[derive(Clone, Debug)]
+pub struct DrawSource {
+    /// The chain's run directory, as shown.
+    pub run: String,
+    /// The chain.
+    pub chain: u64,
+    /// Its draws file.
+    pub path: PathBuf,
+    /// Its burn-in: draws of later sweeps are used.
+    pub after: u64,
+}
+
+impl DrawSource {
+    /// The draws, evenly spaced (see [`read_draws`]).
+    pub fn read(&self) -> Result<Vec<Draw>> {
+        read_draws(&self.path, self.after)
+    }
+}
+
+/// Co-clustering frequencies for Dahl's estimate: every pair for moderate n, sampled pairs
+/// beyond.
+enum Similarity {
+    Dense(SimilarityMatrix),
+    Pairs(PairSample),
+}
+
+impl Similarity {
+    fn add(&mut self, labels: &[usize]) -> Result<()> {
+        match self {
+            Similarity::Dense(m) => m.add(labels),
+            Similarity::Pairs(p) => p.observe(labels),
+        }
+    }
+
+    fn loss(&self, labels: &[usize]) -> Result<f64> {
+        match self {
+            Similarity::Dense(m) => m.loss(labels),
+            Similarity::Pairs(p) => p.loss(labels),
+        }
+    }
+}
+
+/// Dahl's least-squares draw among the draws of `sources`: the dense similarity matrix for
+/// moderate n, [`SAMPLED_PAIRS`] random pairs (seeded by `seed`) beyond. Two passes over the
+/// draws files, one chain in memory at a time.
+fn dahl(sources: &[DrawSource], seed: u64) -> Result<Option<Estimate>> {
+    let mut similarity: Option<Similarity> = None;
+    let mut among = 0;
+    for source in sources {
+        for d in source.read()? {
+            let s = match &mut similarity {
+                Some(s) => s,
+                None => {
+                    let n = d.labels.len();
+                    similarity.insert(if n <= DENSE_MAX_POINTS {
+                        Similarity::Dense(SimilarityMatrix::new(n))
+                    } else {
+                        let mut rng = nrmm::rng::SeedPlan::new(seed).chain(u64::MAX);
+                        Similarity::Pairs(PairSample::random(n, SAMPLED_PAIRS, &mut rng)?)
+                    })
+                }
+            };
+            s.add(&d.labels)?;
+            among += 1;
+        }
+    }
+    let Some(similarity) = similarity else {
+        return Ok(None);
+    };
+    let method = match similarity {
+        Similarity::Dense(_) => "dahl-least-squares".to_string(),
+        Similarity::Pairs(_) => format!("dahl-least-squares over {SAMPLED_PAIRS} random pairs"),
+    };
+    let mut best: Option<(f64, &DrawSource, Draw)> = None;
+    for source in sources {
+        for d in source.read()? {
+            let loss = similarity.loss(&d.labels)?;
+            if best.as_ref().is_none_or(|b| loss < b.0) {
+                best = Some((loss, source, d));
+            }
+        }
+    }
+    Ok(best.map(|(_, source, d)| Estimate {
+        method,
+        run: source.run.clone(),
+        chain: source.chain,
+        sweep: d.sweep,
+        log_joint: d.log_joint,
+        n_clusters: d.labels.iter().max().map_or(0, |m| m + 1),
+        hyper: d.hyper,
+        among,
+        labels: d.labels,
+    }))
+}
+
+impl Report {
+    /// The report of every chain of `runs` (checked to sample one posterior on distinct
+    /// streams), leaving out `burn_in` sweeps per chain (default: each run's own setting,
+    /// else half of each chain).
+    pub fn of(runs: &[RunDir], burn_in: Option<u64>, joint: &str) -> Result<Self> {
+        if runs.is_empty() {
+            return Err(Error::Empty("no run to report on".into()));
+        }
+        check_compatible(runs)?;
+        let mut warnings = Vec::new();
+        let mut chains = Vec::new();
+        let mut series = Vec::new();
+        let mut sources = Vec::new();
+        let mut bests = Vec::new();
+        for run in runs {
+            for c in run.settings.chain_indices() {
+                let (report, s, best) = read_chain(run, c, burn_in, &mut warnings)?;
+                let path = chain_dir(&run.dir, c).join("draws.jsonl");
+                if path.is_file() {
+                    sources.push(DrawSource {
+                        run: report.run.clone(),
+                        chain: c,
+                        path,
+                        after: report.burn_in,
+                    });
+                }
+                if let Some(b) = best {
+                    bests.push((report.run.clone(), c, b));
+                }
+                chains.push(report);
+                series.push(s);
+            }
+        }
+        let names: Vec<String> = series[0]
+            .series
+            .keys()
+            .filter(|k| series.iter().all(|s| s.series.contains_key(*k)))
+            .cloned()
+            .collect();
+        let mut diagnostics = BTreeMap::new();
+        let mut spacing = 1;
+        for name in &names {
+            let input: Vec<(&[f64], u64)> = series
+                .iter()
+                .map(|s| (s.series[name].as_slice(), s.spacing))
+                .collect();
+            let (aligned, common) = common_spacing(&input);
+            spacing = common;
+            let refs: Vec<&[f64]> = aligned.iter().map(Vec::as_slice).collect();
+            diagnostics.insert(name.clone(), SeriesSummary::of(&refs));
+        }
+        let mut k_distribution = BTreeMap::new();
+        let input: Vec<(&[f64], u64)> = series
+            .iter()
+            .map(|s| (s.series["n_clusters"].as_slice(), s.spacing))
+            .collect();
+        let (aligned, _) = common_spacing(&input);
+        let total: usize = aligned.iter().map(Vec::len).sum();
+        for &k in aligned.iter().flatten() {
+            *k_distribution.entry(k as usize).or_insert(0.0) += 1.0 / total as f64;
+        }
+        if total == 0 {
+            warnings
+                .push("no trace rows after the burn-in: lower --burn-in or run longer".to_string());
+        }
+        for (name, s) in &diagnostics {
+            if s.rhat > RHAT_LIMIT {
+                warnings.push(format!(
+                    "R-hat of {name} is {:.3} > {RHAT_LIMIT}: the chains have not mixed; run \
+                     longer before trusting the estimates",
+                    s.rhat
+                ));
+            }
+        }
+        let seed = runs[0].settings.seed;
+        let point_estimate = dahl(&sources, seed)?;
+        if point_estimate.is_none() {
+            warnings.push(
+                "no partition draws after the burn-in: no point estimate (lower --burn-in or \
+                 run longer)"
+                    .to_string(),
+            );
+        }
+        let map = bests
+            .into_iter()
+            .filter(|(_, _, b)| !b.log_joint.is_nan())
+            .max_by(|a, b| a.2.log_joint.total_cmp(&b.2.log_joint))
+            .map(|(run, chain, d)| Estimate {
+                method: "best state visited".to_string(),
+                run,
+                chain,
+                sweep: d.sweep,
+                log_joint: d.log_joint,
+                n_clusters: d.labels.iter().max().map_or(0, |m| m + 1),
+                hyper: d.hyper,
+                among: 1,
+                labels: d.labels,
+            });
+        Ok(Report {
+            joint: joint.to_string(),
+            chains,
+            spacing,
+            diagnostics,
+            k_distribution,
+            point_estimate,
+            map,
+            warnings,
+            sources,
+        })
+    }
+
+    /// Writes `summary.json` (`extra`'s fields, then the report's), `estimate.txt` (the point
+    /// estimate's labels) and `map.txt` (the best state's labels) to `dir`.
+    pub fn write(&self, dir: &Path, extra: serde_json::Value) -> Result<()> {
+        let mut summary = match extra {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        if let serde_json::Value::Object(mine) = serde_json::to_value(self)
+            .map_err(|e| Error::Usage(format!("cannot write the summary: {e}")))?
+        {
+            summary.extend(mine);
+        }
+        let text = serde_json::to_string_pretty(&serde_json::Value::Object(summary))
+            .map_err(|e| Error::Usage(format!("cannot write the summary: {e}")))?;
+        nrmm::run::write_atomic(&dir.join("summary.json"), text.as_bytes())?;
+        if let Some(e) = &self.point_estimate {
+            nrmm::data::load::write_labels(dir.join("estimate.txt"), &e.labels)?;
+        }
+        if let Some(e) = &self.map {
+            nrmm::data::load::write_labels(dir.join("map.txt"), &e.labels)?;
+        }
+        Ok(())
+    }
+
+    /// The human summary: a line per chain, a table of the multi-chain diagnostics, the
+    /// distribution of K, the point estimates and any warning.
+    pub fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let several_runs = self.chains.windows(2).any(|w| w[0].run != w[1].run);
+        for c in &self.chains {
+            let run = if several_runs {
+                format!("{} ", c.run)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "{run}chain {}: {} sweeps in {:.2} s, K = {}, {} = {:.3}, ESS(K) = {:.0}",
+                c.chain,
+                c.sweeps,
+                c.seconds,
+                c.n_clusters,
+                self.joint,
+                c.log_joint,
+                c.ess_n_clusters
+            )?;
+        }
+        let burn: Vec<u64> = self.chains.iter().map(|c| c.burn_in).collect();
+        let burn = if burn.iter().all(|&b| b == burn[0]) {
+            format!("{} sweeps", burn[0])
+        } else {
+            format!(
+                "{}-{} sweeps",
+                burn.iter().min().unwrap_or(&0),
+                burn.iter().max().unwrap_or(&0)
+            )
+        };
+        let chains = match self.chains.len() {
+            1 => "1 chain".to_string(),
+            c => format!("{c} chains"),
+        };
+        writeln!(
+            out,
+            "after a burn-in of {burn} per chain ({chains}, draws {} sweeps apart):",
+            self.spacing
+        )?;
+        writeln!(
+            out,
+            "  {:<12} {:>12} {:>10} {:>9} {:>9} {:>7}",
+            "quantity", "mean", "sd", "ESS bulk", "ESS tail", "R-hat"
+        )?;
+        let order = ["log_joint", "n_clusters"];
+        let rest = self
+            .diagnostics
+            .keys()
+            .filter(|k| !order.contains(&k.as_str()));
+        // Statistics that need more draws than there are print as a dash.
+        let num = |v: f64, digits: usize, width: usize| {
+            if v.is_finite() {
+                format!("{v:>width$.digits$}")
+            } else {
+                format!("{:>width$}", "-")
+            }
+        };
+        for name in order.iter().map(|s| s.to_string()).chain(rest.cloned()) {
+            if let Some(s) = self.diagnostics.get(&name) {
+                writeln!(
+                    out,
+                    "  {:<12} {} {} {} {} {}",
+                    name,
+                    num(s.mean, 3, 12),
+                    num(s.sd, 3, 10),
+                    num(s.ess_bulk, 0, 9),
+                    num(s.ess_tail, 0, 9),
+                    num(s.rhat, 3, 7)
+                )?;
+            }
+        }
+        let ks: Vec<String> = self
+            .k_distribution
+            .iter()
+            .map(|(k, p)| format!("{k}: {p:.3}"))
+            .collect();
+        if !ks.is_empty() {
+            writeln!(out, "P(K): {}", ks.join("  "))?;
+        }
+        if let Some(e) = &self.point_estimate {
+            writeln!(
+                out,
+                "point estimate (Dahl, among {} draws): K = {}, {} = {:.3} (chain {}, sweep {})",
+                e.among, e.n_clusters, self.joint, e.log_joint, e.chain, e.sweep
+            )?;
+        }
+        if let Some(e) = &self.map {
+            writeln!(
+                out,
+                "best state visited: K = {}, {} = {:.3} (chain {}, sweep {})",
+                e.n_clusters, self.joint, e.log_joint, e.chain, e.sweep
+            )?;
+        }
+        for w in &self.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,365 @@
+//! Running chains to a budget, in parallel, each writing its trace, draws, final labels, end
+//! state and best state, with periodic checkpoints, exact resume and a clean stop on Ctrl-C.
+
+use crate::args::{SamplerArgs, SamplerKind};
+use crate::commands::{name_flag, SAMPLER_FLAGS};
+use crate::interrupt;
+use crate::output::create_dir;
+use crate::progress::Progress;
+use crate::rundir::{chain_dir, RunSettings, CHECKPOINT_FORMAT};
+use nrmm::data::load;
+use nrmm::kernel::ConjugateKernel;
+use nrmm::partition::Partition;
+use nrmm::prior::Prior;
+use nrmm::run::{
+    load_json, save_json, BestDraw, Chain, ChainCheckpoint, DrawStride, DrawWriter, Observer,
+    Scheduled, TraceWriter,
+};
+use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, State};
+use nrmm::{Error, Result};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The moves of a sweep for the chosen sampler (MATH §6), plus the hyperparameter move when
+/// anything is resampled.
+pub fn schedule<K: ConjugateKernel + 'static>(
+    s: &SamplerArgs,
+    resample_hyper: bool,
+) -> Result<Vec<Scheduled<K, Prior>>> {
+    let m = &s.moves;
+    let scan = match m.gibbs_subset {
+        Some(k) => GibbsScan::Subset(k),
+        None => GibbsScan::Full,
+    };
+    let gibbs = || Gibbs::new(scan).map_err(|e| name_flag(e, SAMPLER_FLAGS));
+    let mut moves: Vec<Scheduled<K, Prior>> = Vec::new();
+    match s.sampler {
+        SamplerKind::Gibbs => moves.push(Scheduled {
+            mv: Box::new(gibbs()?),
+            repeats: 1,
+        }),
+        SamplerKind::JainNeal | SamplerKind::Sams => {
+            if m.proposals == 0 && m.gibbs_sweeps == 0 {
+                return Err(Error::Usage(
+                    "--proposals 0 with --gibbs-sweeps 0 leaves nothing to do".into(),
+                ));
+            }
+            let mv: Box<dyn Move<K, Prior>> = match s.sampler {
+                SamplerKind::Sams => Box::new(Sams::new()),
+                _ => Box::new(JainNeal::new(m.launch_scans)),
+            };
+            moves.push(Scheduled {
+                mv,
+                repeats: m.proposals,
+            });
+            if m.gibbs_sweeps > 0 {
+                moves.push(Scheduled {
+                    mv: Box::new(gibbs()?),
+                    repeats: m.gibbs_sweeps,
+                });
+            }
+        }
+    }
+    if resample_hyper {
+        moves.push(Scheduled {
+            mv: Box::new(HyperMove),
+            repeats: 1,
+        });
+    }
+    Ok(moves)
+}
+
+/// A resolved `--init`: a labels file is read once, before any chain starts.
+pub enum Init {
+    /// All points in one cluster.
+    Single,
+    /// Every point alone.
+    Singletons,
+    /// The labels of the file, one per point.
+    Labels(Vec<i64>),
+}
+
+impl Init {
+    /// Reads a labels file (checking it has one label per point) or notes the fixed choice.
+    pub fn resolve(init: &crate::args::InitArg, n: usize) -> Result<Self> {
+        use crate::args::InitArg;
+        Ok(match init {
+            InitArg::Single => Init::Single,
+            InitArg::Singletons => Init::Singletons,
+            InitArg::Labels(path) => Init::Labels(load::load_labels(path, n)?),
+        })
+    }
+
+    /// The initial partition over `kernel`'s data.
+    pub fn partition<K: ConjugateKernel>(&self, kernel: &K) -> Result<Partition<K>> {
+        match self {
+            Init::Single => Ok(Partition::single(kernel)),
+            Init::Singletons => Ok(Partition::singletons(kernel)),
+            Init::Labels(labels) => Partition::from_labels(kernel, labels),
+        }
+    }
+}
+
+/// The checkpoint file of one chain: its state and where its observers are.
+#[derive(Serialize, Deserialize)]
+pub struct ChainFile {
+    /// [`CHECKPOINT_FORMAT`].
+    pub format: String,
+    /// [`RunSettings::chain_identity`] of the chain that wrote it.
+    pub identity: String,
+    /// The chain's index.
+    pub chain: u64,
+    /// The chain.
+    pub state: ChainCheckpoint<Prior>,
+    /// The draws writer's place in its doubling schedule.
+    pub draws: DrawStride,
+    /// The best state so far.
+    pub best: BestDraw,
+}
+
+/// The state a chain ended in, written to `chain-<i>/end.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EndState {
+    /// Sweeps done.
+    pub sweeps: u64,
+    /// Sampling seconds.
+    pub seconds: f64,
+    /// Clusters.
+    pub n_clusters: usize,
+    /// Log joint.
+    pub log_joint: f64,
+    /// Hyperparameters by name.
+    pub hyper: std::collections::BTreeMap<String, f64>,
+}
+
+/// How a chain ended.
+pub enum ChainEnd {
+    /// It used up its budget.
+    Finished,
+    /// It stopped because another chain failed.
+    Stopped,
+    /// Ctrl-C stopped it after `sweep` sweeps; its last checkpoint, if any, is at `checkpoint`.
+    Interrupted {
+        /// Sweeps done.
+        sweep: u64,
+        /// Sweep of the last checkpoint.
+        checkpoint: Option<u64>,
+    },
+}
+
+/// One chain to run.
+pub struct ChainJob<'a> {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Its settings.
+    pub settings: &'a RunSettings,
+    /// The chain's index (its stream and directory).
+    pub chain: u64,
+    /// Its progress bar's label.
+    pub label: String,
+    /// The checkpoint to continue from ([`load_checkpoint`]); `None` starts afresh.
+    pub checkpoint: Option<ChainFile>,
+}
+
+/// What the chains of one launch share: the initial state, the bars, and the flag a failing
+/// chain raises to stop the others at their next sweep.
+pub struct Shared<'a> {
+    /// The prior with its initial hyperparameters.
+    pub prior: &'a Prior,
+    /// The initial partition.
+    pub init: &'a Init,
+    /// Progress bars.
+    pub progress: &'a Progress,
+    /// Set by the first chain that fails.
+    pub failed: AtomicBool,
+}
+
+/// Runs every job in parallel (each chain on its own stream, so results do not depend on the
+/// number of threads) and returns their ends in job order; the first error in job order is
+/// returned once every chain has stopped (a failure stops the others at their next sweep).
+pub fn launch<K: ConjugateKernel + 'static>(
+    kernel: &K,
+    jobs: Vec<(ChainJob<'_>, Vec<Scheduled<K, Prior>>)>,
+    shared: &Shared<'_>,
+) -> Result<Vec<ChainEnd>> {
+    let results: Vec<Result<ChainEnd>> = jobs
+        .into_par_iter()
+        .map(|(job, moves)| {
+            let result = run_chain(kernel, job, moves, shared);
+            if result.is_err() {
+                shared.failed.store(true, Ordering::Relaxed);
+            }
+            result
+        })
+        .collect();
+    results.into_iter().collect()
+}
+
+/// Whether `loaded` is `expected` (the run's prior) moved to other hyperparameter values: the
+/// same law, hyperpriors and update scheme, with values that the prior's own setters accept and
+/// that give the same cached quantities. Guards against a damaged checkpoint.
+fn same_prior(loaded: &Prior, expected: &Prior) -> bool {
+    match (loaded, expected) {
+        (Prior::Dp(x), Prior::Dp(y)) => {
+            let mut z = y.clone();
+            z.set_alpha(x.alpha()).is_ok() && z == *x
+        }
+        (Prior::Nggp(x), Prior::Nggp(y)) => {
+            let mut z = y.clone();
+            z.set_alpha(x.alpha()).is_ok()
+                && z.set_sigma(x.sigma()).is_ok()
+                && z.set_ln_u(x.ln_u()).is_ok()
+                && z == *x
+        }
+        _ => false,
+    }
+}
+
+/// Chain `chain`'s checkpoint in run directory `dir`, if it has one, checked to belong to the
+/// run of `settings` (whose initial prior is `prior`) and to be within its budget; called for
+/// every chain before anything is written, so that a mistaken resume changes nothing.
+pub fn load_checkpoint(
+    dir: &Path,
+    settings: &RunSettings,
+    chain: u64,
+    prior: &Prior,
+) -> Result<Option<ChainFile>> {
+    let path = chain_dir(dir, chain).join("checkpoint.json");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let file: ChainFile = load_json(&path).map_err(|e| match e {
+        Error::Parse { .. } => Error::Usage(format!(
+            "{} is not a checkpoint of this version of nrmm",
+            path.display()
+        )),
+        other => other,
+    })?;
+    let identity = settings.chain_identity(chain)?;
+    if file.format != CHECKPOINT_FORMAT || file.chain != chain || file.identity != identity {
+        return Err(Error::Usage(format!(
+            "{} belongs to another run (its data, model, sampler, seed or chain differ from \
+             those in {}): it cannot be resumed here",
+            path.display(),
+            dir.join("run.json").display()
+        )));
+    }
+    if !same_prior(&file.state.prior, prior) {
+        return Err(Error::Usage(format!(
+            "{} is damaged: its prior does not fit the run's model",
+            path.display()
+        )));
+    }
+    let sweep = file.state.sweep;
+    if let crate::progress::Budget::Sweeps(n) = settings.budget {
+        if n < sweep {
+            return Err(Error::Usage(format!(
+                "chain {chain} was checkpointed at sweep {sweep}, past the budget of {n} \
+                 sweeps: give --sweeps {sweep} or more"
+            )));
+        }
+    }
+    Ok(Some(file))
+}
+
+/// Runs one chain to its budget (see [`launch`]).
+fn run_chain<K: ConjugateKernel + 'static>(
+    kernel: &K,
+    job: ChainJob<'_>,
+    moves: Vec<Scheduled<K, Prior>>,
+    shared: &Shared<'_>,
+) -> Result<ChainEnd> {
+    let settings = job.settings;
+    let dir = chain_dir(&job.run_dir, job.chain);
+    create_dir(&dir)?;
+    let checkpoint_path = dir.join("checkpoint.json");
+    let trace_path = dir.join("trace.csv");
+    let draws_path = dir.join("draws.jsonl");
+    if job.checkpoint.is_none() && checkpoint_path.exists() {
+        // A checkpoint of an earlier run in the same directory must not outlive its trace.
+        std::fs::remove_file(&checkpoint_path).map_err(|source| Error::Write {
+            path: checkpoint_path.clone(),
+            source,
+        })?;
+    }
+    let (mut chain, mut trace, mut draws, mut best, mut last_checkpoint) = match job.checkpoint {
+        Some(file) => {
+            let sweep = file.state.sweep;
+            let trace = TraceWriter::resume(&trace_path, settings.thin, sweep)?;
+            let draws =
+                DrawWriter::resume(&draws_path, settings.draws_per_chain, file.draws, sweep)?;
+            let chain = Chain::resume(kernel, file.state, moves)?;
+            (chain, trace, draws, file.best, Some(sweep))
+        }
+        None => {
+            let state = State {
+                partition: shared.init.partition(kernel)?,
+                prior: shared.prior.clone(),
+            };
+            let rng = nrmm::rng::SeedPlan::new(settings.seed).chain(job.chain);
+            let chain = Chain::new(kernel, state, rng, moves);
+            let trace = TraceWriter::create(&trace_path, settings.thin)?;
+            let draws = DrawWriter::create(&draws_path, settings.thin, settings.draws_per_chain)?;
+            (chain, trace, draws, BestDraw::default(), None)
+        }
+    };
+    let mut bar = shared.progress.bar(&job.label);
+    while !settings
+        .budget
+        .reached(chain.sweeps_done(), chain.seconds())
+    {
+        if shared.failed.load(Ordering::Relaxed) {
+            return Ok(ChainEnd::Stopped);
+        }
+        if interrupt::requested() {
+            trace.flush()?;
+            draws.flush()?;
+            return Ok(ChainEnd::Interrupted {
+                sweep: chain.sweeps_done(),
+                checkpoint: last_checkpoint,
+            });
+        }
+        let record = chain.sweep()?;
+        trace.observe(&record, chain.state())?;
+        draws.observe(&record, chain.state())?;
+        best.observe(&record, chain.state())?;
+        bar.update(&record);
+        if let Some(every) = settings.checkpoint_every {
+            if record.sweep.is_multiple_of(every) {
+                // Rows up to the checkpoint must be on disk before it: a resume cuts the files
+                // back to it and appends.
+                trace.flush()?;
+                draws.flush()?;
+                let file = ChainFile {
+                    format: CHECKPOINT_FORMAT.to_string(),
+                    identity: settings.chain_identity(job.chain)?,
+                    chain: job.chain,
+                    state: chain.checkpoint()?,
+                    draws: draws.stride(),
+                    best: best.clone(),
+                };
+                save_json(&checkpoint_path, &file)?;
+                last_checkpoint = Some(record.sweep);
+            }
+        }
+    }
+    trace.flush()?;
+    draws.flush()?;
+    let state = chain.state();
+    let end = EndState {
+        sweeps: chain.sweeps_done(),
+        seconds: chain.seconds(),
+        n_clusters: state.partition.n_clusters(),
+        log_joint: state.ln_joint(),
+        hyper: nrmm::prior::NrmPrior::hyper_values(&state.prior)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    };
+    load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
+    save_json(&dir.join("end.json"), &end)?;
+    save_json(&dir.join("best.json"), &best)?;
+    Ok(ChainEnd::Finished)
+}

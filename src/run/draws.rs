@@ -1,0 +1,360 @@
+//! Partition draws of a chain on disk, for posterior similarity, point estimates and
+//! prediction, in bounded space however long the chain runs; and the best state visited.
+//!
+//! [`DrawWriter`] appends one JSON line per recorded sweep (`sweep`, `log_joint`, `hyper`,
+//! canonical `labels`). It records every sweep that is a multiple of its stride, which starts
+//! at the trace's thinning and doubles each time `capacity` draws have been recorded at the
+//! current stride. At stride `s` the draws that count are the sweeps `s, 2s, …`, all multiples
+//! of `s` so far; after doubling, the `capacity / 2` of them at multiples of `2s` still count.
+//! The file keeps the finer early draws too, so it grows by `capacity / 2` lines per doubling:
+//! logarithmically in the chain's length. [`read_draws`] keeps the draws at multiples of the
+//! coarsest spacing in the file, which are evenly spaced over the chain.
+
+use super::{Observer, SweepRecord};
+use crate::error::{Error, Result};
+use crate::kernel::ConjugateKernel;
+use crate::prior::NrmPrior;
+use crate::sampler::State;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Seek, Write};
+use std::path::{Path, PathBuf};
+
+/// One recorded partition of a chain.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Draw {
+    /// The sweep after which it was recorded.
+    pub sweep: u64,
+    /// The log joint of the state.
+    pub log_joint: f64,
+    /// Hyperparameter values by name.
+    pub hyper: BTreeMap<String, f64>,
+    /// Canonical labels (`0..K` in order of first appearance).
+    pub labels: Vec<usize>,
+}
+
+impl Draw {
+    /// The draw of `state` after sweep `record`. Cost O(n).
+    pub fn of<K: ConjugateKernel, P: NrmPrior>(record: &SweepRecord, state: &State<K, P>) -> Self {
+        Draw {
+            sweep: record.sweep,
+            log_joint: record.ln_joint,
+            hyper: record
+                .hyper
+                .iter()
+                .map(|&(name, v)| (name.to_string(), v))
+                .collect(),
+            labels: state.partition.canonical_labels(),
+        }
+    }
+}
+
+/// Where a [`DrawWriter`] is in its doubling schedule (saved in checkpoints).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DrawStride {
+    /// Sweeps between recorded draws now.
+    pub stride: u64,
+    /// Draws recorded at the current stride (the multiples of `stride` so far).
+    pub kept: usize,
+}
+
+/// Records thinned partition draws of a chain to a JSON-lines file (see the module
+/// documentation). Cost per recorded sweep: O(n) to label and write the partition; other
+/// sweeps cost one division.
+pub struct DrawWriter {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    capacity: usize,
+    stride: DrawStride,
+}
+
+impl DrawWriter {
+    /// Creates (truncates) the draws file: every `thin`-th sweep is recorded until `capacity`
+    /// draws (rounded up to an even number, at least 2) are kept, then the stride doubles.
+    pub fn create(path: &Path, thin: u64, capacity: usize) -> Result<Self> {
+        let file = std::fs::File::create(path).map_err(|source| Error::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(DrawWriter {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+            capacity: capacity.max(2).next_multiple_of(2),
+            stride: DrawStride {
+                stride: thin.max(1),
+                kept: 0,
+            },
+        })
+    }
+
+    /// Reopens the draws file of a chain resumed after sweep `sweep` with its saved `stride`:
+    /// draws of later sweeps are removed and new ones appended. Cost: one pass over the file.
+    pub fn resume(path: &Path, capacity: usize, stride: DrawStride, sweep: u64) -> Result<Self> {
+        if stride.stride == 0 {
+            return Err(Error::Usage(format!(
+                "draws of {}: a stride of 0 sweeps in the checkpoint",
+                path.display()
+            )));
+        }
+        let keep = kept_prefix(path, sweep)?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| {
+                f.set_len(keep)?;
+                f.seek(std::io::SeekFrom::End(0))?;
+                Ok(f)
+            })
+            .map_err(|source| Error::Write {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(DrawWriter {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+            capacity: capacity.max(2).next_multiple_of(2),
+            stride,
+        })
+    }
+
+    /// The current place in the doubling schedule.
+    pub fn stride(&self) -> DrawStride {
+        self.stride
+    }
+
+    /// Flushes buffered draws to disk.
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|source| Error::Write {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for DrawWriter {
+    fn observe(&mut self, record: &SweepRecord, state: &State<K, P>) -> Result<()> {
+        if !record.sweep.is_multiple_of(self.stride.stride) {
+            return Ok(());
+        }
+        let draw = Draw::of(record, state);
+        serde_json::to_writer(&mut self.out, &draw)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(self.out))
+            .map_err(|source| Error::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        self.stride.kept += 1;
+        if self.stride.kept == self.capacity {
+            self.stride.stride *= 2;
+            self.stride.kept = self.capacity / 2;
+        }
+        Ok(())
+    }
+}
+
+/// Just the sweep of a draws line, without building its labels.
+#[derive(serde::Deserialize)]
+struct SweepOnly {
+    sweep: u64,
+}
+
+/// The byte length of the complete lines of a draws file up to sweep `sweep`.
+fn kept_prefix(path: &Path, sweep: u64) -> Result<u64> {
+    let file = std::fs::File::open(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    let mut keep = 0u64;
+    let mut number = 0;
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        number += 1;
+        if read == 0 || !line.ends_with('\n') {
+            return Ok(keep);
+        }
+        let s: SweepOnly = serde_json::from_str(&line)
+            .map_err(|e| Error::parse(path, number, format!("not a draw: {e}")))?;
+        if s.sweep > sweep {
+            return Ok(keep);
+        }
+        keep += read as u64;
+    }
+}
+
+/// The draws of a chain after sweep `after` (a burn-in), evenly spaced: those at multiples of
+/// the largest gap between consecutive draws in the file (see the module documentation).
+/// Errors name the file and line of a malformed draw. Cost: two passes over the file.
+pub fn read_draws(path: &Path, after: u64) -> Result<Vec<Draw>> {
+    let open = || {
+        std::fs::File::open(path)
+            .map(std::io::BufReader::new)
+            .map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+    };
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut sweeps = Vec::new();
+    for (k, line) in open()?.lines().enumerate() {
+        let line = line.map_err(io)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let s: SweepOnly = serde_json::from_str(&line)
+            .map_err(|e| Error::parse(path, k + 1, format!("not a draw: {e}")))?;
+        sweeps.push(s.sweep);
+    }
+    let gap = sweeps
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let mut draws = Vec::new();
+    for (k, line) in open()?.lines().enumerate() {
+        let line = line.map_err(io)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let sweep = serde_json::from_str::<SweepOnly>(&line)
+            .map_err(|e| Error::parse(path, k + 1, format!("not a draw: {e}")))?
+            .sweep;
+        if sweep > after && sweep.is_multiple_of(gap) {
+            draws.push(
+                serde_json::from_str(&line)
+                    .map_err(|e| Error::parse(path, k + 1, format!("not a draw: {e}")))?,
+            );
+        }
+    }
+    Ok(draws)
+}
+
+/// The best state a chain has visited: the draw with the largest log joint (the MAP estimate
+/// among visited states). Cost per sweep: one comparison, plus O(n) when the best improves.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BestDraw {
+    /// The best draw so far, if any sweep has been observed.
+    pub best: Option<Draw>,
+}
+
+impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for BestDraw {
+    fn observe(&mut self, record: &SweepRecord, state: &State<K, P>) -> Result<()> {
+        let better = self
+            .best
+            .as_ref()
+            .is_none_or(|b| record.ln_joint > b.log_joint);
+        if better && !record.ln_joint.is_nan() {
+            self.best = Some(Draw::of(record, state));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::DenseData;
+    use crate::kernel::{NormalWishart, NwHyper};
+    use crate::partition::Partition;
+    use crate::prior::Dp;
+    use std::sync::Arc;
+
+    fn setup() -> (NormalWishart, State<NormalWishart, Dp>) {
+        let x = DenseData::new(3, 1, vec![0.0, 1.0, 5.0]).unwrap();
+        let k = NormalWishart::new(
+            Arc::new(x),
+            NwHyper::new(vec![0.0], vec![1.0], 0.1, 3.0).unwrap(),
+        )
+        .unwrap();
+        let state = State {
+            partition: Partition::from_labels(&k, &[4, 4, 2]).unwrap(),
+            prior: Dp::new(1.0).unwrap(),
+        };
+        (k, state)
+    }
+
+    fn record(sweep: u64) -> SweepRecord {
+        SweepRecord {
+            sweep,
+            seconds: 0.0,
+            n_clusters: 2,
+            ln_joint: -(sweep as f64 % 7.0),
+            moves: Vec::new(),
+            hyper: vec![("alpha", 1.0)],
+        }
+    }
+
+    /// The kept draws are evenly spaced and bounded whatever the chain's length, and a
+    /// resumed writer leaves the same file as one that never stopped.
+    #[test]
+    fn doubling_keeps_evenly_spaced_draws_and_resumes_exactly() {
+        let (_, state) = setup();
+        let dir = std::env::temp_dir().join(format!("nrmm-draws-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+        let mut w = DrawWriter::create(&a, 3, 4).unwrap();
+        for s in 1..=200 {
+            Observer::<NormalWishart, Dp>::observe(&mut w, &record(s), &state).unwrap();
+        }
+        w.flush().unwrap();
+        let all = read_draws(&a, 0).unwrap();
+        let sweeps: Vec<u64> = all.iter().map(|d| d.sweep).collect();
+        // Strides 3, 6, 12, 24, 48 (the file holds 3, 6, 9, 12, 18, 24, 36, 48, 72, 96, 144,
+        // 192); after 192 the stride became 96, but no draw was recorded at it.
+        assert_eq!(sweeps, vec![48, 96, 144, 192]);
+        assert_eq!(all[0].labels, vec![0, 0, 1]);
+        assert_eq!(all[0].hyper["alpha"], 1.0);
+        let lines = std::fs::read_to_string(&a).unwrap().lines().count();
+        assert_eq!(lines, 12);
+        let after = read_draws(&a, 100).unwrap();
+        assert_eq!(after.len(), 2);
+
+        let mut w = DrawWriter::create(&b, 3, 4).unwrap();
+        let mut saved = None;
+        for s in 1..=130 {
+            Observer::<NormalWishart, Dp>::observe(&mut w, &record(s), &state).unwrap();
+            if s == 100 {
+                saved = Some(w.stride());
+            }
+        }
+        w.flush().unwrap();
+        drop(w);
+        let mut w = DrawWriter::resume(&b, 4, saved.unwrap(), 100).unwrap();
+        for s in 101..=200 {
+            Observer::<NormalWishart, Dp>::observe(&mut w, &record(s), &state).unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&a).unwrap(),
+            std::fs::read_to_string(&b).unwrap()
+        );
+        std::fs::write(&b, "{\"sweep\":1}\nnot json\n").unwrap();
+        let e = read_draws(&b, 0).unwrap_err().to_string();
+        assert!(e.contains("b.jsonl:"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn best_draw_keeps_the_largest_log_joint() {
+        let (_, state) = setup();
+        let mut best = BestDraw::default();
+        for (s, l) in [(1, -5.0), (2, -3.0), (3, f64::NAN), (4, -4.0)] {
+            let r = SweepRecord {
+                ln_joint: l,
+                ..record(s)
+            };
+            Observer::<NormalWishart, Dp>::observe(&mut best, &r, &state).unwrap();
+        }
+        let b = best.best.unwrap();
+        assert_eq!((b.sweep, b.log_joint), (2, -3.0));
+    }
+}
