@@ -15,14 +15,25 @@
 //! # Why TG-SAMS is exact (MATH §5.4)
 //!
 //! **Trees are functions, not state.** The tree of a cluster `c` is its *canonical tree*
-//! `T(c)`: SeqInsert + Update (MATH §3.4) of `c`'s points in increasing index order, with
-//! `ln κ` of a fixed reference prior `θ_ref` (MATH §5.4 V3). It is a deterministic function of
-//! the member set, so the auxiliary-tree lemma of MATH §5.4 applies with `r(T | c)` a point
+//! `T(c)`: one fixed *reference tree* over all points, SeqInsert + Update (MATH §3.4) of every
+//! point in increasing index order with `ln κ` of a fixed reference prior `θ_ref`, restricted
+//! to `c` (the other leaves dropped, nodes left with one child spliced out), its node
+//! potentials computed for `c`'s subsets at `θ_ref`. It is a deterministic function of the
+//! member set (MATH §5.4 V3, with SeqInsert of the whole data set in index order as the
+//! ordering device), so the auxiliary-tree lemma of MATH §5.4 applies with `r(T | c)` a point
 //! mass: the target is `p(Π | X, θ)` itself and no tree factor enters any ratio. Because
 //! `θ_ref` never changes, hyperparameter moves do not touch the trees; because no randomness
 //! hides in them, the move is a finite decision tree that
-//! [`PathEnumerator`](crate::sampler::PathEnumerator) walks completely. Trees are cached per
-//! cluster and rebuilt lazily when the cluster changed (an exact check, see `cache.rs`).
+//! [`PathEnumerator`](crate::sampler::PathEnumerator) walks completely.
+//!
+//! *Design choice (refines MATH V3):* restricting one reference tree instead of running
+//! SeqInsert over each cluster's points makes a (re)build cost `|c| - 1` joins, one pair
+//! marginal each, instead of `|c|` descents of `O(depth)` pair evaluations and statistic
+//! updates; clusters that Gibbs scans change between proposals are rebuilt often, so this is
+//! the dominant cost of the exact sampler. The top of a restricted tree separates the parts of
+//! `c` that the reference tree keeps apart, which is what the split route looks for. Trees
+//! are cached per cluster and rebuilt lazily when the cluster changed (an exact check, see
+//! `cache.rs`).
 //!
 //! **Anchor selection.** A proposal starts from an unordered anchor pair `{i, j}` drawn with a
 //! state-dependent probability `a({i, j} | Π)` that is evaluated in closed form:
