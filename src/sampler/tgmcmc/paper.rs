@@ -66,6 +66,7 @@ pub struct TgmcmcPaper<K: ConjugateKernel> {
     hyper: bool,
     forest: Option<Forest<K>>,
     hyper_seen: Option<Vec<(&'static str, f64)>>,
+    labels_seen: Vec<Slot>,
     empty: Option<K::Stat>,
     roots: Vec<NodeKey>,
     others: Vec<NodeKey>,
@@ -93,6 +94,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             hyper: false,
             forest: None,
             hyper_seen: None,
+            labels_seen: Vec::new(),
             empty: None,
             roots: Vec::new(),
             others: Vec::new(),
@@ -174,10 +176,20 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     ) -> Result<StepInfo> {
         self.sync(kernel, state)?;
         let out = self.global_inner(kernel, state, chooser);
-        if out.is_err() {
+        self.remember(out.is_ok(), &state.partition);
+        out
+    }
+
+    /// Records the partition the move leaves (its labels by slot), or drops the forest after
+    /// an error so that the next step rebuilds it.
+    fn remember(&mut self, ok: bool, part: &Partition<K>) {
+        self.labels_seen.clear();
+        if ok {
+            self.labels_seen
+                .extend((0..part.n()).map(|i| part.slot_of(i)));
+        } else {
             self.forest = None;
         }
-        out
     }
 
     /// One selective local move (MATH §4.4) after [`TgmcmcPaper::sync`].
@@ -189,9 +201,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     ) -> Result<StepInfo> {
         self.sync(kernel, state)?;
         let out = self.local_inner(kernel, state, chooser);
-        if out.is_err() {
-            self.forest = None;
-        }
+        self.remember(out.is_ok(), &state.partition);
         out.map(|()| StepInfo::default())
     }
 
@@ -473,20 +483,15 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgmcmcPaper<K> {
     ) -> Result<StepInfo> {
         self.sync(kernel, state)?;
         let mut info = StepInfo::default();
-        for _ in 0..self.global_moves {
-            let out = self.global_inner(kernel, state, chooser);
-            match out {
-                Ok(step) => info.absorb(step),
-                Err(e) => {
-                    self.forest = None;
-                    return Err(e);
-                }
+        let mut moves = || -> Result<()> {
+            for _ in 0..self.global_moves {
+                info.absorb(self.global_inner(kernel, state, chooser)?);
             }
-        }
-        if let Err(e) = self.local_inner(kernel, state, chooser) {
-            self.forest = None;
-            return Err(e);
-        }
+            self.local_inner(kernel, state, chooser)
+        };
+        let out = moves();
+        self.remember(out.is_ok(), &state.partition);
+        out?;
         if self.hyper {
             let sizes = state.partition.sizes();
             let rng = chooser.rng().ok_or_else(|| {
