@@ -34,6 +34,8 @@ pub enum Command {
     Run(RunArgs),
     /// Run a sampler on a tiny data set (n ≤ 10) and compare it with the exact posterior.
     CheckExact(CheckExactArgs),
+    /// Build the IBHC (or greedy BHC) forest of a data set and write it as DOT or Newick.
+    Tree(crate::tree_cmd::TreeArgs),
 }
 
 /// Which conjugate kernel.
@@ -216,6 +218,10 @@ pub enum SamplerKind {
     JainNeal,
     /// Dahl's sequentially-allocated merge-split plus one Gibbs sweep.
     Sams,
+    /// Exact tree-guided MCMC: --global-moves TG-SAMS proposals plus Gibbs sweeps.
+    Tgmcmc,
+    /// The tree-guided MCMC of the paper's code (approximate: biased, see the docs).
+    TgmcmcPaper,
 }
 
 /// Sampler settings shared by `run` and `check-exact`.
@@ -236,6 +242,12 @@ pub struct SamplerArgs {
     /// Visit only this many random points per Gibbs sweep.
     #[arg(long, allow_negative_numbers = true)]
     pub gibbs_subset: Option<usize>,
+    /// Tree-guided proposals per sweep (G) of tgmcmc and tgmcmc-paper.
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+    pub global_moves: usize,
+    /// Depth D of the tree-selected local moves of tgmcmc-paper (default 2).
+    #[arg(long, allow_negative_numbers = true)]
+    pub depth: Option<usize>,
 }
 
 /// Initial clusterings.
@@ -247,6 +259,8 @@ pub enum InitArg {
     Singletons,
     /// Labels from a file.
     Labels(PathBuf),
+    /// The clusters of an IBHC forest.
+    Ibhc(nrmm::tree::IbhcMode),
 }
 
 impl std::str::FromStr for InitArg {
@@ -255,10 +269,13 @@ impl std::str::FromStr for InitArg {
         match s {
             "single" => Ok(InitArg::Single),
             "singletons" => Ok(InitArg::Singletons),
+            "noisy-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Noisy)),
+            "exact-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Exact)),
             _ => match s.strip_prefix("labels:") {
                 Some(p) if !p.is_empty() => Ok(InitArg::Labels(PathBuf::from(p))),
                 _ => Err(format!(
-                    "unknown initialisation '{s}': expected single, singletons or labels:FILE"
+                    "unknown initialisation '{s}': expected single, singletons or labels:FILE, \
+                     or an IBHC forest: noisy-ibhc or exact-ibhc"
                 )),
             },
         }
@@ -290,7 +307,7 @@ pub struct RunArgs {
     /// Number of chains, at least 1 (run in parallel).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub chains: usize,
-    /// Initial clustering: single, singletons or labels:FILE.
+    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc or exact-ibhc.
     #[arg(long, default_value = "single")]
     pub init: InitArg,
     /// Keep every thin-th sweep in the trace (at least 1).

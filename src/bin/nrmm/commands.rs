@@ -29,6 +29,7 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Generate(a) => generate(a),
         Command::Run(a) => run(a),
         Command::CheckExact(a) => check_exact(a),
+        Command::Tree(a) => crate::tree_cmd::tree(a),
     }
 }
 
@@ -114,7 +115,7 @@ impl From<&ModelArgs> for ModelSpec {
 
 /// Which built-in data set a verb falls back to without `--data`.
 #[derive(Clone, Copy)]
-enum Builtin {
+pub(crate) enum Builtin {
     /// The seeded 13-cluster 2-D mixture.
     Toy,
     /// Data set B of MATH §5.3 (7 points).
@@ -144,7 +145,7 @@ fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
 }
 
 /// The prior, the data and the kernel over them, with errors naming the flag to change.
-fn build(
+pub(crate) fn build(
     data: &DataArgs,
     model: &ModelArgs,
     builtin: Builtin,
@@ -443,6 +444,8 @@ fn schedule<K: ConjugateKernel + 'static>(
             mv: Box::new(gibbs()?),
             repeats: 1,
         }),
+        SamplerKind::Tgmcmc => return crate::tree_cmd::tgmcmc(s, resample_hyper),
+        SamplerKind::TgmcmcPaper => return crate::tree_cmd::tgmcmc_paper(s, resample_hyper),
         SamplerKind::JainNeal | SamplerKind::Sams => {
             if s.proposals == 0 && s.gibbs_sweeps == 0 {
                 return Err(Error::Usage(
@@ -488,6 +491,8 @@ enum Init {
     Singletons,
     /// The labels of the file, one per point.
     Labels(Vec<i64>),
+    /// The clusters of an IBHC forest.
+    Ibhc(nrmm::tree::IbhcMode),
 }
 
 impl Init {
@@ -497,15 +502,23 @@ impl Init {
             InitArg::Single => Init::Single,
             InitArg::Singletons => Init::Singletons,
             InitArg::Labels(path) => Init::Labels(load::load_labels(path, n)?),
+            InitArg::Ibhc(mode) => Init::Ibhc(*mode),
         })
     }
 
-    /// The initial partition over `kernel`'s data.
-    fn partition<K: ConjugateKernel>(&self, kernel: &K) -> Result<Partition<K>> {
+    /// The initial partition of chain `chain` over `kernel`'s data.
+    fn partition<K: ConjugateKernel>(
+        &self,
+        kernel: &K,
+        prior: &Prior,
+        seed: u64,
+        chain: usize,
+    ) -> Result<Partition<K>> {
         match self {
             Init::Single => Ok(Partition::single(kernel)),
             Init::Singletons => Ok(Partition::singletons(kernel)),
             Init::Labels(labels) => Partition::from_labels(kernel, labels),
+            Init::Ibhc(mode) => crate::tree_cmd::ibhc_partition(kernel, prior, *mode, seed, chain),
         }
     }
 }
@@ -580,7 +593,7 @@ fn sample_chain<K: ConjugateKernel + 'static>(
     let dir = plan.out.join(format!("chain-{chain}"));
     create_dir(&dir)?;
     let state = State {
-        partition: plan.init.partition(kernel)?,
+        partition: plan.init.partition(kernel, plan.prior, plan.seed, chain)?,
         prior: plan.prior.clone(),
     };
     let rng = nrmm::rng::SeedPlan::new(plan.seed).chain(chain as u64);

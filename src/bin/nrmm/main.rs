@@ -10,6 +10,7 @@ mod commands;
 mod output;
 mod progress;
 mod thinned;
+mod tree_cmd;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
@@ -120,6 +121,6 @@ mod tests {
 
     #[test]
     fn verbs_lists_every_subcommand_but_help() {
-        assert_eq!(verbs(), "loglik, exact, generate, run, check-exact");
+        assert_eq!(verbs(), "loglik, exact, generate, run, check-exact, tree");
     }
 }
