@@ -215,7 +215,7 @@ fn toy(seconds: f64, seeds: u64) {
     }
     if !times.is_empty() {
         println!(
-            "  median {:.4} s ({} of {seeds} seeds)",
+            "  median {:.4} s ({} of {exact_seeds} seeds)",
             median(times.clone()),
             times.len()
         );

@@ -354,6 +354,7 @@ impl<K: ConjugateKernel> TgSams<K> {
         )?;
         let mut ln_w_back = [0.0; 2];
         for (g, w) in ln_w_back.iter_mut().enumerate() {
+            let ln_h_g = groups.ln_h(kernel, prior, g);
             self.ln_w.clear();
             self.ln_w.push(ln_b_ab);
             for &s in &self.slots {
@@ -364,7 +365,7 @@ impl<K: ConjugateKernel> TgSams<K> {
                 let ln_h_union = prior.ln_kappa(groups.size(g) + z.size())
                     + checked_pair(kernel, groups.stat(g), z.stat())?;
                 self.ln_w.push(ln_b_from(
-                    groups.ln_h(kernel, prior, g),
+                    ln_h_g,
                     prior.ln_kappa(z.size()) + z.ln_marginal(),
                     ln_h_union,
                 ));
