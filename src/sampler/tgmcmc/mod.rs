@@ -9,7 +9,7 @@
 //!   `Recompute`. It does not leave `p(Π | X)` invariant (MATH §5); its measured bias is
 //!   documented on [`TgmcmcPaper`] and asserted by the tests, as a finding.
 //! * **`tgmcmc`** ([`tgmcmc_schedule`]): `G` TG-SAMS proposals, a Gibbs scan in a
-//!   state-independent order, and [`HyperMove`](crate::sampler::HyperMove); each move leaves
+//!   state-independent order, and [`HyperMove`]; each move leaves
 //!   the posterior invariant on its own, so the schedule does.
 //!
 //! # Why TG-SAMS is exact (MATH §5.4)
