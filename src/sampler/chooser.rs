@@ -17,6 +17,17 @@ pub trait Chooser {
     /// its log probability. Errors when no weight is positive or a weight is NaN.
     fn choose_log(&mut self, ln_w: &[f64]) -> Result<(usize, f64)>;
 
+    /// Chooses an index with probability proportional to the linear weight `w[i] ≥ 0`;
+    /// returns the index and its log probability. Errors when a weight is negative, NaN or
+    /// infinite, or none is positive. Use it when the weights are at hand in linear scale
+    /// (a sampler then needs no exponentials). The default goes through
+    /// [`Chooser::choose_log`] (one logarithm per weight and an allocation).
+    fn choose_weights(&mut self, w: &[f64]) -> Result<(usize, f64)> {
+        check_linear(w)?;
+        let ln_w: Vec<f64> = w.iter().map(|&x| x.ln()).collect();
+        self.choose_log(&ln_w)
+    }
+
     /// Chooses uniformly among `n > 0` options.
     fn choose_uniform(&mut self, n: usize) -> usize;
 
@@ -45,6 +56,18 @@ fn normalise(ln_w: &[f64]) -> Result<f64> {
     if !total.is_finite() || ln_w.iter().any(|w| w.is_nan()) {
         return Err(Error::Numerical(format!(
             "cannot choose among log-weights with total {total}"
+        )));
+    }
+    Ok(total)
+}
+
+/// Checks linear weights for [`Chooser::choose_weights`] and returns their total.
+fn check_linear(w: &[f64]) -> Result<f64> {
+    let total: f64 = w.iter().sum();
+    if w.iter().any(|&x| !(x >= 0.0 && x.is_finite())) || !(total > 0.0 && total.is_finite()) {
+        return Err(Error::Numerical(format!(
+            "cannot choose among linear weights with total {total}: every weight must be \
+             finite and non-negative, and one positive"
         )));
     }
     Ok(total)
@@ -99,6 +122,28 @@ impl Chooser for RngChooser<'_> {
             }
         }
         Ok((last_positive, ln_w[last_positive] - ln_total))
+    }
+
+    /// One open-interval uniform and a cumulative walk that never stops on a zero weight;
+    /// no exponentials.
+    fn choose_weights(&mut self, w: &[f64]) -> Result<(usize, f64)> {
+        let total = check_linear(w)?;
+        let target = uniform_open01(self.rng) * total;
+        let mut acc = 0.0;
+        let mut pick = None;
+        for (i, &x) in w.iter().enumerate() {
+            if x > 0.0 {
+                acc += x;
+                pick = Some(i);
+                if target < acc {
+                    break;
+                }
+            }
+        }
+        // Rounding can leave `target` at or just past the last cumulative sum: the last
+        // positive weight is then the draw.
+        let i = pick.expect("a positive weight exists");
+        Ok((i, (w[i] / total).ln()))
     }
 
     fn choose_uniform(&mut self, n: usize) -> usize {
@@ -206,6 +251,15 @@ impl Chooser for PathEnumerator {
         Ok((i, lp))
     }
 
+    fn choose_weights(&mut self, w: &[f64]) -> Result<(usize, f64)> {
+        let total = check_linear(w)?;
+        let last_admissible = (0..w.len()).rev().find(|&i| w[i] > 0.0).unwrap_or(0);
+        let i = self.decide(last_admissible + 1, |i| w[i] > 0.0);
+        let lp = (w[i] / total).ln();
+        self.ln_prob += lp;
+        Ok((i, lp))
+    }
+
     fn choose_uniform(&mut self, n: usize) -> usize {
         let i = self.decide(n, |_| true);
         self.ln_prob -= (n as f64).ln();
@@ -302,6 +356,43 @@ mod tests {
             let j = crate::math::sample_log_weights(&mut b, &ln_w).unwrap();
             assert_eq!(i, j);
             assert_eq!(lp, ln_w[i] - log_sum_exp(&ln_w));
+        }
+    }
+
+    #[test]
+    fn linear_weights_match_log_weights() {
+        let w = [0.5, 0.0, 1.5, 2.0];
+        let mut e = PathEnumerator::new();
+        let mut seen = Vec::new();
+        while e.next_path() {
+            let (i, lp) = e.choose_weights(&w).unwrap();
+            assert!((lp - (w[i] / 4.0).ln()).abs() < 1e-15);
+            assert!((e.ln_prob() - lp).abs() < 1e-15);
+            seen.push(i);
+        }
+        assert_eq!(seen, vec![0, 2, 3]);
+        let mut rng = crate::rng::SeedPlan::new(3).chain(0);
+        let mut ch = RngChooser::new(&mut rng);
+        let mut counts = [0usize; 4];
+        for _ in 0..40_000 {
+            counts[ch.choose_weights(&w).unwrap().0] += 1;
+        }
+        assert_eq!(counts[1], 0);
+        // Binomial standard error of a frequency near 1/2 over 40,000 draws is 0.0025.
+        for (c, p) in counts.iter().zip([0.125, 0.0, 0.375, 0.5]) {
+            assert!(
+                (*c as f64 / 40_000.0 - p).abs() < 4.0 * 0.0025,
+                "{counts:?}"
+            );
+        }
+        for bad in [
+            &[0.0, 0.0][..],
+            &[1.0, -1.0],
+            &[f64::NAN, 1.0],
+            &[f64::INFINITY],
+        ] {
+            assert!(ch.choose_weights(bad).is_err());
+            assert!(PathEnumerator::new().choose_weights(bad).is_err());
         }
     }
 

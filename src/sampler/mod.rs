@@ -10,6 +10,7 @@ pub mod gibbs;
 pub mod hyper;
 pub mod sams;
 pub mod split_merge;
+pub mod tgmcmc;
 mod two_groups;
 
 pub use chooser::{Chooser, PathEnumerator, RngChooser};
@@ -17,6 +18,7 @@ pub use gibbs::{Gibbs, GibbsScan};
 pub use hyper::HyperMove;
 pub use sams::Sams;
 pub use split_merge::JainNeal;
+pub use tgmcmc::{TgSams, TgmcmcPaper};
 
 use crate::error::Result;
 use crate::kernel::ConjugateKernel;

@@ -11,7 +11,7 @@ use crate::sampler::Chooser;
 
 /// How [`Forest::sequential_insert`] places an item whose best tree `T*` accepts it
 /// (`ln d(x, T*) ≤ 0`), MATH §3.4.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum IbhcMode {
     /// Exact IBHC: SeqInsert into `T*`, then Update with destroy; destroyed siblings go to the
     /// back of the queue and are inserted again later.

@@ -31,8 +31,9 @@ impl<K: ConjugateKernel> Forest<K> {
     /// SampleSub, forward (MATH §4.1): draws a node `v` of the subtree of `top` with
     /// probability `(d_v + d_max) / Σ_{v'} (d_{v'} + d_max)` over the candidates (breadth-first
     /// from `top`, which is itself a candidate), where `d_leaf = 0` and `d_max` is the
-    /// largest `d` among the candidates; weights are formed in log space as
-    /// `lse(ln d_v, ln d_max)`. Returns the node and its log probability. A leaf `top` is
+    /// largest `d` among the candidates; the weights are formed relative to `d_max`,
+    /// `1 + exp(ln d_v - ln d_max)`, and drawn with [`Chooser::choose_weights`]. Returns the
+    /// node and its log probability. A leaf `top` is
     /// returned with log probability 0 and no draw.
     ///
     /// Errors if `top` is unknown or the chooser rejects the weights (a NaN `ln d`). Cost:
@@ -66,11 +67,14 @@ impl<K: ConjugateKernel> Forest<K> {
             .map(|&k| self.nodes[k].ln_d)
             .fold(f64::NEG_INFINITY, f64::max);
         weights.clear();
+        // Linear weights relative to d_max, (d_v + d_max) / d_max in [1, 2]: one exponential
+        // per candidate and no logarithms. A non-finite d_max leaves non-finite weights,
+        // which the chooser rejects.
         weights.extend(
             keys.iter()
-                .map(|&k| ln_add_exp(self.nodes[k].ln_d, ln_d_max)),
+                .map(|&k| 1.0 + (self.nodes[k].ln_d - ln_d_max).exp()),
         );
-        let drawn = chooser.choose_log(&weights);
+        let drawn = chooser.choose_weights(&weights);
         let out = drawn.map(|(i, lp)| (keys[i], lp));
         self.scratch_keys = keys;
         self.scratch_w = weights;

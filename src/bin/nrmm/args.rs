@@ -44,6 +44,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Draw SVG plots of one or more run directories (or of a comparison).
     Plot(PlotArgs),
+    /// Build the IBHC (or greedy BHC) forest of a data set and write it as DOT or Newick.
+    Tree(crate::tree_cmd::TreeArgs),
 }
 
 /// Which conjugate kernel.
@@ -230,6 +232,10 @@ pub enum SamplerKind {
     JainNeal,
     /// Dahl's sequentially-allocated merge-split plus one Gibbs sweep.
     Sams,
+    /// Exact tree-guided MCMC: --global-moves TG-SAMS proposals plus Gibbs sweeps.
+    Tgmcmc,
+    /// The tree-guided MCMC of the paper's code (approximate: biased, see the docs).
+    TgmcmcPaper,
 }
 
 /// Sampler settings shared by `run` and `check-exact`.
@@ -259,6 +265,12 @@ pub struct MoveArgs {
     /// Visit only this many random points per Gibbs sweep.
     #[arg(long, allow_negative_numbers = true)]
     pub gibbs_subset: Option<usize>,
+    /// Tree-guided proposals per sweep (G) of tgmcmc and tgmcmc-paper.
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+    pub global_moves: usize,
+    /// Depth D of the tree-selected local moves of tgmcmc-paper (default 2).
+    #[arg(long, allow_negative_numbers = true)]
+    pub depth: Option<usize>,
 }
 
 /// Initial clusterings.
@@ -271,6 +283,8 @@ pub enum InitArg {
     Singletons,
     /// Labels from a file.
     Labels(PathBuf),
+    /// The clusters of an IBHC forest.
+    Ibhc(nrmm::tree::IbhcMode),
 }
 
 impl std::str::FromStr for InitArg {
@@ -279,10 +293,13 @@ impl std::str::FromStr for InitArg {
         match s {
             "single" => Ok(InitArg::Single),
             "singletons" => Ok(InitArg::Singletons),
+            "noisy-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Noisy)),
+            "exact-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Exact)),
             _ => match s.strip_prefix("labels:") {
                 Some(p) if !p.is_empty() => Ok(InitArg::Labels(PathBuf::from(p))),
                 _ => Err(format!(
-                    "unknown initialisation '{s}': expected single, singletons or labels:FILE"
+                    "unknown initialisation '{s}': expected single, singletons or labels:FILE, \
+                     or an IBHC forest: noisy-ibhc or exact-ibhc"
                 )),
             },
         }
@@ -320,7 +337,7 @@ pub struct RunArgs {
     /// machines) together are one run of many chains (merge them with `nrmm diagnose`).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub chain_offset: u64,
-    /// Initial clustering: single, singletons or labels:FILE.
+    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc or exact-ibhc.
     #[arg(long, default_value = "single")]
     pub init: InitArg,
     /// Keep every thin-th sweep in the trace and the draws (at least 1).

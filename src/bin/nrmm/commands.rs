@@ -39,6 +39,7 @@ pub fn dispatch(command: Command) -> Result<Status> {
         Command::Predict(a) => done(crate::predict::predict(a)),
         Command::Compare(a) => crate::compare::compare(a),
         Command::Plot(a) => done(crate::plot::plot(a)),
+        Command::Tree(a) => done(crate::tree_cmd::tree(a)),
     }
 }
 
@@ -154,7 +155,7 @@ pub fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
 }
 
 /// The prior, the data and the kernel over them, with errors naming the flag to change.
-fn build(
+pub(crate) fn build(
     data: &DataArgs,
     model: &ModelArgs,
     builtin: Builtin,

@@ -18,6 +18,7 @@ mod report;
 mod run_verb;
 mod rundir;
 mod runner;
+mod tree_cmd;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
@@ -137,7 +138,7 @@ mod tests {
     fn verbs_lists_every_subcommand_but_help() {
         assert_eq!(
             verbs(),
-            "loglik, exact, generate, run, check-exact, diagnose, predict, compare, plot"
+            "loglik, exact, generate, run, check-exact, diagnose, predict, compare, plot, tree"
         );
     }
 }

@@ -40,6 +40,8 @@ pub fn schedule<K: ConjugateKernel + 'static>(
             mv: Box::new(gibbs()?),
             repeats: 1,
         }),
+        SamplerKind::Tgmcmc => return crate::tree_cmd::tgmcmc(s, resample_hyper),
+        SamplerKind::TgmcmcPaper => return crate::tree_cmd::tgmcmc_paper(s, resample_hyper),
         SamplerKind::JainNeal | SamplerKind::Sams => {
             if m.proposals == 0 && m.gibbs_sweeps == 0 {
                 return Err(Error::Usage(
@@ -79,6 +81,8 @@ pub enum Init {
     Singletons,
     /// The labels of the file, one per point.
     Labels(Vec<i64>),
+    /// The clusters of an IBHC forest.
+    Ibhc(nrmm::tree::IbhcMode),
 }
 
 impl Init {
@@ -89,15 +93,24 @@ impl Init {
             InitArg::Single => Init::Single,
             InitArg::Singletons => Init::Singletons,
             InitArg::Labels(path) => Init::Labels(load::load_labels(path, n)?),
+            InitArg::Ibhc(mode) => Init::Ibhc(*mode),
         })
     }
 
-    /// The initial partition over `kernel`'s data.
-    pub fn partition<K: ConjugateKernel>(&self, kernel: &K) -> Result<Partition<K>> {
+    /// The initial partition of chain `chain` over `kernel`'s data (an IBHC build draws its
+    /// insertion order from the chain's own stream of `seed`).
+    pub fn partition<K: ConjugateKernel>(
+        &self,
+        kernel: &K,
+        prior: &Prior,
+        seed: u64,
+        chain: usize,
+    ) -> Result<Partition<K>> {
         match self {
             Init::Single => Ok(Partition::single(kernel)),
             Init::Singletons => Ok(Partition::singletons(kernel)),
             Init::Labels(labels) => Partition::from_labels(kernel, labels),
+            Init::Ibhc(mode) => crate::tree_cmd::ibhc_partition(kernel, prior, *mode, seed, chain),
         }
     }
 }
@@ -295,7 +308,12 @@ fn run_chain<K: ConjugateKernel + 'static>(
         }
         None => {
             let state = State {
-                partition: shared.init.partition(kernel)?,
+                partition: shared.init.partition(
+                    kernel,
+                    shared.prior,
+                    settings.seed,
+                    job.chain as usize,
+                )?,
                 prior: shared.prior.clone(),
             };
             let rng = nrmm::rng::SeedPlan::new(settings.seed).chain(job.chain);
