@@ -16,6 +16,24 @@ pub(crate) fn draw_anchors(n: usize, chooser: &mut dyn Chooser) -> (usize, usize
     (i, j)
 }
 
+/// The members of the anchors' clusters other than the anchors `i` and `j`, in member-list
+/// order (the cluster of `i` first): the points a split-merge proposal allocates.
+pub(crate) fn collect_rest<K: ConjugateKernel>(
+    part: &crate::partition::Partition<K>,
+    i: usize,
+    j: usize,
+    rest: &mut Vec<usize>,
+) {
+    let (si, sj) = (part.slot_of(i), part.slot_of(j));
+    rest.clear();
+    let ci = part.cluster(si).expect("live");
+    rest.extend(ci.members().iter().copied().filter(|&k| k != i && k != j));
+    if si != sj {
+        let cj = part.cluster(sj).expect("live");
+        rest.extend(cj.members().iter().copied().filter(|&k| k != j));
+    }
+}
+
 /// The SAMS move: anchors `i ≠ j` uniform. If they share a cluster `c`, propose splitting it
 /// by allocating the other members, in a uniformly random order, to the group of `i` or `j`
 /// with probability ∝ `κ_join(n_g) p(x_k | X_g)`; the proposal probability is the product of
@@ -62,14 +80,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for Sams {
         let (i, j) = draw_anchors(n, chooser);
         let (si, sj) = (part.slot_of(i), part.slot_of(j));
         let ci = part.cluster(si).expect("live");
-        self.rest.clear();
-        self.rest
-            .extend(ci.members().iter().copied().filter(|&k| k != i && k != j));
-        if si != sj {
-            let cj = part.cluster(sj).expect("live");
-            self.rest
-                .extend(cj.members().iter().copied().filter(|&k| k != j));
-        }
+        collect_rest(part, i, j, &mut self.rest);
         chooser.permutation(self.rest.len(), &mut self.order);
         let prior = &state.prior;
         fill_join_table(prior, self.rest.len() + 1, &mut self.ln_join);

@@ -1,7 +1,7 @@
 //! Jain & Neal (2004) conjugate split-merge with restricted Gibbs launch scans
 //! (MATH §6.2), generalised to NRMs given `u`.
 
-use super::sams::draw_anchors;
+use super::sams::{collect_rest, draw_anchors};
 use super::two_groups::{fill_join_table, TwoGroups};
 use super::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::error::Result;
@@ -93,14 +93,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
         let (i, j) = draw_anchors(n, chooser);
         let (si, sj) = (part.slot_of(i), part.slot_of(j));
         let ci = part.cluster(si).expect("live");
-        self.rest.clear();
-        self.rest
-            .extend(ci.members().iter().copied().filter(|&k| k != i && k != j));
-        if si != sj {
-            let cj = part.cluster(sj).expect("live");
-            self.rest
-                .extend(cj.members().iter().copied().filter(|&k| k != j));
-        }
+        collect_rest(part, i, j, &mut self.rest);
         let prior = &state.prior;
         fill_join_table(prior, self.rest.len() + 1, &mut self.ln_join);
         let mut groups = TwoGroups::anchored(kernel, i, j);
