@@ -34,6 +34,37 @@ pub(crate) fn collect_rest<K: ConjugateKernel>(
     }
 }
 
+/// The merge half of a split-merge move: proposes joining the clusters at `si` and `sj`,
+/// whose log weights sum to `ln_h_split`, with `ln_q_rev` the log probability of the reverse
+/// split; `ln A = ln h(c_i ∪ c_j) - ln_h_split + ln_q_rev`. Applies the merge if accepted.
+pub(crate) fn propose_merge<K: ConjugateKernel, P: NrmPrior>(
+    kernel: &K,
+    state: &mut State<K, P>,
+    si: crate::partition::Slot,
+    sj: crate::partition::Slot,
+    ln_h_split: f64,
+    ln_q_rev: f64,
+    chooser: &mut dyn Chooser,
+) -> StepInfo {
+    let part = &state.partition;
+    let (ci, cj) = (
+        part.cluster(si).expect("live"),
+        part.cluster(sj).expect("live"),
+    );
+    let ln_h_merged =
+        state.prior.ln_kappa(ci.size() + cj.size()) + kernel.ln_marginal_pair(ci.stat(), cj.stat());
+    let proposal = Proposal {
+        ln_q_fwd: 0.0,
+        ln_q_rev,
+        ln_target_ratio: ln_h_merged - ln_h_split,
+    };
+    let (accepted, info) = metropolis_hastings(&proposal, chooser);
+    if accepted {
+        state.partition.merge_clusters(kernel, si, sj);
+    }
+    info
+}
+
 /// The SAMS move: anchors `i ≠ j` uniform. If they share a cluster `c`, propose splitting it
 /// by allocating the other members, in a uniformly random order, to the group of `i` or `j`
 /// with probability ∝ `κ_join(n_g) p(x_k | X_g)`; the proposal probability is the product of
@@ -117,19 +148,15 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for Sams {
             }
             Ok(info)
         } else {
-            let cj = part.cluster(sj).expect("live");
-            let ln_h_merged = prior.ln_kappa(ci.size() + cj.size())
-                + kernel.ln_marginal_pair(ci.stat(), cj.stat());
-            let proposal = Proposal {
-                ln_q_fwd: 0.0,
-                ln_q_rev: ln_q,
-                ln_target_ratio: ln_h_merged - ln_h_groups,
-            };
-            let (accepted, info) = metropolis_hastings(&proposal, chooser);
-            if accepted {
-                state.partition.merge_clusters(kernel, si, sj);
-            }
-            Ok(info)
+            Ok(propose_merge(
+                kernel,
+                state,
+                si,
+                sj,
+                ln_h_groups,
+                ln_q,
+                chooser,
+            ))
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Jain & Neal (2004) conjugate split-merge with restricted Gibbs launch scans
 //! (MATH §6.2), generalised to NRMs given `u`.
 
-use super::sams::{collect_rest, draw_anchors};
+use super::sams::{collect_rest, draw_anchors, propose_merge};
 use super::two_groups::{fill_join_table, TwoGroups};
 use super::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::error::Result;
@@ -141,18 +141,9 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
                 + ci.ln_marginal()
                 + prior.ln_kappa(cj.size())
                 + cj.ln_marginal();
-            let ln_h_merged = prior.ln_kappa(ci.size() + cj.size())
-                + kernel.ln_marginal_pair(ci.stat(), cj.stat());
-            let proposal = Proposal {
-                ln_q_fwd: 0.0,
-                ln_q_rev: ln_q,
-                ln_target_ratio: ln_h_merged - ln_h_split,
-            };
-            let (accepted, info) = metropolis_hastings(&proposal, chooser);
-            if accepted {
-                state.partition.merge_clusters(kernel, si, sj);
-            }
-            Ok(info)
+            Ok(propose_merge(
+                kernel, state, si, sj, ln_h_split, ln_q, chooser,
+            ))
         }
     }
 }
