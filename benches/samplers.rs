@@ -22,7 +22,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+#[path = "../examples/support/cpu_clock.rs"]
+mod cpu_clock;
+use cpu_clock::CpuClock;
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use nrmm::data::generate::{gaussian_mixture, partition_crp, toy_like, NormalWishartSampler};
@@ -148,49 +151,6 @@ fn bench_move(
         })
     });
     g.finish();
-}
-
-/// This thread's CPU time where the system reports it, else wall time.
-enum CpuClock {
-    Thread(u64),
-    Wall(Instant),
-}
-
-impl CpuClock {
-    fn start() -> Self {
-        match thread_cpu_ns() {
-            Some(ns) => CpuClock::Thread(ns),
-            None => CpuClock::Wall(Instant::now()),
-        }
-    }
-
-    fn elapsed(&self) -> Duration {
-        match self {
-            CpuClock::Thread(t0) => {
-                Duration::from_nanos(thread_cpu_ns().map_or(0, |t| t.saturating_sub(*t0)))
-            }
-            CpuClock::Wall(t0) => t0.elapsed(),
-        }
-    }
-}
-
-/// Nanoseconds of CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`), where the
-/// platform provides it.
-#[cfg(target_os = "linux")]
-fn thread_cpu_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` and the clock id is a platform constant.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
-/// Thread CPU time is not read on this platform: callers fall back to wall time.
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_ns() -> Option<u64> {
-    None
 }
 
 fn samplers(c: &mut Criterion) {

@@ -27,7 +27,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+#[path = "support/cpu_clock.rs"]
+mod cpu_clock;
+use cpu_clock::CpuClock;
+use std::time::Duration;
 
 use nrmm::data::load::{load_dense, load_labels};
 use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
@@ -177,50 +180,6 @@ fn rate(
         steps += 1;
     }
     Ok(steps as f64 / clock.elapsed().as_secs_f64())
-}
-
-/// This thread's CPU time where the system reports it, else wall time. The reference figures
-/// are CPU seconds, and CPU time is robust to other processes sharing the machine.
-enum CpuClock {
-    Thread(u64),
-    Wall(Instant),
-}
-
-impl CpuClock {
-    fn start() -> Self {
-        match thread_cpu_ns() {
-            Some(ns) => CpuClock::Thread(ns),
-            None => CpuClock::Wall(Instant::now()),
-        }
-    }
-
-    fn elapsed(&self) -> Duration {
-        match self {
-            CpuClock::Thread(t0) => {
-                Duration::from_nanos(thread_cpu_ns().map_or(0, |t| t.saturating_sub(*t0)))
-            }
-            CpuClock::Wall(t0) => t0.elapsed(),
-        }
-    }
-}
-
-/// Nanoseconds of CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`), where the
-/// platform provides it.
-#[cfg(target_os = "linux")]
-fn thread_cpu_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` and the clock id is a platform constant.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
-/// Thread CPU time is not read on this platform: callers fall back to wall time.
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_ns() -> Option<u64> {
-    None
 }
 
 /// Collapsed Gibbs sweeps from one cluster until 20 sweeps in a row fail to raise the best
