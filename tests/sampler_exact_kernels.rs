@@ -3,14 +3,14 @@
 //! invariant and satisfies detailed balance (MATH §7.1, kernel-level check).
 
 use nrmm::data::{DenseData, SparseCounts};
-use nrmm::exact::{transition_matrix, ExactPosterior};
-use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
-use nrmm::prior::{Dp, Nggp, NrmPrior};
-use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Move, Sams};
+use nrmm::kernel::{MultinomialDirichlet, NormalWishart, NwHyper};
+use nrmm::prior::{Dp, Nggp};
+use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Sams};
 use proptest::prelude::*;
 use std::sync::Arc;
 
-const TOL: f64 = 1e-12;
+mod exact_check;
+use exact_check::check;
 
 /// The first `n` points of data set B (MATH §5.3), with the reference hyperparameters.
 fn nw_kernel(n: usize) -> NormalWishart {
@@ -40,38 +40,6 @@ fn md_kernel(n: usize) -> MultinomialDirichlet {
     ];
     let counts = SparseCounts::from_rows(6, &docs[..n]).unwrap();
     MultinomialDirichlet::new(Arc::new(counts), 0.5).unwrap()
-}
-
-/// The exact posterior given the prior's current hyperparameters (and `u` for NGGP).
-fn posterior<K: ConjugateKernel, P: NrmPrior>(kernel: &K, prior: &P) -> Vec<f64> {
-    let p = prior.clone();
-    ExactPosterior::new(kernel, move |sizes: &[usize]| {
-        sizes.iter().map(|&s| p.ln_kappa(s)).sum::<f64>()
-    })
-    .unwrap()
-    .probabilities()
-    .to_vec()
-}
-
-fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, mv: &mut M) {
-    let pi = posterior(kernel, prior);
-    let t = transition_matrix(kernel, prior, mv).unwrap();
-    let name = mv.name();
-    assert!(
-        t.row_sum_error() < TOL,
-        "{name}: rows sum off by {}",
-        t.row_sum_error()
-    );
-    assert!(
-        t.invariance_error(&pi) < TOL,
-        "{name}: |πK - π| = {}",
-        t.invariance_error(&pi)
-    );
-    assert!(
-        t.detailed_balance_error(&pi) < TOL,
-        "{name}: detailed balance off by {}",
-        t.detailed_balance_error(&pi)
-    );
 }
 
 fn priors() -> (Dp, Nggp) {
