@@ -3,9 +3,11 @@
 //!
 //! A [`ChainCheckpoint`] holds the sweep counter, the sampling time so far, the exact layout of
 //! the partition ([`PartitionSnapshot`]), the prior with its current hyperparameters and the
-//! chain's RNG stream (ChaCha8: key, stream and position). Moves keep no state between steps
-//! (their buffers are scratch, cleared at the start of every step), and parallel tasks derive
-//! their streams from the seed plan, so nothing else is needed.
+//! chain's RNG stream (ChaCha8: key, stream and position), and, for the few moves that carry
+//! state of their own from one step to the next (trees, sub-cluster labels), what
+//! [`crate::sampler::Move::save_aux`] returns. Other moves' buffers are scratch, cleared at the
+//! start of every step, and parallel tasks derive their streams from the chain's stream, so
+//! nothing else is needed.
 //!
 //! Statistics are not stored: they are rebuilt from the members. A statistic kept up to date
 //! by single-point updates differs from the batch statistic in its last bits, so
@@ -34,6 +36,10 @@ pub struct ChainCheckpoint<P> {
     pub prior: P,
     /// The chain's stream, positioned after the last draw.
     pub rng: NrmmRng,
+    /// Per scheduled move, in schedule order: its own state ([`crate::sampler::Move::save_aux`]),
+    /// `None` for moves that keep none. Empty in checkpoints of schedules without such moves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aux: Vec<Option<serde_json::Value>>,
 }
 
 /// Writes `bytes` to `path` atomically: to a temporary file in the same directory, flushed to

@@ -105,22 +105,31 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
     pub fn checkpoint(&mut self) -> Result<ChainCheckpoint<P>> {
         let partition = self.state.partition.snapshot();
         self.state.partition = Partition::restore(self.kernel, &partition)?;
+        let mut aux = Vec::with_capacity(self.schedule.len());
+        for s in &self.schedule {
+            aux.push(s.mv.save_aux()?);
+        }
+        if aux.iter().all(Option::is_none) {
+            aux.clear();
+        }
         Ok(ChainCheckpoint {
             sweep: self.sweep,
             seconds: self.seconds,
             partition,
             prior: self.state.prior.clone(),
             rng: self.rng.clone(),
+            aux,
         })
     }
 
     /// The chain that `checkpoint` was taken from, continuing over `kernel`'s data with a
-    /// fresh `schedule` (moves carry no state between steps, so the schedule must only be the
-    /// one the chain ran). Errors if the checkpoint's partition does not fit the data.
+    /// fresh `schedule`, which must be the one the chain ran: moves that keep state of their
+    /// own get it back through [`Move::restore_aux`]. Errors if the checkpoint's partition does
+    /// not fit the data or its move states do not fit the schedule.
     pub fn resume(
         kernel: &'k K,
         checkpoint: ChainCheckpoint<P>,
-        schedule: Vec<Scheduled<K, P>>,
+        mut schedule: Vec<Scheduled<K, P>>,
     ) -> Result<Self> {
         if !(checkpoint.seconds >= 0.0 && checkpoint.seconds.is_finite()) {
             return Err(Error::Usage(format!(
@@ -129,12 +138,24 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             )));
         }
         let partition = Partition::restore(kernel, &checkpoint.partition)?;
+        let state = State {
+            partition,
+            prior: checkpoint.prior,
+        };
+        if !checkpoint.aux.is_empty() && checkpoint.aux.len() != schedule.len() {
+            return Err(Error::Usage(format!(
+                "checkpoint: it holds the states of {} moves, the schedule has {}",
+                checkpoint.aux.len(),
+                schedule.len()
+            )));
+        }
+        for (i, s) in schedule.iter_mut().enumerate() {
+            let aux = checkpoint.aux.get(i).cloned().flatten();
+            s.mv.restore_aux(kernel, &state, aux)?;
+        }
         Ok(Chain {
             kernel,
-            state: State {
-                partition,
-                prior: checkpoint.prior,
-            },
+            state,
             rng: checkpoint.rng,
             schedule,
             sweep: checkpoint.sweep,

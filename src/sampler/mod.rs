@@ -74,6 +74,32 @@ pub trait Move<K: ConjugateKernel, P: NrmPrior>: Send {
         state: &mut State<K, P>,
         chooser: &mut dyn Chooser,
     ) -> Result<StepInfo>;
+
+    /// The state this move carries from one step to the next beyond [`State`] (a tree-guided
+    /// move's forest, a sub-cluster sampler's sub-labels), for checkpoints; `None` (the
+    /// default) for moves whose buffers are scratch. It must be keyed by point indices or
+    /// canonical cluster order, never by slots, which a checkpoint renumbers.
+    fn save_aux(&self) -> Result<Option<serde_json::Value>> {
+        Ok(None)
+    }
+
+    /// Takes back what [`Move::save_aux`] wrote, for a chain resumed in `state`: `None` when
+    /// the checkpoint holds nothing for this move. The default accepts only `None`, so a
+    /// checkpoint of a different schedule is an error rather than a silent restart.
+    fn restore_aux(
+        &mut self,
+        _kernel: &K,
+        _state: &State<K, P>,
+        aux: Option<serde_json::Value>,
+    ) -> Result<()> {
+        match aux {
+            None => Ok(()),
+            Some(_) => Err(crate::error::Error::Usage(format!(
+                "checkpoint: it holds a state for move `{}`, which keeps none",
+                self.name()
+            ))),
+        }
+    }
 }
 
 /// A Metropolis-Hastings proposal: forward and reverse log proposal probabilities and the log
