@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every paper reproduction in its smoke mode (a few seconds each) into a scratch
+# directory, so that the reproductions never rot. The committed results are not touched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+run() {
+    local example="$1"
+    shift
+    echo "== $example (smoke)"
+    cargo run --release --quiet --example "$example" -- --smoke --out "$scratch/$example" "$@"
+}
