@@ -30,11 +30,15 @@ pub struct PruneMerge {
 }
 
 impl Default for PruneMerge {
-    /// ε_r = 1e-3, ε_d = 0.05, a check every 100 points.
+    /// ε_r = 1e-3, ε_d = 0.01, a check every 100 points.
+    ///
+    /// ε_d must stay below the smallest share of a cluster worth keeping: two components
+    /// with disjoint responsibilities are `(w_k + w_l) / i` apart, so any two whose joint
+    /// share is below ε_d are merged whatever their overlap.
     fn default() -> Self {
         PruneMerge {
             prune_threshold: 1e-3,
-            merge_threshold: 0.05,
+            merge_threshold: 0.01,
             check_interval: 100,
         }
     }
