@@ -27,8 +27,11 @@ fn unit_cov_broad_mean(data: DenseData) -> NormalWishart {
     for i in 0..d {
         psi[i * d + i] = nu - d as f64 - 1.0;
     }
-    NormalWishart::new(Arc::new(data), NwHyper::new(vec![0.0; d], psi, 1e-4, nu).unwrap())
-        .unwrap()
+    NormalWishart::new(
+        Arc::new(data),
+        NwHyper::new(vec![0.0; d], psi, 1e-4, nu).unwrap(),
+    )
+    .unwrap()
 }
 
 fn rows(data: &DenseData, range: std::ops::Range<usize>) -> DenseData {
@@ -78,9 +81,13 @@ fn sva_pm_recovers_lin_synthetic_set_in_one_pass() {
 fn merging_collapses_duplicate_components() {
     let mut rng = SeedPlan::new(3).chain(0);
     let labels = vec![0; 400];
-    let sampler =
-        nrmm::data::generate::NormalWishartSampler::new(&[0.0, 0.0], &[1.0, 0.0, 0.0, 1.0], 1.0, 30.0)
-            .unwrap();
+    let sampler = nrmm::data::generate::NormalWishartSampler::new(
+        &[0.0, 0.0],
+        &[1.0, 0.0, 0.0, 1.0],
+        1.0,
+        30.0,
+    )
+    .unwrap();
     let (data, _) = nrmm::data::generate::gaussian_mixture(&labels, &sampler, &mut rng).unwrap();
     let k = unit_cov_broad_mean(data);
     let loose = SvaConfig {
@@ -223,15 +230,25 @@ fn labels_relabel_and_partition_agree() {
 fn sva_pm_clusters_documents() {
     let mut rng = SeedPlan::new(21).chain(0);
     let truth = partition_equal(500, 5).unwrap();
-    let (docs, _) = bag_of_words(&truth, 300, 0.05, DocLengths::Poisson { mean: 60.0 }, &mut rng)
-        .unwrap();
+    let (docs, _) = bag_of_words(
+        &truth,
+        300,
+        0.05,
+        DocLengths::Poisson { mean: 60.0 },
+        &mut rng,
+    )
+    .unwrap();
     let k = MultinomialDirichlet::new(Arc::new(docs), 0.1).unwrap();
     let f = fit_shuffled(&k, &SvaConfig::with_prune_merge(1.0), &mut rng).unwrap();
     let ari = adjusted_rand_index(f.labels(), &truth).unwrap();
     println!("documents: K = {}, ARI = {ari:.4}", f.n_components());
     assert!(ari > 0.95, "ARI {ari}, weights {:?}", f.weights());
     let held = SparseCounts::from_rows(300, &[vec![(0, 3), (7, 1)], vec![(299, 2)]]).unwrap();
-    assert!(f.ln_predictive_new(&held).unwrap().iter().all(|v| v.is_finite()));
+    assert!(f
+        .ln_predictive_new(&held)
+        .unwrap()
+        .iter()
+        .all(|v| v.is_finite()));
     let outside = SparseCounts::from_rows(400, &[vec![(350, 1)]]).unwrap();
     let e = f.ln_predictive_new(&outside).unwrap_err().to_string();
     assert!(e.contains("vocabulary"), "{e}");
@@ -248,7 +265,9 @@ fn bad_inputs_are_errors() {
     assert!(matches!(e, Error::DimensionMismatch(_)), "{e}");
     let mut dup: Vec<usize> = (0..50).collect();
     dup[7] = 3;
-    let e = fit_order(&k, &SvaConfig::new(1.0), &dup).unwrap_err().to_string();
+    let e = fit_order(&k, &SvaConfig::new(1.0), &dup)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("entry 8") && e.contains("exactly once"), "{e}");
     let mut far: Vec<usize> = (0..50).collect();
     far[0] = 50;
@@ -287,6 +306,10 @@ fn toy_set_ari() {
             f.n_components(),
             f.events()
         );
-        assert!(ari > bound, "alpha {alpha}: ARI {ari}, K {}", f.n_components());
+        assert!(
+            ari > bound,
+            "alpha {alpha}: ARI {ari}, K {}",
+            f.n_components()
+        );
     }
 }

@@ -27,7 +27,11 @@ fn nw_kernel(rows: &[Vec<f64>], r: f64, nu_extra: f64) -> NormalWishart {
         }
     }
     let xi = (0..d).map(|i| 0.3 * i as f64 - 0.2).collect();
-    NormalWishart::new(data, NwHyper::new(xi, psi, r, d as f64 - 1.0 + nu_extra).unwrap()).unwrap()
+    NormalWishart::new(
+        data,
+        NwHyper::new(xi, psi, r, d as f64 - 1.0 + nu_extra).unwrap(),
+    )
+    .unwrap()
 }
 
 /// The soft statistic of `points` with the given integer multiplicities, and the kernel's
@@ -52,7 +56,10 @@ fn check_against_kernel<K: SvaKernel>(k: &K, mult: &[usize], probe: usize) {
     assert!(close(a, b, 1e-10), "ln m: soft {a} kernel {b}");
     let mut p = k.new_point();
     k.load_point(probe, &mut p);
-    let (a, b) = (k.soft_ln_predictive(&p, &soft), k.ln_predictive(probe, &stat));
+    let (a, b) = (
+        k.soft_ln_predictive(&p, &soft),
+        k.ln_predictive(probe, &stat),
+    );
     assert!(close(a, b, 1e-10), "ln p: soft {a} kernel {b}");
     assert_eq!(K::soft_weight(&soft), mult.iter().sum::<usize>() as f64);
 }
@@ -165,7 +172,10 @@ fn half_weights_twice_make_one_point() {
             k.soft_add(&mut whole, &p, 1.0);
         }
         k.load_point(2, &mut p);
-        let (a, b) = (k.soft_ln_predictive(&p, &halves), k.soft_ln_predictive(&p, &whole));
+        let (a, b) = (
+            k.soft_ln_predictive(&p, &halves),
+            k.soft_ln_predictive(&p, &whole),
+        );
         assert!(close(a, b, 1e-12), "{a} vs {b}");
         let (a, b) = (k.soft_ln_marginal(&halves), k.soft_ln_marginal(&whole));
         // The Normal-Wishart scatter of two half points at one place is zero, as for one point.
@@ -218,17 +228,28 @@ fn nw_posterior_parameters_follow_the_formulas() {
     let w = w0 + w1;
     assert!(close(post.r, r + w, 1e-15));
     assert!(close(post.nu, k.hyper().nu() + w, 1e-15));
-    let mean: Vec<f64> = (0..2).map(|j| (w0 * rows[0][j] + w1 * rows[1][j]) / w).collect();
+    let mean: Vec<f64> = (0..2)
+        .map(|j| (w0 * rows[0][j] + w1 * rows[1][j]) / w)
+        .collect();
     for j in 0..2 {
         let expect = (r * xi[j] + w * mean[j]) / (r + w);
-        assert!(close(post.mean[j], expect, 1e-12), "{} vs {expect}", post.mean[j]);
+        assert!(
+            close(post.mean[j], expect, 1e-12),
+            "{} vs {expect}",
+            post.mean[j]
+        );
     }
     for a in 0..2 {
         for b in 0..2 {
             let m2 = w0 * (rows[0][a] - mean[a]) * (rows[0][b] - mean[b])
                 + w1 * (rows[1][a] - mean[a]) * (rows[1][b] - mean[b]);
-            let expect = psi[a * 2 + b] + m2 + r * w / (r + w) * (mean[a] - xi[a]) * (mean[b] - xi[b]);
-            assert!(close(post.psi[a * 2 + b], expect, 1e-12), "{} vs {expect}", post.psi[a * 2 + b]);
+            let expect =
+                psi[a * 2 + b] + m2 + r * w / (r + w) * (mean[a] - xi[a]) * (mean[b] - xi[b]);
+            assert!(
+                close(post.psi[a * 2 + b], expect, 1e-12),
+                "{} vs {expect}",
+                post.psi[a * 2 + b]
+            );
         }
     }
 }

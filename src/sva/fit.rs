@@ -107,7 +107,11 @@ pub fn shuffled_order<R: Rng + ?Sized>(n: usize, rng: &mut R) -> Vec<usize> {
 /// permutation of `0..n`, or a predictive is not finite (a numerical breakdown of the
 /// kernel). Cost: `n (K + 1)` soft predictives, one soft update per non-negligible
 /// responsibility, O(K²) per check (amortised O(K) per point); memory O(n + K² + K·stat).
-pub fn fit_order<K: SvaKernel>(kernel: &K, config: &SvaConfig, order: &[usize]) -> Result<SvaFit<K>> {
+pub fn fit_order<K: SvaKernel>(
+    kernel: &K,
+    config: &SvaConfig,
+    order: &[usize],
+) -> Result<SvaFit<K>> {
     config.validate()?;
     let n = kernel.n_points();
     if n == 0 {

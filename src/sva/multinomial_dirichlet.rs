@@ -147,8 +147,8 @@ impl SvaKernel for MultinomialDirichlet {
     fn soft_ln_predictive(&self, p: &MdPoint, s: &SoftMd) -> f64 {
         let beta = self.hyper().beta();
         let v_beta = self.hyper().vocab() as f64 * beta;
-        let mut acc = p.ln_coef + ln_gamma(v_beta + s.total)
-            - ln_gamma(v_beta + s.total + p.total as f64);
+        let mut acc =
+            p.ln_coef + ln_gamma(v_beta + s.total) - ln_gamma(v_beta + s.total + p.total as f64);
         let mut lo = 0;
         for (&id, &y) in p.ids.iter().zip(&p.counts) {
             lo += s.words[lo..].partition_point(|&(w, _)| w < id);
