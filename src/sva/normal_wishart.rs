@@ -234,8 +234,9 @@ impl SvaKernel for NormalWishart {
         let between = weight * s.w / w_new;
         for j in 0..d {
             let dj = between * (p[j] - s.mean[j]);
-            for i in j..d {
-                s.m2[j * d + i] += (p[i] - s.mean[i]) * dj;
+            let col = &mut s.m2[j * d + j..(j + 1) * d];
+            for ((m, &y), &mean) in col.iter_mut().zip(&p[j..]).zip(&s.mean[j..]) {
+                *m += (y - mean) * dj;
             }
         }
         let frac = weight / w_new;
