@@ -313,3 +313,34 @@ fn toy_set_ari() {
         );
     }
 }
+
+/// The Lin-like generator: 10,000 points in 2-D, labels 0..9 all used, the same set for the
+/// same seed and another for another seed; within each component the points have about unit
+/// variance per coordinate (within 5 standard errors of a variance over ~1,100 points).
+#[test]
+fn lin_generator_shape_and_spread() {
+    let (a, la) = lin2013_like(4);
+    let (b, lb) = lin2013_like(4);
+    let (c, _) = lin2013_like(5);
+    assert_eq!((a.n(), a.d()), (10_000, 2));
+    assert_eq!(a.values(), b.values());
+    assert_eq!(la, lb);
+    assert_ne!(a.values(), c.values());
+    for comp in 0..9 {
+        let members: Vec<usize> = (0..a.n()).filter(|&i| la[i] == comp).collect();
+        assert!(members.len() > 900, "component {comp}: {}", members.len());
+        for j in 0..2 {
+            let m = members.iter().map(|&i| a.row(i)[j]).sum::<f64>() / members.len() as f64;
+            let v = members
+                .iter()
+                .map(|&i| (a.row(i)[j] - m).powi(2))
+                .sum::<f64>()
+                / (members.len() - 1) as f64;
+            let se = (2.0 / (members.len() - 1) as f64).sqrt();
+            assert!(
+                (v - 1.0).abs() < 5.0 * se,
+                "component {comp}, coordinate {j}: {v}"
+            );
+        }
+    }
+}

@@ -97,8 +97,13 @@ pub fn shuffled_order<R: Rng + ?Sized>(n: usize, rng: &mut R) -> Vec<usize> {
 /// whose share of the total weight is below ε_r are pruned (except, during the pass, those
 /// created since the previous check, which have not yet had a full interval to gather
 /// weight, and never the last component); then, while some pair is closer than ε_d in
-/// `d_ρ` (computed from running pairwise sums, see [`super::pairs`]), the closest pair is
-/// merged: weights and statistics are added, the prior counted once.
+/// `d_ρ`, the closest pair is merged: weights and statistics are added, the prior counted
+/// once. No responsibility history is kept: since `|a - b| = a + b - 2 min(a, b)`,
+/// `d_ρ(k, l) = (w_k + w_l - 2 S(k, l)) / i` with running sums `S(k, l) = Σ_j min(ρ_j(k),
+/// ρ_j(l))`, which a point changes only for pairs of its non-zero responsibilities. After a
+/// merge, `S` of the merged component with a third is taken as the sum of the two sums
+/// (capped by the weights): exact when the two never shared a point with the third, an
+/// upper bound (so a lower bound on the distance) otherwise.
 ///
 /// Points whose component was pruned are relabelled by their most probable final component
 /// ([`SvaFit::assign`]); labels of merged components follow the merge.
