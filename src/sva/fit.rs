@@ -462,7 +462,7 @@ impl<K: SvaKernel> SvaFit<K> {
                 "the SVA predictive density of a point is {total}"
             )));
         }
-        let mass: f64 = self.weights().iter().sum::<f64>() + self.config.alpha;
+        let mass: f64 = self.components.iter().map(K::soft_weight).sum::<f64>() + self.config.alpha;
         Ok(total - mass.ln())
     }
 
