@@ -13,6 +13,7 @@ pub mod prior;
 pub mod rng;
 pub mod run;
 pub mod sampler;
+pub mod sva;
 pub mod tree;
 
 pub use error::{Error, Result};

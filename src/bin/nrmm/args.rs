@@ -46,6 +46,9 @@ pub enum Command {
     Plot(PlotArgs),
     /// Build the IBHC (or greedy BHC) forest of a data set and write it as DOT or Newick.
     Tree(crate::tree_cmd::TreeArgs),
+    /// Fit a DP mixture in one pass by Lin's sequential variational approximation (SVA, or
+    /// SVA-PM with pruning and merging); write labels and a summary.
+    Sva(crate::sva_cmd::SvaArgs),
 }
 
 /// Which conjugate kernel.
@@ -285,6 +288,8 @@ pub enum InitArg {
     Labels(PathBuf),
     /// The clusters of an IBHC forest.
     Ibhc(nrmm::tree::IbhcMode),
+    /// The components of a one-pass SVA-PM fit.
+    Sva,
 }
 
 impl std::str::FromStr for InitArg {
@@ -295,11 +300,12 @@ impl std::str::FromStr for InitArg {
             "singletons" => Ok(InitArg::Singletons),
             "noisy-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Noisy)),
             "exact-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Exact)),
+            "sva" => Ok(InitArg::Sva),
             _ => match s.strip_prefix("labels:") {
                 Some(p) if !p.is_empty() => Ok(InitArg::Labels(PathBuf::from(p))),
                 _ => Err(format!(
                     "unknown initialisation '{s}': expected single, singletons or labels:FILE, \
-                     or an IBHC forest: noisy-ibhc or exact-ibhc"
+                     an IBHC forest: noisy-ibhc or exact-ibhc, or a one-pass SVA-PM fit: sva"
                 )),
             },
         }
@@ -337,7 +343,7 @@ pub struct RunArgs {
     /// machines) together are one run of many chains (merge them with `nrmm diagnose`).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub chain_offset: u64,
-    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc or exact-ibhc.
+    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc, exact-ibhc or sva.
     #[arg(long, default_value = "single")]
     pub init: InitArg,
     /// Keep every thin-th sweep in the trace and the draws (at least 1).

@@ -40,6 +40,7 @@ pub fn dispatch(command: Command) -> Result<Status> {
         Command::Compare(a) => crate::compare::compare(a),
         Command::Plot(a) => done(crate::plot::plot(a)),
         Command::Tree(a) => done(crate::tree_cmd::tree(a)),
+        Command::Sva(a) => done(crate::sva_cmd::sva(a)),
     }
 }
 

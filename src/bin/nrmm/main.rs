@@ -18,6 +18,7 @@ mod report;
 mod run_verb;
 mod rundir;
 mod runner;
+mod sva_cmd;
 mod tree_cmd;
 
 use clap::error::ErrorKind;
@@ -138,7 +139,7 @@ mod tests {
     fn verbs_lists_every_subcommand_but_help() {
         assert_eq!(
             verbs(),
-            "loglik, exact, generate, run, check-exact, diagnose, predict, compare, plot, tree"
+            "loglik, exact, generate, run, check-exact, diagnose, predict, compare, plot, tree, sva"
         );
     }
 }

@@ -83,6 +83,8 @@ pub enum Init {
     Labels(Vec<i64>),
     /// The clusters of an IBHC forest.
     Ibhc(nrmm::tree::IbhcMode),
+    /// The components of a one-pass SVA-PM fit.
+    Sva,
 }
 
 impl Init {
@@ -94,12 +96,13 @@ impl Init {
             InitArg::Singletons => Init::Singletons,
             InitArg::Labels(path) => Init::Labels(load::load_labels(path, n)?),
             InitArg::Ibhc(mode) => Init::Ibhc(*mode),
+            InitArg::Sva => Init::Sva,
         })
     }
 
-    /// The initial partition of chain `chain` over `kernel`'s data (an IBHC build draws its
-    /// insertion order from the chain's own stream of `seed`).
-    pub fn partition<K: ConjugateKernel>(
+    /// The initial partition of chain `chain` over `kernel`'s data (an IBHC build or an SVA
+    /// pass draws its order from the chain's own stream of `seed`).
+    pub fn partition<K: ConjugateKernel + 'static>(
         &self,
         kernel: &K,
         prior: &Prior,
@@ -111,6 +114,7 @@ impl Init {
             Init::Singletons => Ok(Partition::singletons(kernel)),
             Init::Labels(labels) => Partition::from_labels(kernel, labels),
             Init::Ibhc(mode) => crate::tree_cmd::ibhc_partition(kernel, prior, *mode, seed, chain),
+            Init::Sva => crate::sva_cmd::sva_partition(kernel, prior, seed, chain),
         }
     }
 }
