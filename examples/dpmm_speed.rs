@@ -47,7 +47,10 @@ fn data(n: usize) -> (DenseData, Vec<usize>) {
     for _ in 0..n {
         let k = uniform_index(&mut rng, CENTRES.len());
         let (cx, cy) = CENTRES[k];
-        let (zx, zy): (f64, f64) = (StandardNormal.sample(&mut rng), StandardNormal.sample(&mut rng));
+        let (zx, zy): (f64, f64) = (
+            StandardNormal.sample(&mut rng),
+            StandardNormal.sample(&mut rng),
+        );
         values.push(cx + zx);
         values.push(cy + zy);
         truth.push(k);
@@ -65,7 +68,11 @@ fn peak_rss_mb() -> Option<f64> {
 
 fn main() {
     let smoke = std::env::args().any(|a| a == "--smoke");
-    let (n, iters) = if smoke { (20_000, 10) } else { (1_000_000, 100) };
+    let (n, iters) = if smoke {
+        (20_000, 10)
+    } else {
+        (1_000_000, 100)
+    };
     let (x, truth) = data(n);
     let hyper = NwHyper::from_data(&x).expect("non-singular covariance");
     let kernel = NormalWishart::new(Arc::new(x), hyper).expect("dimensions agree");

@@ -88,15 +88,25 @@ fn check_exact_json(args: &[&str]) -> (f64, f64) {
     )
 }
 
-
 /// `nrmm run` of `sampler` on data set B: two chains of 30 sweeps, labels and summary written.
 fn run_sampler(sampler: &str) {
     let dir = TempDir::new(sampler);
     let data = set_b(&dir);
     let out = dir.arg("out");
     let stdout = ok(&[
-        "run", "--data", &data, "--sampler", sampler, "--sweeps", "30", "--chains", "2",
-        "--seed", "3", "--out", &out,
+        "run",
+        "--data",
+        &data,
+        "--sampler",
+        sampler,
+        "--sweeps",
+        "30",
+        "--chains",
+        "2",
+        "--seed",
+        "3",
+        "--out",
+        &out,
     ]);
     assert!(stdout.contains("chain 1: 30 sweeps"), "{stdout}");
     let summary: Value =
@@ -136,8 +146,17 @@ fn direct_runs_and_refuses_nggp() {
     let out = dir.arg("out");
     fails(
         &[
-            "run", "--data", &data, "--sampler", "direct", "--prior", "nggp", "--sweeps", "5",
-            "--out", &out,
+            "run",
+            "--data",
+            &data,
+            "--sampler",
+            "direct",
+            "--prior",
+            "nggp",
+            "--sweeps",
+            "5",
+            "--out",
+            &out,
         ],
         1,
         &["direct", "NGGP"],

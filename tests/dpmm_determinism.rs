@@ -18,7 +18,14 @@ use nrmm::sampler::{
 /// chunks and (above 65,536) several reduction chunks.
 fn blobs(n: usize, spread: f64) -> NormalWishart {
     let mut rng = SeedPlan::new(77).chain(0);
-    let centres = [(0.0, 0.0), (6.0, 0.0), (0.0, 6.0), (6.0, 6.0), (12.0, 3.0), (3.0, 12.0)];
+    let centres = [
+        (0.0, 0.0),
+        (6.0, 0.0),
+        (0.0, 6.0),
+        (6.0, 6.0),
+        (12.0, 3.0),
+        (3.0, 12.0),
+    ];
     let mut values = Vec::with_capacity(2 * n);
     for i in 0..n {
         let (cx, cy) = centres[i % centres.len()];
@@ -48,7 +55,9 @@ fn moves(which: usize) -> Box<dyn Move<NormalWishart, Prior>> {
 
 /// Eight clusters assigned by point index modulo 8.
 fn start(kernel: &NormalWishart) -> Partition<NormalWishart> {
-    let labels: Vec<usize> = (0..kernel.data().n()).map(|i| (i * 7 + i / 3) % 8).collect();
+    let labels: Vec<usize> = (0..kernel.data().n())
+        .map(|i| (i * 7 + i / 3) % 8)
+        .collect();
     Partition::from_labels(kernel, &labels).unwrap()
 }
 
@@ -136,5 +145,8 @@ fn faithful_subcluster_resumes_exactly() {
         differs |= a != fresh.state().partition.canonical_labels()
             || chain.state().ln_joint() != fresh.state().ln_joint();
     }
-    assert!(differs, "dropping the sub-labels changed nothing: the test has no power");
+    assert!(
+        differs,
+        "dropping the sub-labels changed nothing: the test has no power"
+    );
 }

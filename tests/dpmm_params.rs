@@ -7,7 +7,9 @@ use std::sync::Arc;
 use nalgebra::{DMatrix, DVector};
 use nrmm::data::generate::{bag_of_words, DocLengths};
 use nrmm::data::{DenseData, SparseCounts};
-use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper, ParametricKernel};
+use nrmm::kernel::{
+    ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper, ParametricKernel,
+};
 use nrmm::math::ln_gamma;
 use nrmm::rng::{uniform_open01, SeedPlan};
 use proptest::prelude::*;
@@ -205,7 +207,10 @@ fn multinomial_dirichlet_ln_f_matches_dense_pmf() {
             want += f64::from(c) * theta.ln_phi()[w] - ln_gamma(f64::from(c) + 1.0);
         }
         let got = k.ln_f(i, &theta);
-        assert!((got - want).abs() < 1e-10 * want.abs().max(1.0), "{got} vs {want}");
+        assert!(
+            (got - want).abs() < 1e-10 * want.abs().max(1.0),
+            "{got} vs {want}"
+        );
     }
 }
 

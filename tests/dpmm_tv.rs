@@ -200,7 +200,10 @@ fn check_exact(configs: &[(Sampler, DataSet, Case)], sweeps: usize, seed: u64) {
     for (i, &(s, d, c)) in configs.iter().enumerate() {
         let o = run(s, d, c, sweeps, seed + i as u64);
         if o.tv.is_nan() || o.tv > 2.0 * o.expected_tv {
-            failures.push(format!("{s:?} {d:?} {c:?}: TV {} E[TV] {}", o.tv, o.expected_tv));
+            failures.push(format!(
+                "{s:?} {d:?} {c:?}: TV {} E[TV] {}",
+                o.tv, o.expected_tv
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

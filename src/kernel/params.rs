@@ -312,7 +312,8 @@ impl ParametricKernel for NormalWishart {
                 trace += v * v;
             }
         }
-        let ln_wishart = 0.5 * (nu_n - df - 1.0) * ln_det_lambda - 0.5 * trace
+        let ln_wishart = 0.5 * (nu_n - df - 1.0) * ln_det_lambda
+            - 0.5 * trace
             - 0.5 * nu_n * df * std::f64::consts::LN_2
             + 0.5 * nu_n * s.ln_det_psi_n()
             - ln_mv_gamma(d, 0.5 * nu_n);

@@ -17,7 +17,11 @@ use rand::Rng;
 
 /// Errors unless `prior` is the Dirichlet process (it has no `sigma`).
 fn require_dp<P: NrmPrior>(prior: &P, who: &str) -> Result<()> {
-    if prior.hyper_values().iter().any(|(name, _)| *name == "sigma") {
+    if prior
+        .hyper_values()
+        .iter()
+        .any(|(name, _)| *name == "sigma")
+    {
         return Err(Error::Usage(format!(
             "{who}: its weights Dir(N_1..N_K, alpha) are those of the Dirichlet process; it \
              does not support NGGP (use subcluster, gibbs or quasi-collapsed)"

@@ -28,8 +28,8 @@ use std::collections::BTreeMap;
 
 use rand::Rng;
 
-use super::engine::{chain_rng, draw_log, for_each_point, group_counts, group_stats};
 use super::apply_labels;
+use super::engine::{chain_rng, draw_log, for_each_point, group_counts, group_stats};
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::math::{ln_add_exp, ln_gamma};
@@ -264,43 +264,65 @@ impl<K: ParametricKernel> SubCluster<K> {
     ) -> Result<SideProbs> {
         let a = 0.5 * prior.ln_kappa_new().exp();
         let mut sides = vec![0u32; s.len()];
-        for_each_point(rng.next_u64(), &mut sides, || (), |_, out, _, rng| {
-            *out = (rng.next_u64() >> 63) as u32;
-            Ok(())
-        })?;
+        for_each_point(
+            rng.next_u64(),
+            &mut sides,
+            || (),
+            |_, out, _, rng| {
+                *out = (rng.next_u64() >> 63) as u32;
+                Ok(())
+            },
+        )?;
         let mut theta = [kernel.new_param(), kernel.new_param()];
         let mut ln_pi = [0.0; 2];
-        let mut draw_sub_params = |sides: &[u32], rng: &mut NrmmRng| -> Result<([f64; 2], [K::Param; 2])> {
-            let stats = group_stats(kernel, Some(s), sides, 2);
-            for side in 0..2 {
-                ln_pi[side] = ln_gamma_variate(kernel.count(&stats[side]) as f64 + a, rng)?;
-                kernel.sample_posterior(&stats[side], rng, &mut theta[side])?;
-            }
-            Ok((ln_pi, theta.clone()))
-        };
+        let mut draw_sub_params =
+            |sides: &[u32], rng: &mut NrmmRng| -> Result<([f64; 2], [K::Param; 2])> {
+                let stats = group_stats(kernel, Some(s), sides, 2);
+                for side in 0..2 {
+                    ln_pi[side] = ln_gamma_variate(kernel.count(&stats[side]) as f64 + a, rng)?;
+                    kernel.sample_posterior(&stats[side], rng, &mut theta[side])?;
+                }
+                Ok((ln_pi, theta.clone()))
+            };
         for _ in 0..iters {
             let (lp, th) = draw_sub_params(&sides, rng)?;
-            for_each_point(rng.next_u64(), &mut sides, || (), |j, out, _, rng| {
-                let i = s[j];
-                let w = [lp[0] + kernel.ln_f(i, &th[0]), lp[1] + kernel.ln_f(i, &th[1])];
-                *out = draw_log(&w, rng)?.0 as u32;
-                Ok(())
-            })?;
+            for_each_point(
+                rng.next_u64(),
+                &mut sides,
+                || (),
+                |j, out, _, rng| {
+                    let i = s[j];
+                    let w = [
+                        lp[0] + kernel.ln_f(i, &th[0]),
+                        lp[1] + kernel.ln_f(i, &th[1]),
+                    ];
+                    *out = draw_log(&w, rng)?.0 as u32;
+                    Ok(())
+                },
+            )?;
         }
         let (lp, th) = draw_sub_params(&sides, rng)?;
         let mut probs = vec![[0.0; 2]; s.len()];
-        for_each_point(0, &mut probs, || (), |j, out, _, _| {
-            let i = s[j];
-            let w = [lp[0] + kernel.ln_f(i, &th[0]), lp[1] + kernel.ln_f(i, &th[1])];
-            let total = ln_add_exp(w[0], w[1]);
-            if !total.is_finite() {
-                return Err(Error::Numerical(format!(
-                    "sub-cluster side weights of point {i} are not finite: {w:?}"
-                )));
-            }
-            *out = [w[0] - total, w[1] - total];
-            Ok(())
-        })?;
+        for_each_point(
+            0,
+            &mut probs,
+            || (),
+            |j, out, _, _| {
+                let i = s[j];
+                let w = [
+                    lp[0] + kernel.ln_f(i, &th[0]),
+                    lp[1] + kernel.ln_f(i, &th[1]),
+                ];
+                let total = ln_add_exp(w[0], w[1]);
+                if !total.is_finite() {
+                    return Err(Error::Numerical(format!(
+                        "sub-cluster side weights of point {i} are not finite: {w:?}"
+                    )));
+                }
+                *out = [w[0] - total, w[1] - total];
+                Ok(())
+            },
+        )?;
         Ok(probs)
     }
 
@@ -464,7 +486,12 @@ impl<K: ParametricKernel> SubCluster<K> {
         chooser: &mut dyn Chooser,
         opts: DpmmOptions,
     ) -> Result<StepInfo> {
-        if state.prior.hyper_values().iter().any(|(name, _)| *name == "sigma") {
+        if state
+            .prior
+            .hyper_values()
+            .iter()
+            .any(|(name, _)| *name == "sigma")
+        {
             return Err(Error::Usage(
                 "subcluster-dpmm: the DPMM.jl sub-cluster ratios are defined for the Dirichlet \
                  process only; use --sampler subcluster for NGGP"
@@ -502,20 +529,25 @@ impl<K: ParametricKernel> SubCluster<K> {
         let n = state.partition.n();
         let mut out = vec![(0u32, 0u8, 0.0f64); n];
         let params = &self.params[..k];
-        for_each_point(rng.next_u64(), &mut out, || vec![0.0; k], |i, o, w: &mut Vec<f64>, rng| {
-            for (j, slot) in w.iter_mut().enumerate() {
-                *slot = ln_w[j] + kernel.ln_f(i, &params[j]);
-            }
-            let z = draw_log(w, rng)?.0;
-            let f = [
-                kernel.ln_f(i, &sub_params[2 * z]),
-                kernel.ln_f(i, &sub_params[2 * z + 1]),
-            ];
-            let sw = [sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1]];
-            let v = draw_log(&sw, rng)?.0;
-            *o = (z as u32, v as u8, f[v]);
-            Ok(())
-        })?;
+        for_each_point(
+            rng.next_u64(),
+            &mut out,
+            || vec![0.0; k],
+            |i, o, w: &mut Vec<f64>, rng| {
+                for (j, slot) in w.iter_mut().enumerate() {
+                    *slot = ln_w[j] + kernel.ln_f(i, &params[j]);
+                }
+                let z = draw_log(w, rng)?.0;
+                let f = [
+                    kernel.ln_f(i, &sub_params[2 * z]),
+                    kernel.ln_f(i, &sub_params[2 * z + 1]),
+                ];
+                let sw = [sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1]];
+                let v = draw_log(&sw, rng)?.0;
+                *o = (z as u32, v as u8, f[v]);
+                Ok(())
+            },
+        )?;
         self.labels.clear();
         self.labels.extend(out.iter().map(|o| o.0));
         for (s, o) in self.sub.iter_mut().zip(&out) {
@@ -527,13 +559,16 @@ impl<K: ParametricKernel> SubCluster<K> {
         }
         apply_labels(kernel, &mut state.partition, &slots, &self.labels);
         // Histories of the clusters that survived (keyed by their smallest point).
-        let mut keyed_ll = BTreeMap::new();
-        for j in 0..k {
-            let member = self.labels.iter().position(|&l| l as usize == j);
-            if let Some(first) = member {
-                keyed_ll.insert(first, sub_ll[j]);
-            }
+        let mut first = vec![usize::MAX; k];
+        for (i, &l) in self.labels.iter().enumerate().rev() {
+            first[l as usize] = i;
         }
+        let keyed_ll: BTreeMap<usize, f64> = first
+            .iter()
+            .zip(&sub_ll)
+            .filter(|(&i, _)| i != usize::MAX)
+            .map(|(&i, &ll)| (i, ll))
+            .collect();
         let mut info = StepInfo::default();
         // Splits, in slot order, of the clusters present now.
         let slots: Vec<Slot> = state.partition.slots().collect();
