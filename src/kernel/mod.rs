@@ -9,10 +9,12 @@
 pub mod cholesky;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
+pub mod params;
 mod scratch;
 
 pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
 pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
+pub use params::{ln_gamma_variate, MdParam, NwParam, ParametricKernel};
 
 /// A conjugate kernel over an owned data set whose points are addressed by index.
 ///

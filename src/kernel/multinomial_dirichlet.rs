@@ -254,6 +254,12 @@ impl MultinomialDirichlet {
         Ok(self.ln_predictive_terms(&terms, doc, s))
     }
 
+    /// Document `i`'s log multinomial coefficient `ln Γ(N_i+1) - Σ_w ln Γ(y_iw+1)`
+    /// (precomputed at construction). Cost: O(1).
+    pub fn doc_ln_multinomial_coef(&self, i: usize) -> f64 {
+        self.docs[i].ln_norm
+    }
+
     /// `T(k) = ln Γ(β + k) - ln Γ(β)`, from the table when `k` is small.
     #[inline]
     fn t(&self, k: u64) -> f64 {

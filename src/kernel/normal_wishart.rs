@@ -512,6 +512,13 @@ impl NormalWishart {
         }))
     }
 
+    /// Point `i` in the kernel's centred coordinates (`x_i - ξ`), the frame of
+    /// [`NwStat::mean`] and of the kernel's internal formulas. Cost: O(1).
+    #[inline]
+    pub fn centred_point(&self, i: usize) -> &[f64] {
+        self.point(i)
+    }
+
     #[inline]
     fn point(&self, i: usize) -> &[f64] {
         self.point_dim(i, self.d)

@@ -6,6 +6,7 @@
 //! build a [`Proposal`] and decide with the one shared [`metropolis_hastings`] step.
 
 pub mod chooser;
+pub mod dpmm;
 pub mod gibbs;
 pub mod hyper;
 pub mod sams;
@@ -14,6 +15,7 @@ pub mod tgmcmc;
 mod two_groups;
 
 pub use chooser::{Chooser, PathEnumerator, RngChooser};
+pub use dpmm::{Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions};
 pub use gibbs::{Gibbs, GibbsScan};
 pub use hyper::HyperMove;
 pub use sams::Sams;

@@ -239,6 +239,17 @@ pub enum SamplerKind {
     Tgmcmc,
     /// The tree-guided MCMC of the paper's code (approximate: biased, see the docs).
     TgmcmcPaper,
+    /// Exact parallel sub-cluster sampler (Chang-Fisher restricted Gibbs plus --proposals
+    /// split/merge proposals, each launched by --launch-scans sub-cluster iterations).
+    Subcluster,
+    /// DPMM.jl's sub-cluster sampler as coded (DP only; approximate: biased, see the docs).
+    SubclusterDpmm,
+    /// DPMM.jl's direct parallel Gibbs (DP only; approximate).
+    Direct,
+    /// DPMM.jl's quasi-direct parallel Gibbs (approximate).
+    QuasiDirect,
+    /// DPMM.jl's quasi-collapsed parallel Gibbs (approximate).
+    QuasiCollapsed,
 }
 
 /// Sampler settings shared by `run` and `check-exact`.

@@ -8,7 +8,7 @@ use crate::output::create_dir;
 use crate::progress::Progress;
 use crate::rundir::{chain_dir, RunSettings, CHECKPOINT_FORMAT};
 use nrmm::data::load;
-use nrmm::kernel::ConjugateKernel;
+use nrmm::kernel::{ConjugateKernel, ParametricKernel};
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
 use nrmm::run::{
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The moves of a sweep for the chosen sampler (MATH §6), plus the hyperparameter move when
 /// anything is resampled.
-pub fn schedule<K: ConjugateKernel + 'static>(
+pub fn schedule<K: ParametricKernel + 'static>(
     s: &SamplerArgs,
     resample_hyper: bool,
 ) -> Result<Vec<Scheduled<K, Prior>>> {
@@ -42,6 +42,14 @@ pub fn schedule<K: ConjugateKernel + 'static>(
         }),
         SamplerKind::Tgmcmc => return crate::tree_cmd::tgmcmc(s, resample_hyper),
         SamplerKind::TgmcmcPaper => return crate::tree_cmd::tgmcmc_paper(s, resample_hyper),
+        SamplerKind::Subcluster
+        | SamplerKind::SubclusterDpmm
+        | SamplerKind::Direct
+        | SamplerKind::QuasiDirect
+        | SamplerKind::QuasiCollapsed => moves.push(Scheduled {
+            mv: dpmm_move(s.sampler, m),
+            repeats: 1,
+        }),
         SamplerKind::JainNeal | SamplerKind::Sams => {
             if m.proposals == 0 && m.gibbs_sweeps == 0 {
                 return Err(Error::Usage(
@@ -71,6 +79,27 @@ pub fn schedule<K: ConjugateKernel + 'static>(
         });
     }
     Ok(moves)
+}
+
+/// The move of one of DPMM.jl's samplers (MATH §6.4); `subcluster` takes `--proposals`
+/// split/merge proposals per sweep, each launched by `--launch-scans` sub-cluster iterations.
+fn dpmm_move<K: ParametricKernel + 'static>(
+    kind: SamplerKind,
+    m: &crate::args::MoveArgs,
+) -> Box<dyn Move<K, Prior>> {
+    use nrmm::sampler::dpmm::{
+        Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions,
+    };
+    match kind {
+        SamplerKind::Subcluster => Box::new(SubCluster::new(SubClusterOptions {
+            launch_iters: m.launch_scans,
+            proposals: m.proposals,
+        })),
+        SamplerKind::SubclusterDpmm => Box::new(SubCluster::dpmm(DpmmOptions::default())),
+        SamplerKind::Direct => Box::new(Direct::new()),
+        SamplerKind::QuasiDirect => Box::new(QuasiDirect::new()),
+        _ => Box::new(QuasiCollapsed::new()),
+    }
 }
 
 /// A resolved `--init`: a labels file is read once, before any chain starts.

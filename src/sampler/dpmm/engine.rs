@@ -1,0 +1,210 @@
+//! The deterministic data-parallel engine of the uncollapsed samplers (MATH §6.4).
+//!
+//! Per-point label draws given per-cluster quantities are conditionally independent, so they
+//! run in parallel (rayon) over fixed chunks of [`CHUNK`] consecutive points. Chunk `c` draws
+//! from its own stream `SeedPlan::new(seed).task(0, 0, c)`, where `seed` is one `u64` drawn
+//! from the chain's stream for this pass ([`pass_seed`]): the draws depend on the chunk's
+//! canonical id, never on which thread runs it, so results are bit-identical for any thread
+//! count. Per-group statistics are rebuilt by a reduction over fixed chunks of
+//! [`STAT_CHUNK`] points, each accumulated in index order and merged in chunk order.
+
+use rayon::prelude::*;
+
+use super::super::Chooser;
+use crate::error::{Error, Result};
+use crate::kernel::ConjugateKernel;
+use crate::rng::{uniform_open01, NrmmRng, SeedPlan};
+
+/// Points per chunk of a label pass (one RNG stream and one scratch buffer each).
+pub const CHUNK: usize = 4096;
+
+/// Points per chunk of a statistics reduction (one set of group statistics each).
+pub const STAT_CHUNK: usize = 1 << 16;
+
+/// Group id that a reduction skips.
+pub const NO_GROUP: u32 = u32::MAX;
+
+/// One seed for a parallel pass, drawn from the chain's stream. Errors when the chooser has
+/// no stream (exact enumeration), which these continuous moves cannot support.
+pub fn pass_seed(chooser: &mut dyn Chooser, who: &str) -> Result<u64> {
+    match chooser.rng() {
+        Some(rng) => Ok(rand::Rng::next_u64(rng)),
+        None => Err(Error::Usage(format!(
+            "{who} draws continuous parameters and needs the chain's random stream; it cannot \
+             be run under path enumeration"
+        ))),
+    }
+}
+
+/// The chain's stream, or the same error as [`pass_seed`].
+pub fn chain_rng<'a>(chooser: &'a mut dyn Chooser, who: &str) -> Result<&'a mut NrmmRng> {
+    chooser.rng().ok_or_else(|| {
+        Error::Usage(format!(
+            "{who} draws continuous parameters and needs the chain's random stream; it cannot \
+             be run under path enumeration"
+        ))
+    })
+}
+
+/// Runs `f(index, &mut out[index], scratch, rng)` for every index of `out`, in parallel over
+/// chunks of [`CHUNK`]; each chunk gets a fresh `scratch()` and its own stream derived from
+/// `seed` and the chunk id. The first error in chunk order is returned. Cost: one call of
+/// `f` per element plus one `scratch()` and one stream per chunk.
+pub fn for_each_point<T, S, F>(
+    seed: u64,
+    out: &mut [T],
+    scratch: impl Fn() -> S + Sync,
+    f: F,
+) -> Result<()>
+where
+    T: Send,
+    F: Fn(usize, &mut T, &mut S, &mut NrmmRng) -> Result<()> + Sync,
+{
+    let plan = SeedPlan::new(seed);
+    let run_chunk = |c: usize, chunk: &mut [T]| -> Result<()> {
+        let mut rng = plan.task(0, 0, c as u64);
+        let mut s = scratch();
+        let base = c * CHUNK;
+        for (j, o) in chunk.iter_mut().enumerate() {
+            f(base + j, o, &mut s, &mut rng)?;
+        }
+        Ok(())
+    };
+    // A single chunk runs on the calling thread: same stream, no scheduling overhead.
+    if out.len() <= CHUNK {
+        return run_chunk(0, out);
+    }
+    let results: Vec<Result<()>> = out
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| run_chunk(c, chunk))
+        .collect();
+    results.into_iter().collect()
+}
+
+/// Draws an index with probability proportional to `exp(ln_w[k])` and returns it with its log
+/// probability: max-shift, one open uniform, cumulative walk skipping zero weights (MATH P9).
+/// Errors when a weight is NaN or none is positive. Cost: one `exp` per option.
+#[inline]
+pub fn draw_log<R: rand::Rng + ?Sized>(ln_w: &[f64], rng: &mut R) -> Result<(usize, f64)> {
+    let max = ln_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !max.is_finite() || ln_w.iter().any(|w| w.is_nan()) {
+        return Err(Error::Numerical(format!(
+            "cannot draw a label from log-weights with maximum {max}"
+        )));
+    }
+    let total: f64 = ln_w.iter().map(|&w| (w - max).exp()).sum();
+    let target = uniform_open01(rng) * total;
+    let mut acc = 0.0;
+    let mut pick = 0;
+    for (k, &w) in ln_w.iter().enumerate() {
+        let p = (w - max).exp();
+        if p > 0.0 {
+            acc += p;
+            pick = k;
+            if target < acc {
+                break;
+            }
+        }
+    }
+    Ok((pick, ln_w[pick] - max - total.ln()))
+}
+
+/// The statistics of `n_groups` groups: point `points[j]` (or `j` when `points` is `None`)
+/// belongs to group `groups[j]` ([`NO_GROUP`] skips it). Each chunk of [`STAT_CHUNK`] entries
+/// adds its points in index order; the chunk results are merged in chunk order, so the result
+/// does not depend on the thread count. Cost: one `add` per point and one `merge` per group
+/// and chunk.
+pub fn group_stats<K: ConjugateKernel>(
+    kernel: &K,
+    points: Option<&[usize]>,
+    groups: &[u32],
+    n_groups: usize,
+) -> Vec<K::Stat> {
+    let accumulate = |c: usize, chunk: &[u32]| {
+        let mut stats: Vec<K::Stat> = (0..n_groups).map(|_| kernel.empty_stat()).collect();
+        let base = c * STAT_CHUNK;
+        for (j, &g) in chunk.iter().enumerate() {
+            if g != NO_GROUP {
+                let i = points.map_or(base + j, |p| p[base + j]);
+                kernel.add(&mut stats[g as usize], i);
+            }
+        }
+        stats
+    };
+    if groups.len() <= STAT_CHUNK {
+        return accumulate(0, groups);
+    }
+    let partials: Vec<Vec<K::Stat>> = groups
+        .par_chunks(STAT_CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| accumulate(c, chunk))
+        .collect();
+    let mut iter = partials.into_iter();
+    let mut total = iter
+        .next()
+        .unwrap_or_else(|| (0..n_groups).map(|_| kernel.empty_stat()).collect());
+    for part in iter {
+        for (t, p) in total.iter_mut().zip(&part) {
+            kernel.merge(t, p);
+        }
+    }
+    total
+}
+
+/// How many entries of `groups` fall in each of `n_groups` groups. Cost: O(len).
+pub fn group_counts(groups: &[u32], n_groups: usize) -> Vec<usize> {
+    let mut counts = vec![0usize; n_groups];
+    for &g in groups {
+        if g != NO_GROUP {
+            counts[g as usize] += 1;
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(threads: usize) -> Vec<u32> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut out = vec![0u32; 3 * CHUNK + 17];
+            for_each_point(
+                11,
+                &mut out,
+                || vec![0.0; 3],
+                |i, o, w: &mut Vec<f64>, rng| {
+                    w[0] = (i % 5) as f64;
+                    w[1] = 1.0;
+                    w[2] = f64::NEG_INFINITY;
+                    *o = draw_log(w, rng)?.0 as u32;
+                    Ok(())
+                },
+            )
+            .unwrap();
+            out
+        })
+    }
+
+    #[test]
+    fn draws_do_not_depend_on_the_thread_count() {
+        let one = run(1);
+        assert!(one.iter().all(|&k| k < 2));
+        assert_eq!(one, run(2));
+        assert_eq!(one, run(4));
+    }
+
+    #[test]
+    fn draw_log_rejects_bad_weights() {
+        let mut rng = SeedPlan::new(1).chain(0);
+        assert!(draw_log(&[f64::NEG_INFINITY], &mut rng).is_err());
+        assert!(draw_log(&[0.0, f64::NAN], &mut rng).is_err());
+        let (k, lp) = draw_log(&[f64::NEG_INFINITY, 0.0], &mut rng).unwrap();
+        assert_eq!((k, lp), (1, 0.0));
+    }
+}

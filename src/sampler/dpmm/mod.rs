@@ -1,0 +1,77 @@
+//! DPMM.jl's samplers (MATH §6.4): Chang & Fisher's (2013) sub-cluster split/merge sampler and
+//! the direct, quasi-direct and quasi-collapsed Gibbs variants, all parallel over points
+//! through the deterministic [`engine`].
+//!
+//! - [`subcluster`]: [`SubCluster`], the exact sub-cluster sampler (restricted Gibbs plus
+//!   sub-cluster-launched split/merge proposals), and the DPMM.jl-faithful variant with
+//!   persistent sub-labels.
+//! - [`direct`]: [`Direct`], [`QuasiDirect`] and [`QuasiCollapsed`], approximate parallel
+//!   Gibbs samplers.
+
+pub mod direct;
+pub mod engine;
+pub mod subcluster;
+
+pub use direct::{Direct, QuasiCollapsed, QuasiDirect};
+pub use subcluster::{DpmmOptions, SubCluster, SubClusterOptions};
+
+use crate::kernel::ConjugateKernel;
+use crate::partition::{Partition, Slot};
+
+/// Moves every point `i` to the cluster `slots[labels[i]]`, or, for `labels[i] ==
+/// slots.len()`, to one new cluster shared by every such point; clusters left without points
+/// disappear.
+///
+/// Points that move are updated one by one in index order (a removal and an insertion, O(d²)
+/// for Normal-Wishart), which after the first few iterations touches few points. When a
+/// cluster would lose every point and receive others, or when more than a quarter of the
+/// points move, the partition is rebuilt from the labels instead (batch statistics, O(n d²)).
+/// Either way the result depends only on the labels and the previous layout.
+pub(crate) fn apply_labels<K: ConjugateKernel>(
+    kernel: &K,
+    partition: &mut Partition<K>,
+    slots: &[Slot],
+    labels: &[u32],
+) {
+    let k = slots.len();
+    let mut stayers = vec![0usize; k];
+    let mut receives = vec![false; k + 1];
+    let mut movers = 0usize;
+    let mut index_of = vec![u32::MAX; partition.slot_capacity()];
+    for (j, &s) in slots.iter().enumerate() {
+        index_of[s] = j as u32;
+    }
+    for (i, &l) in labels.iter().enumerate() {
+        let old = index_of[partition.slot_of(i)];
+        if old == l {
+            stayers[l as usize] += 1;
+        } else {
+            movers += 1;
+            receives[l as usize] = true;
+        }
+    }
+    if movers == 0 {
+        return;
+    }
+    let emptied_target = (0..k).any(|j| stayers[j] == 0 && receives[j]);
+    if emptied_target || movers * 4 > labels.len() {
+        *partition = Partition::from_labels(kernel, labels).expect("one label per point");
+        return;
+    }
+    let mut new_slot = None;
+    for (i, &l) in labels.iter().enumerate() {
+        let old = index_of[partition.slot_of(i)];
+        if old == l {
+            continue;
+        }
+        partition.remove(kernel, i);
+        if (l as usize) < k {
+            partition.insert(kernel, i, slots[l as usize]);
+        } else {
+            match new_slot {
+                Some(s) => partition.insert(kernel, i, s),
+                None => new_slot = Some(partition.insert_new(kernel, i)),
+            }
+        }
+    }
+}
