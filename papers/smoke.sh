@@ -12,3 +12,4 @@ run() {
     cargo run --release --quiet --example "$example" -- --smoke --out "$scratch/$example" "$@"
 }
 run paper-fast-collapsed-gibbs
+run paper-mnist-infinite-mixtures

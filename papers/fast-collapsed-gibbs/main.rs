@@ -178,8 +178,9 @@ impl ConjugateKernel for NaiveNw {
         let w = 1.0 - inv_n;
         for j in 0..d {
             let dj = w * (y[j] - s.mean[j]);
-            for i in j..d {
-                s.m2[j * d + i] += (y[i] - s.mean[i]) * dj;
+            let col = &mut s.m2[j * d + j..(j + 1) * d];
+            for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&s.mean[j..]) {
+                *m += (yi - mi) * dj;
             }
         }
         for (m, &v) in s.mean.iter_mut().zip(y) {
@@ -199,8 +200,9 @@ impl ConjugateKernel for NaiveNw {
         let w = s.n as f64 / (s.n - 1) as f64;
         for j in 0..d {
             let dj = w * (y[j] - s.mean[j]);
-            for i in j..d {
-                s.m2[j * d + i] -= (y[i] - s.mean[i]) * dj;
+            let col = &mut s.m2[j * d + j..(j + 1) * d];
+            for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&s.mean[j..]) {
+                *m -= (yi - mi) * dj;
             }
         }
         s.n -= 1;
