@@ -11,3 +11,5 @@ run() {
     echo "== $example (smoke)"
     cargo run --release --quiet --example "$example" -- --smoke --out "$scratch/$example" "$@"
 }
+run paper-fast-collapsed-gibbs
+run paper-mnist-infinite-mixtures
