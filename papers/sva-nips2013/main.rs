@@ -41,6 +41,8 @@ use nrmm::run::{Chain, Scheduled};
 use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Sams, State};
 use nrmm::sva::{fit, shuffled_order, SvaConfig};
 use plotters::prelude::*;
+use rand::RngExt;
+use rand_distr::{Distribution, StandardNormal};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -177,15 +179,79 @@ struct Data {
     test: DenseData,
 }
 
+/// The two data sets: the library's Lin-like set, whose components are far apart, and the same
+/// design with the centres drawn closer, so that components overlap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Variant {
+    /// `lin2013_like`: centres ~ N(0, 100² I), unit covariance.
+    Separated,
+    /// Centres ~ N(0, [`OVERLAP_SPREAD`]² I), unit covariance.
+    Overlapping,
+}
+
+/// Standard deviation of the centres of the overlapping set: with 9 unit-covariance
+/// components, neighbours are typically two to three standard deviations apart.
+const OVERLAP_SPREAD: f64 = 5.0;
+
+impl Variant {
+    /// Suffix of the variant's files and README sections.
+    fn suffix(&self) -> &'static str {
+        match self {
+            Variant::Separated => "",
+            Variant::Overlapping => "_overlap",
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        match self {
+            Variant::Separated => "separated set",
+            Variant::Overlapping => "overlapping set",
+        }
+    }
+
+    /// Standard deviation of the centres, which the prior on the means matches.
+    fn spread(&self) -> f64 {
+        match self {
+            Variant::Separated => 100.0,
+            Variant::Overlapping => OVERLAP_SPREAD,
+        }
+    }
+}
+
+/// The runs of every method on every seed of one variant.
+struct Outcome {
+    runs: Vec<Run>,
+}
+
 fn main() -> common::Result<()> {
     let settings = parse_args()?;
     let (results, figures) = common::output_dirs(&settings.out)?;
-    let hyper = unit_cov_prior(2)?;
+    let mut outcomes = Vec::new();
+    for variant in [Variant::Separated, Variant::Overlapping] {
+        eprintln!("== {}", variant.title());
+        outcomes.push((variant, run_variant(&settings, variant, &results, &figures)?));
+    }
+    let claims = claims(&outcomes);
+    write_claims(&results, &claims)?;
+    if !settings.smoke {
+        update_docs(&settings, &outcomes, &claims)?;
+    }
+    Ok(())
+}
+
+/// Every method on every seed of `variant`; writes its tables and figures.
+fn run_variant(
+    settings: &Settings,
+    variant: Variant,
+    results: &Path,
+    figures: &Path,
+) -> common::Result<Outcome> {
+    let hyper = unit_cov_prior(2, variant.spread())?;
     let mut runs: Vec<Run> = Vec::new();
-    let mut scatter: Option<(Arc<DenseData>, Vec<usize>, Vec<([f64; 2], [f64; 4], f64)>)> = None;
+    let mut scatter = None;
     for s in 0..settings.seeds {
         let seed = s as u64 + 1;
-        let data = split(seed, settings.n_train, settings.n_test)?;
+        let data = split(variant, seed, settings.n_train, settings.n_test)?;
         let kernel = NormalWishart::new(data.train.clone(), hyper.clone())?;
         let truth_partition = Partition::from_labels(&kernel, &data.truth)?;
         let reference = mean(&ln_predictive_density(
@@ -196,17 +262,11 @@ fn main() -> common::Result<()> {
         eprintln!("seed {seed}: true partition held-out ll/pt {reference:.4}");
         for (index, method) in Method::all().into_iter().enumerate() {
             let run = if method.is_sampler() {
-                run_sampler(&settings, &kernel, &data, method, seed, index)?
+                run_sampler(settings, &kernel, &data, method, seed, index)?
             } else {
                 let (run, components) =
-                    run_sva(&settings, &hyper, &data, method, seed, reference)?;
-                if s == 0
-                    && method
-                        == (Method::Sva {
-                            epsilon: 0.1,
-                            prune_merge: true,
-                        })
-                {
+                    run_sva(settings, &hyper, &data, method, seed, reference)?;
+                if s == 0 && method == PM {
                     scatter = Some(components);
                 }
                 run
@@ -226,19 +286,23 @@ fn main() -> common::Result<()> {
     }
     let methods = Method::all();
     let curves = median_curves(&runs, &methods);
-    write_tables(&settings, &results, &runs, &curves)?;
+    let sfx = variant.suffix();
+    write_tables(settings, results, sfx, &runs, &curves)?;
     let reference = median(&runs.iter().map(|r| r.reference).collect::<Vec<_>>());
     plot_curves(
-        &figures.join("heldout_vs_time.svg"),
-        "Held-out log-likelihood per point (median over seeds)",
+        &figures.join(format!("heldout_vs_time{sfx}.svg")),
+        &format!(
+            "Held-out log-likelihood per point, {} (median over seeds)",
+            variant.title()
+        ),
         "held-out log predictive density per point (nats)",
         &curves,
         |p| p.ll,
         Some(reference),
     )?;
     plot_curves(
-        &figures.join("components_vs_time.svg"),
-        "Number of components (median over seeds)",
+        &figures.join(format!("components_vs_time{sfx}.svg")),
+        &format!("Number of components, {} (median over seeds)", variant.title()),
         "components",
         &curves,
         |p| p.k as f64,
@@ -246,19 +310,21 @@ fn main() -> common::Result<()> {
     )?;
     if let Some((data, labels, components)) = &scatter {
         plot_scatter(
-            &figures.join("sva_pm_components.svg"),
+            &figures.join(format!("sva_pm_components{sfx}.svg")),
+            variant,
             data,
             labels,
             components,
         )?;
     }
-    let claims = claims(&runs);
-    write_claims(&results, &claims)?;
-    if !settings.smoke {
-        update_docs(&settings, &runs, &claims)?;
-    }
-    Ok(())
+    Ok(Outcome { runs })
 }
+
+/// The SVA-PM setting shown on the scatter and in the claims.
+const PM: Method = Method::Sva {
+    epsilon: 0.1,
+    prune_merge: true,
+};
 
 fn parse_args() -> common::Result<Settings> {
     let mut smoke = false;
@@ -327,21 +393,24 @@ fn log_grid(lo: f64, hi: f64, points: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The Normal-Wishart prior of the generator: mean 0, means spread as N(0, 100² I)
-/// (`r = 1e-4` with unit covariance), `ν = d + 10` and `Ψ = (ν - d - 1) I`, so that the
-/// expected covariance is `I` with the weight of ten observations.
-fn unit_cov_prior(d: usize) -> nrmm::Result<NwHyper> {
+/// The Normal-Wishart prior of the generator: mean 0, means spread as N(0, spread² I)
+/// (`r = 1/spread²` with unit covariance), `ν = d + 10` and `Ψ = (ν - d - 1) I`, so that
+/// the expected covariance is `I` with the weight of ten observations.
+fn unit_cov_prior(d: usize, spread: f64) -> nrmm::Result<NwHyper> {
     let nu = d as f64 + 10.0;
     let mut psi = vec![0.0; d * d];
     for i in 0..d {
         psi[i * d + i] = nu - d as f64 - 1.0;
     }
-    NwHyper::new(vec![0.0; d], psi, 1e-4, nu)
+    NwHyper::new(vec![0.0; d], psi, 1.0 / (spread * spread), nu)
 }
 
 /// The seed's data set split into the first `n_train` points and the next `n_test`.
-fn split(seed: u64, n_train: usize, n_test: usize) -> nrmm::Result<Data> {
-    let (all, labels) = lin2013_like(seed);
+fn split(variant: Variant, seed: u64, n_train: usize, n_test: usize) -> nrmm::Result<Data> {
+    let (all, labels) = match variant {
+        Variant::Separated => lin2013_like(seed),
+        Variant::Overlapping => overlapping(seed, n_train + n_test)?,
+    };
     let d = all.d();
     let train = DenseData::new(n_train, d, all.values()[..n_train * d].to_vec())?;
     let test = DenseData::new(
@@ -354,6 +423,27 @@ fn split(seed: u64, n_train: usize, n_test: usize) -> nrmm::Result<Data> {
         truth: labels[..n_train].to_vec(),
         test,
     })
+}
+
+/// `n` points in 2-D from 9 unit-covariance Gaussians with centres ~ N(0, [`OVERLAP_SPREAD`]²
+/// I) and uniform component choice: `lin2013_like`'s design with closer centres. Drawn from
+/// stream 1 of `seed` (the generator of the separated set uses stream 0).
+fn overlapping(seed: u64, n: usize) -> nrmm::Result<(DenseData, Vec<usize>)> {
+    const COMPONENTS: usize = 9;
+    let mut rng = SeedPlan::new(seed).chain(1);
+    let mut normal = || -> f64 { StandardNormal.sample(&mut rng) };
+    let centres: Vec<[f64; 2]> = (0..COMPONENTS)
+        .map(|_| [OVERLAP_SPREAD * normal(), OVERLAP_SPREAD * normal()])
+        .collect();
+    let mut values = Vec::with_capacity(2 * n);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let c = rng.random_range(0..COMPONENTS);
+        let z: [f64; 2] = [StandardNormal.sample(&mut rng), StandardNormal.sample(&mut rng)];
+        values.extend([centres[c][0] + z[0], centres[c][1] + z[1]]);
+        labels.push(c);
+    }
+    Ok((DenseData::new(n, 2, values)?, labels))
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -600,9 +690,12 @@ fn summary_table(runs: &[Run]) -> Table {
     t
 }
 
+/// Writes `curves`, `curves_median`, `per_seed` and `summary` (each `<name><sfx>.csv`) and
+/// `setup.csv`.
 fn write_tables(
     settings: &Settings,
     results: &Path,
+    sfx: &str,
     runs: &[Run],
     curves: &[(Method, Vec<Point>)],
 ) -> common::Result<()> {
@@ -653,10 +746,10 @@ fn write_tables(
             ]);
         }
     }
-    raw.write_csv(&results.join("curves.csv"))?;
-    med_curves.write_csv(&results.join("curves_median.csv"))?;
-    per_seed.write_csv(&results.join("per_seed.csv"))?;
-    summary_table(runs).write_csv(&results.join("summary.csv"))?;
+    raw.write_csv(&results.join(format!("curves{sfx}.csv")))?;
+    med_curves.write_csv(&results.join(format!("curves_median{sfx}.csv")))?;
+    per_seed.write_csv(&results.join(format!("per_seed{sfx}.csv")))?;
+    summary_table(runs).write_csv(&results.join(format!("summary{sfx}.csv")))?;
     let mut setup = Table::new(&["setting", "value"]);
     for (k, v) in [
         ("seeds (data sets)", settings.seeds.to_string()),
@@ -672,83 +765,81 @@ fn write_tables(
     Ok(())
 }
 
-fn claims(runs: &[Run]) -> Vec<Claim> {
-    let pm = Method::Sva {
-        epsilon: 0.1,
-        prune_merge: true,
-    };
+fn claims(outcomes: &[(Variant, Outcome)]) -> Vec<Claim> {
     let samplers = [Method::Gibbs, Method::JainNeal, Method::Sams];
-    let best_sampler = samplers
-        .iter()
-        .copied()
-        .max_by(|a, b| med(runs, *a, Run::final_ll).total_cmp(&med(runs, *b, Run::final_ll)))
-        .expect("three samplers");
-    let pm_ll = med(runs, pm, Run::final_ll);
-    let sampler_ll = med(runs, best_sampler, Run::final_ll);
-    let pm_time = med(runs, pm, |r| r.seconds);
-    let reach = med(runs, best_sampler, Run::reach);
-    let pm_k = med(runs, pm, |r| r.k as f64);
-    let (k_lo, k_hi) = runs
-        .iter()
-        .filter(|r| r.method == pm)
-        .fold((usize::MAX, 0), |(lo, hi), r| (lo.min(r.k), hi.max(r.k)));
-    let sva_k = med(
-        runs,
-        Method::Sva {
-            epsilon: 0.1,
-            prune_merge: false,
-        },
-        |r| r.k as f64,
-    );
-    let sva_found = med(
-        runs,
-        Method::Sva {
-            epsilon: 0.1,
-            prune_merge: false,
-        },
-        |r| r.k_found as f64,
-    );
-    vec![
-        Claim {
-            claim: "one SVA-PM pass reaches a held-out likelihood comparable to the samplers'"
-                .into(),
-            paper: "comparable held-out log-likelihood (qualitative, Lin 2013 §5)".into(),
+    let mut out = Vec::new();
+    for (variant, outcome) in outcomes {
+        let runs = &outcome.runs;
+        let best_sampler = samplers
+            .iter()
+            .copied()
+            .max_by(|a, b| med(runs, *a, Run::final_ll).total_cmp(&med(runs, *b, Run::final_ll)))
+            .expect("three samplers");
+        let pm_ll = med(runs, PM, Run::final_ll);
+        let sampler_ll = med(runs, best_sampler, Run::final_ll);
+        let pm_time = med(runs, PM, |r| r.seconds);
+        let pm_k = med(runs, PM, |r| r.k as f64);
+        let (k_lo, k_hi) = runs
+            .iter()
+            .filter(|r| r.method == PM)
+            .fold((usize::MAX, 0), |(lo, hi), r| (lo.min(r.k), hi.max(r.k)));
+        let seeds = runs.iter().filter(|r| r.method == PM).count();
+        let title = variant.title();
+        out.push(Claim {
+            claim: format!("one SVA-PM pass reaches a held-out likelihood comparable to the samplers' ({title})"),
+            paper: "comparable held-out log-likelihood (qualitative)".into(),
             ours: format!(
-                "SVA-PM (eps=0.1) {pm_ll:.3} vs best sampler ({}) {sampler_ll:.3} nats/pt after {} CPU s",
+                "SVA-PM (eps=0.1) {pm_ll:.4} vs best sampler ({}) {sampler_ll:.4} nats/pt after {:.0} CPU s",
                 best_sampler.name(),
-                med(runs, best_sampler, |r| r.seconds).round()
+                med(runs, best_sampler, |r| r.seconds)
             ),
             ratio: "—".into(),
-        },
-        Claim {
-            claim: "SVA-PM takes a fraction of the samplers' time".into(),
-            paper: "one pass, far faster than Gibbs and split-merge (qualitative)".into(),
+        });
+        if *variant == Variant::Separated {
+            let reach = med(runs, best_sampler, Run::reach);
+            out.push(Claim {
+                claim: format!("SVA-PM takes a fraction of the samplers' time ({title})"),
+                paper: "one pass, far faster than Gibbs and split-merge (qualitative)".into(),
+                ours: format!(
+                    "SVA-PM pass {pm_time:.4} CPU s; {} within 0.01 nats/pt of the true partition after {}",
+                    best_sampler.name(),
+                    if reach.is_finite() {
+                        format!("{reach:.3} CPU s ({:.0}x)", reach / pm_time)
+                    } else {
+                        "never, in the budget".into()
+                    }
+                ),
+                ratio: "—".into(),
+            });
+        }
+        out.push(Claim {
+            claim: format!("SVA-PM finds the right number of components, 9 ({title})"),
+            paper: "the true number of components (qualitative)".into(),
             ours: format!(
-                "SVA-PM pass {pm_time:.3} CPU s; {} within 0.01 nats/pt of the true partition after {}",
-                best_sampler.name(),
-                if reach.is_finite() {
-                    format!("{reach:.2} CPU s ({:.0}x)", reach / pm_time)
-                } else {
-                    "never, in the budget".into()
-                }
+                "median {pm_k} (range {k_lo}-{k_hi}) over {seeds} seeds; ARI {:.3}",
+                med(runs, PM, |r| r.ari)
             ),
             ratio: "—".into(),
-        },
-        Claim {
-            claim: "SVA-PM finds the right number of components (9)".into(),
-            paper: "9 components".into(),
-            ours: format!("median {pm_k} (range {k_lo}-{k_hi}) over {} seeds; plain SVA {sva_k} ({sva_found} with >= 1% of points)",
-                runs.iter().filter(|r| r.method == pm).count()),
-            ratio: "—".into(),
-        },
-    ]
+        });
+    }
+    out
 }
 
-fn update_docs(settings: &Settings, runs: &[Run], claims: &[Claim]) -> common::Result<()> {
+fn update_docs(
+    settings: &Settings,
+    outcomes: &[(Variant, Outcome)],
+    claims: &[Claim],
+) -> common::Result<()> {
     let readme = settings.out.join("README.md");
     let setup = Table::read_csv(&settings.out.join("results").join("setup.csv"))?;
     update_readme(&readme, "setup", &setup.markdown())?;
-    update_readme(&readme, "summary", &summary_table(runs).markdown())?;
+    for (variant, outcome) in outcomes {
+        update_readme(
+            &readme,
+            &format!("summary{}", variant.suffix()),
+            &summary_table(&outcome.runs).markdown(),
+        )?;
+    }
     let mut t = Table::new(&["claim", "paper", "ours"]);
     for c in claims {
         t.push(vec![c.claim.clone(), c.paper.clone(), c.ours.clone()]);
@@ -853,6 +944,7 @@ fn plot_curves(
 /// the whole set the unit-covariance clusters are dots).
 fn plot_scatter(
     path: &Path,
+    variant: Variant,
     data: &DenseData,
     labels: &[usize],
     components: &[Drawn],
@@ -863,7 +955,8 @@ fn plot_scatter(
     let root = root
         .titled(
             &format!(
-                "SVA-PM (eps = 0.1) after one pass over seed 1: {} components",
+                "SVA-PM (eps = 0.1) after one pass, {}, seed 1: {} components",
+                variant.title(),
                 components.len()
             ),
             ("sans-serif", 22),
