@@ -229,7 +229,10 @@ fn main() -> common::Result<()> {
     let mut outcomes = Vec::new();
     for variant in [Variant::Separated, Variant::Overlapping] {
         eprintln!("== {}", variant.title());
-        outcomes.push((variant, run_variant(&settings, variant, &results, &figures)?));
+        outcomes.push((
+            variant,
+            run_variant(&settings, variant, &results, &figures)?,
+        ));
     }
     let claims = claims(&outcomes);
     write_claims(&results, &claims)?;
@@ -264,8 +267,7 @@ fn run_variant(
             let run = if method.is_sampler() {
                 run_sampler(settings, &kernel, &data, method, seed, index)?
             } else {
-                let (run, components) =
-                    run_sva(settings, &hyper, &data, method, seed, reference)?;
+                let (run, components) = run_sva(settings, &hyper, &data, method, seed, reference)?;
                 if s == 0 && method == PM {
                     scatter = Some(components);
                 }
@@ -302,7 +304,10 @@ fn run_variant(
     )?;
     plot_curves(
         &figures.join(format!("components_vs_time{sfx}.svg")),
-        &format!("Number of components, {} (median over seeds)", variant.title()),
+        &format!(
+            "Number of components, {} (median over seeds)",
+            variant.title()
+        ),
         "components",
         &curves,
         |p| p.k as f64,
@@ -334,10 +339,7 @@ fn parse_args() -> common::Result<Settings> {
     let mut proposals = 1;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match a.as_str() {
             "--smoke" => smoke = true,
             "--out" => out = PathBuf::from(value("--out")?),
@@ -355,7 +357,9 @@ fn parse_args() -> common::Result<Settings> {
     let seeds = seeds.unwrap_or(default_seeds);
     let budget = seconds.unwrap_or(default_seconds);
     if seeds == 0 || !(budget > 1e-3 && budget.is_finite()) {
-        return Err(format!("need at least one seed and --seconds > 0.001, got {seeds}, {budget}").into());
+        return Err(
+            format!("need at least one seed and --seconds > 0.001, got {seeds}, {budget}").into(),
+        );
     }
     let points = if smoke { 12 } else { 36 };
     let grid = log_grid(1e-3, budget, points);
@@ -439,7 +443,10 @@ fn overlapping(seed: u64, n: usize) -> nrmm::Result<(DenseData, Vec<usize>)> {
     let mut labels = Vec::with_capacity(n);
     for _ in 0..n {
         let c = rng.random_range(0..COMPONENTS);
-        let z: [f64; 2] = [StandardNormal.sample(&mut rng), StandardNormal.sample(&mut rng)];
+        let z: [f64; 2] = [
+            StandardNormal.sample(&mut rng),
+            StandardNormal.sample(&mut rng),
+        ];
         values.extend([centres[c][0] + z[0], centres[c][1] + z[1]]);
         labels.push(c);
     }
@@ -536,6 +543,10 @@ fn run_sampler(
 /// A component drawn on the scatter: mean, expected covariance (row-major 2 × 2), weight.
 type Drawn = ([f64; 2], [f64; 4], f64);
 
+/// What the scatter shows: the training points in pass order, their SVA labels, the
+/// components.
+type Scatter = (Arc<DenseData>, Vec<usize>, Vec<Drawn>);
+
 /// One SVA pass (and its prefixes) over the training points in a seeded random order; also
 /// returns the shuffled training set, the final hard labels and components for drawing.
 fn run_sva(
@@ -545,7 +556,7 @@ fn run_sva(
     method: Method,
     seed: u64,
     reference: f64,
-) -> common::Result<(Run, (Arc<DenseData>, Vec<usize>, Vec<Drawn>))> {
+) -> common::Result<(Run, Scatter)> {
     let Method::Sva {
         epsilon,
         prune_merge,
@@ -753,11 +764,23 @@ fn write_tables(
     let mut setup = Table::new(&["setting", "value"]);
     for (k, v) in [
         ("seeds (data sets)", settings.seeds.to_string()),
-        ("training / test points", format!("{} / {}", settings.n_train, settings.n_test)),
-        ("CPU seconds per sampler run", format!("{}", settings.budget)),
-        ("split-merge proposals per Gibbs sweep", settings.proposals.to_string()),
+        (
+            "training / test points",
+            format!("{} / {}", settings.n_train, settings.n_test),
+        ),
+        (
+            "CPU seconds per sampler run",
+            format!("{}", settings.budget),
+        ),
+        (
+            "split-merge proposals per Gibbs sweep",
+            settings.proposals.to_string(),
+        ),
         ("Jain-Neal launch scans", LAUNCH_SCANS.to_string()),
-        ("evaluation points per curve", settings.grid.len().to_string()),
+        (
+            "evaluation points per curve",
+            settings.grid.len().to_string(),
+        ),
     ] {
         setup.push(vec![k.into(), v]);
     }
@@ -914,7 +937,10 @@ fn plot_curves(
     }
     for (i, (m, pts)) in curves.iter().enumerate() {
         let c = line_colour(i);
-        let line: Vec<(f64, f64)> = pts.iter().map(|p| (p.seconds.max(1e-6), value(p))).collect();
+        let line: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|p| (p.seconds.max(1e-6), value(p)))
+            .collect();
         let width = if m.is_sampler() { 3 } else { 2 };
         chart
             .draw_series(LineSeries::new(line.clone(), c.stroke_width(width)))
@@ -972,8 +998,16 @@ fn plot_scatter(
         let pad = 0.06 * (hi - lo);
         (lo - pad, hi + pad)
     };
-    draw_panel(&left, "all training points", span(0), span(1), data, labels, components)
-        .map_err(&err)?;
+    draw_panel(
+        &left,
+        "all training points",
+        span(0),
+        span(1),
+        data,
+        labels,
+        components,
+    )
+    .map_err(&err)?;
     let (mut a, mut b, mut best) = (0, 0, f64::INFINITY);
     for i in 0..components.len() {
         for j in i + 1..components.len() {
@@ -986,7 +1020,10 @@ fn plot_scatter(
     }
     let (centre, half) = if best.is_finite() {
         let (p, q) = (components[a].0, components[b].0);
-        ([(p[0] + q[0]) / 2.0, (p[1] + q[1]) / 2.0], (0.75 * best).max(6.0))
+        (
+            [(p[0] + q[0]) / 2.0, (p[1] + q[1]) / 2.0],
+            (0.75 * best).max(6.0),
+        )
     } else {
         (components.first().map_or([0.0, 0.0], |c| c.0), 6.0)
     };
@@ -1044,7 +1081,11 @@ fn draw_panel<DB: DrawingBackend>(
             .collect();
         chart.draw_series(LineSeries::new(ellipse, BLACK.stroke_width(1)))?;
         if inside(mu) {
-            chart.draw_series([Cross::new((mu[0], mu[1]), 5, line_colour(k).stroke_width(2))])?;
+            chart.draw_series([Cross::new(
+                (mu[0], mu[1]),
+                5,
+                line_colour(k).stroke_width(2),
+            )])?;
             chart.draw_series([Text::new(
                 format!("w = {w:.0}"),
                 (mu[0] + 0.02 * (x1 - x0), mu[1] + 0.02 * (y1 - y0)),
