@@ -819,13 +819,19 @@ fn claims(outcomes: &[(Variant, Outcome)]) -> Vec<Claim> {
             ratio: "—".into(),
         });
         if *variant == Variant::Separated {
-            let reach = med(runs, best_sampler, Run::reach);
+            // The fastest sampler to the truth, not the best at the end: the claim is about time.
+            let fastest = samplers
+                .iter()
+                .copied()
+                .min_by(|a, b| med(runs, *a, Run::reach).total_cmp(&med(runs, *b, Run::reach)))
+                .expect("three samplers");
+            let reach = med(runs, fastest, Run::reach);
             out.push(Claim {
                 claim: format!("SVA-PM takes a fraction of the samplers' time ({title})"),
                 paper: "one pass, far faster than Gibbs and split-merge (qualitative)".into(),
                 ours: format!(
-                    "SVA-PM pass {pm_time:.4} CPU s; {} within 0.01 nats/pt of the true partition after {}",
-                    best_sampler.name(),
+                    "SVA-PM pass {pm_time:.4} CPU s; fastest sampler ({}) within 0.01 nats/pt of the true partition after {}",
+                    fastest.name(),
                     if reach.is_finite() {
                         format!("{reach:.3} CPU s ({:.0}x)", reach / pm_time)
                     } else {
@@ -964,7 +970,7 @@ fn plot_curves(
     Ok(())
 }
 
-/// The training points coloured by their SVA-PM label, each component's mean (cross) and its
+/// A third of the training points coloured by their SVA-PM label, each component's mean (cross) and its
 /// expected covariance as a 3-standard-deviation ellipse, labelled with its weight: the whole
 /// set on the left, and on the right a zoom on the two closest components (at the scale of
 /// the whole set the unit-covariance clusters are dots).
@@ -1062,10 +1068,16 @@ fn draw_panel<DB: DrawingBackend>(
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
     let inside = |p: &[f64]| p[0] >= x0 && p[0] <= x1 && p[1] >= y0 && p[1] <= y1;
-    chart.draw_series((0..data.n()).filter(|&i| inside(data.row(i))).map(|i| {
-        let p = data.row(i);
-        Circle::new((p[0], p[1]), 2, line_colour(labels[i]).mix(0.5).filled())
-    }))?;
+    // Every third point keeps the picture (and the SVG) light.
+    chart.draw_series(
+        (0..data.n())
+            .step_by(3)
+            .filter(|&i| inside(data.row(i)))
+            .map(|i| {
+                let p = data.row(i);
+                Circle::new((p[0], p[1]), 2, line_colour(labels[i]).mix(0.5).filled())
+            }),
+    )?;
     for (k, (mu, cov, w)) in components.iter().enumerate() {
         // The 3-sd ellipse is mu + 3 L (cos t, sin t), L the Cholesky factor of cov.
         let l11 = cov[0].sqrt();
