@@ -13,3 +13,4 @@ run() {
 }
 run paper-fast-collapsed-gibbs
 run paper-mnist-infinite-mixtures
+run paper-sva-nips2013
