@@ -221,11 +221,12 @@ fn scaling(data: &str, traces: &[Trace], table: &mut Table) -> Vec<(Sampler, f64
     speedups
 }
 
-const COLOURS: [(u8, u8, u8); 6] = [
+const COLOURS: [(u8, u8, u8); 7] = [
     (127, 127, 127),
     (44, 160, 44),
     (255, 127, 14),
     (148, 103, 189),
+    (23, 190, 207),
     (31, 119, 180),
     (214, 39, 40),
 ];
@@ -474,7 +475,7 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
         update_readme(&readme, "headline", &h.markdown())?;
         let find = |s: &str, th: &str| h.rows.iter().find(|r| r[0] == s && r[3] == th);
         let desc = |th: &str| -> String {
-            let parts: Vec<String> = ["subcluster-dpmm", "subcluster"]
+            let parts: Vec<String> = ["subcluster-dpmm", "subcluster-l20"]
                 .iter()
                 .filter_map(|s| find(s, th).map(|r| format!("{s} {} s wall (K = {}, ARI {})", r[4], r[6], r[7])))
                 .collect();
