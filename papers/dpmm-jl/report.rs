@@ -265,7 +265,9 @@ fn plot_metric(
         })
         .collect();
     let xs = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0));
-    let (x0, x1) = xs.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (x0, x1) = xs.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
     let (x0, x1) = if x0.is_finite() && x1 > x0 {
         (x0 * 0.8, x1 * 1.2)
     } else {
@@ -310,7 +312,12 @@ fn plot_metric(
         if !shown.contains(&(t.sampler, t.threads)) {
             shown.push((t.sampler, t.threads));
             let label = if t.sampler.parallel() {
-                format!("{} ({} thread{})", t.sampler.name(), t.threads, if t.threads > 1 { "s" } else { "" })
+                format!(
+                    "{} ({} thread{})",
+                    t.sampler.name(),
+                    t.threads,
+                    if t.threads > 1 { "s" } else { "" }
+                )
             } else {
                 format!("{} (sequential)", t.sampler.name())
             };
@@ -380,7 +387,16 @@ fn race(traces: &[Trace]) -> String {
     best.sort_by(|a, b| a.0.total_cmp(&b.0));
     let parts: Vec<String> = best
         .iter()
-        .map(|(t, n)| format!("{n} {}", if t.is_finite() { format!("{t:.2} s") } else { "never".into() }))
+        .map(|(t, n)| {
+            format!(
+                "{n} {}",
+                if t.is_finite() {
+                    format!("{t:.2} s")
+                } else {
+                    "never".into()
+                }
+            )
+        })
         .collect();
     format!("to NMI ≥ {NMI_TARGET} (2 threads): {}", parts.join(", "))
 }
@@ -392,7 +408,11 @@ fn machine_text(results: &Path, file: &str, what: &str) -> Option<String> {
         .iter()
         .map(|r| format!("{} {}", r[0], r[1]))
         .collect();
-    Some(format!("{what}: load average (1 min) {} on {} vCPUs.", rows.join(", "), t.rows.first().map_or("?", |r| r[2].as_str())))
+    Some(format!(
+        "{what}: load average (1 min) {} on {} vCPUs.",
+        rows.join(", "),
+        t.rows.first().map_or("?", |r| r[2].as_str())
+    ))
 }
 
 /// Writes the tables, figures, claims and README numbers from the CSVs in `results`.
@@ -475,11 +495,17 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
         update_readme(&readme, "headline", &h.markdown())?;
         let find = |s: &str, th: &str| h.rows.iter().find(|r| r[0] == s && r[3] == th);
         let desc = |th: &str| -> String {
-            let parts: Vec<String> = ["subcluster-dpmm", "subcluster-l20"]
+            let parts: Vec<String> = ["subcluster-dpmm", "subcluster"]
                 .iter()
-                .filter_map(|s| find(s, th).map(|r| format!("{s} {} s wall (K = {}, ARI {})", r[4], r[6], r[7])))
+                .filter_map(|s| {
+                    find(s, th).map(|r| format!("{s} {} s wall (K = {}, ARI {})", r[4], r[6], r[7]))
+                })
                 .collect();
-            format!("N = {}: {}", h.rows.first().map_or("?", |r| r[1].as_str()), parts.join("; "))
+            format!(
+                "N = {}: {}",
+                h.rows.first().map_or("?", |r| r[1].as_str()),
+                parts.join("; ")
+            )
         };
         claims.push(Claim {
             claim: "100 sub-cluster iterations, N = 1M, d = 2, K = 6, 1 CPU".into(),
@@ -539,7 +565,12 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
     common::write_claims(results, &claims)?;
     let mut ct = Table::new(&["claim", "paper", "ours", "ratio"]);
     for c in &claims {
-        ct.push(vec![c.claim.clone(), c.paper.clone(), c.ours.clone(), c.ratio.clone()]);
+        ct.push(vec![
+            c.claim.clone(),
+            c.paper.clone(),
+            c.ours.clone(),
+            c.ratio.clone(),
+        ]);
     }
     update_readme(&readme, "claims", &ct.markdown())?;
     if smoke {
