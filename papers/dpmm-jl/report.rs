@@ -251,6 +251,7 @@ fn plot_metric(
     traces: &[Trace],
     metric: impl Fn(&Trace) -> Vec<(f64, f64)>,
     y: (f64, f64),
+    legend: SeriesLabelPosition,
 ) -> common::Result<()> {
     let err = plot_err(path);
     let lines: Vec<(&Trace, Vec<(f64, f64)>)> = traces
@@ -330,7 +331,7 @@ fn plot_metric(
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
+        .position(legend)
         .label_font(("sans-serif", 13))
         .draw()
         .map_err(&err)?;
@@ -338,7 +339,16 @@ fn plot_metric(
     Ok(())
 }
 
+/// The two figures of a data set; the legend goes where the lines leave room (the Gaussian
+/// chains sit still for the first tenth of a second, the multinomial ones end high).
 fn figures_for(data: &str, label: &str, traces: &[Trace], figures: &Path) -> common::Result<()> {
+    let legend = || {
+        if data == "gaussian" {
+            SeriesLabelPosition::UpperLeft
+        } else {
+            SeriesLabelPosition::MiddleRight
+        }
+    };
     let mut lj: Vec<f64> = traces
         .iter()
         .flat_map(|t| t.ln_joint().skip(1).map(|p| p.1))
@@ -358,6 +368,7 @@ fn figures_for(data: &str, label: &str, traces: &[Trace], figures: &Path) -> com
         traces,
         |t| t.ln_joint().collect(),
         (lo - pad, hi + pad),
+        legend(),
     )?;
     plot_metric(
         &figures.join(format!("{data}_nmi.svg")),
@@ -366,6 +377,7 @@ fn figures_for(data: &str, label: &str, traces: &[Trace], figures: &Path) -> com
         traces,
         |t| t.points.iter().map(|p| (p.1, p.3)).collect(),
         (0.0, 1.02),
+        legend(),
     )
 }
 
