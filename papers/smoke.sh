@@ -11,4 +11,6 @@ run() {
     echo "== $example (smoke)"
     cargo run --release --quiet --example "$example" -- --smoke --out "$scratch/$example" "$@"
 }
+run paper-fast-collapsed-gibbs
+run paper-mnist-infinite-mixtures
 run paper-dpmm-jl

@@ -1,8 +1,9 @@
 //! Data sets: dense real matrices (one point per row) and sparse count matrices (bags of
-//! words), their loaders and seeded synthetic generators.
+//! words), their loaders, seeded synthetic generators and principal component analysis.
 
 pub mod generate;
 pub mod load;
+pub mod pca;
 
 use crate::error::{Error, Result};
 
