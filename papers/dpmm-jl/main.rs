@@ -6,6 +6,7 @@
 //! ```text
 //! cargo run --release --example paper-dpmm-jl                 # convergence + scaling (~12 min)
 //! cargo run --release --example paper-dpmm-jl -- --headline   # N = 1,000,000 headline only
+//! cargo run --release --example paper-dpmm-jl -- --report     # tables, figures from the CSVs
 //! cargo run --release --example paper-dpmm-jl -- --smoke --out /tmp/dpmm   # seconds, for CI
 //! ```
 //!
@@ -132,6 +133,8 @@ struct Config {
     out: PathBuf,
     smoke: bool,
     headline: bool,
+    /// Only the report stage, from the CSVs already in `<out>/results`.
+    report_only: bool,
     /// Gaussian points.
     n_gauss: usize,
     /// Documents.
@@ -147,16 +150,18 @@ struct Config {
 impl Config {
     fn from_args() -> common::Result<Self> {
         let mut out = common::crate_root().join("papers").join("dpmm-jl");
-        let (mut smoke, mut headline) = (false, false);
+        let (mut smoke, mut headline, mut report_only) = (false, false, false);
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             match a.as_str() {
                 "--out" => out = PathBuf::from(args.next().ok_or("--out needs a directory")?),
                 "--smoke" => smoke = true,
                 "--headline" => headline = true,
+                "--report" => report_only = true,
                 other => {
                     return Err(format!(
-                        "unknown argument `{other}` (expected --out DIR, --smoke, --headline)"
+                        "unknown argument `{other}` (expected --out DIR, --smoke, --headline, \
+                         --report)"
                     )
                     .into())
                 }
@@ -167,6 +172,7 @@ impl Config {
                 out,
                 smoke,
                 headline,
+                report_only,
                 n_gauss: 2_000,
                 n_docs: 500,
                 seeds: (1, 1),
@@ -178,6 +184,7 @@ impl Config {
                 out,
                 smoke,
                 headline,
+                report_only,
                 n_gauss: 100_000,
                 n_docs: 10_000,
                 seeds: (3, 2),
@@ -543,6 +550,9 @@ fn with_load_record(
 fn main() -> common::Result<()> {
     let cfg = Config::from_args()?;
     let (results, figures) = common::output_dirs(&cfg.out)?;
+    if cfg.report_only {
+        return report::write(&cfg.out, &results, &figures, cfg.smoke);
+    }
     if cfg.headline || cfg.smoke {
         with_load_record(&results, "machine_headline.csv", || {
             headline(&cfg, &results)

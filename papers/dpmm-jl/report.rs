@@ -510,7 +510,12 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
             let parts: Vec<String> = ["subcluster-dpmm", "subcluster"]
                 .iter()
                 .filter_map(|s| {
-                    find(s, th).map(|r| format!("{s} {} s wall (K = {}, ARI {})", r[4], r[6], r[7]))
+                    find(s, th).map(|r| {
+                        format!(
+                            "{s} {} s wall, {} s CPU (K = {}, ARI {})",
+                            r[4], r[5], r[6], r[7]
+                        )
+                    })
                 })
                 .collect();
             format!(
