@@ -245,20 +245,34 @@ struct Run {
     labels: Vec<usize>,
 }
 
-/// Runs `sampler` on `threads` rayon threads from `init` until `budget` wall seconds of
-/// sweeps or `max_iters` iterations; the state is scored after every sweep (outside the
-/// clock).
-#[allow(clippy::too_many_arguments)]
+/// What one chain runs: which sampler, on how many threads, from which seed, for how long.
+#[derive(Clone, Copy, Debug)]
+struct ChainSpec {
+    sampler: Sampler,
+    threads: usize,
+    seed: u64,
+    /// Wall seconds of sweeps after which the chain stops.
+    budget: f64,
+    /// Iterations after which the chain stops.
+    max_iters: usize,
+}
+
+/// Runs `spec.sampler` on `spec.threads` rayon threads from `init` until `spec.budget` wall
+/// seconds of sweeps or `spec.max_iters` iterations; the state is scored after every sweep
+/// (outside the clock).
 fn run_chain<K: ParametricKernel + 'static>(
     kernel: &K,
     truth: &[usize],
     init: &[usize],
-    sampler: Sampler,
-    threads: usize,
-    seed: u64,
-    budget: f64,
-    max_iters: usize,
+    spec: ChainSpec,
 ) -> common::Result<Run> {
+    let ChainSpec {
+        sampler,
+        threads,
+        seed,
+        budget,
+        max_iters,
+    } = spec;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
@@ -307,16 +321,15 @@ fn run_chain<K: ParametricKernel + 'static>(
     Ok(run)
 }
 
-/// Runs every sampler (parallel ones on 1 and 2 threads) for `seeds` chain seeds and appends
-/// their traces to `trace`.
+/// Runs every sampler (parallel ones on 1 and 2 threads) for `seeds` chain seeds of `budget`
+/// wall seconds each and appends their traces to `trace`.
 fn convergence<K: ParametricKernel + 'static>(
     data: &str,
     kernel: &K,
     truth: &[usize],
     k_true: usize,
     cfg: &Config,
-    seeds: u64,
-    budget: f64,
+    (seeds, budget): (u64, f64),
     trace: &mut Table,
 ) -> common::Result<()> {
     for seed in 1..=seeds {
@@ -324,17 +337,14 @@ fn convergence<K: ParametricKernel + 'static>(
             let init = sampler.init(truth.len(), k_true, 100 + seed)?;
             let threads: &[usize] = if sampler.parallel() { &[1, 2] } else { &[1] };
             for &t in threads {
-                let pts = run_chain(
-                    kernel,
-                    truth,
-                    &init,
+                let spec = ChainSpec {
                     sampler,
-                    t,
+                    threads: t,
                     seed,
                     budget,
-                    cfg.max_iters,
-                )?
-                .points;
+                    max_iters: cfg.max_iters,
+                };
+                let pts = run_chain(kernel, truth, &init, spec)?.points;
                 let last = pts.last().expect("the initial point");
                 eprintln!(
                     "{data} seed {seed} {:>16} {t}t: {:>4} iters {:>6.2} s  K {:>3}  NMI {:.3}",
@@ -400,8 +410,7 @@ fn gaussian_experiment(cfg: &Config, results: &std::path::Path) -> common::Resul
         &truth,
         K_GAUSS,
         cfg,
-        cfg.seeds.0,
-        cfg.budget.0,
+        (cfg.seeds.0, cfg.budget.0),
         &mut trace,
     )?;
     trace.write_csv(&results.join("trace_gaussian.csv"))
@@ -425,8 +434,7 @@ fn multinomial_experiment(cfg: &Config, results: &std::path::Path) -> common::Re
         &truth,
         K_TOPICS,
         cfg,
-        cfg.seeds.1,
-        cfg.budget.1,
+        (cfg.seeds.1, cfg.budget.1),
         &mut trace,
     )?;
     trace.write_csv(&results.join("trace_multinomial.csv"))
@@ -480,16 +488,14 @@ fn headline(cfg: &Config, results: &std::path::Path) -> common::Result<()> {
     for sampler in [Sampler::SubCluster, Sampler::SubClusterDpmm] {
         for threads in [1, 2] {
             let cpu0 = process_cpu_s();
-            let run = run_chain(
-                &kernel,
-                &truth,
-                &init,
+            let spec = ChainSpec {
                 sampler,
                 threads,
-                1,
-                f64::INFINITY,
-                iters,
-            )?;
+                seed: 1,
+                budget: f64::INFINITY,
+                max_iters: iters,
+            };
+            let run = run_chain(&kernel, &truth, &init, spec)?;
             let cpu = match (cpu0, process_cpu_s()) {
                 (Some(a), Some(b)) => format!("{:.1}", b - a),
                 _ => "n/a".to_string(),
