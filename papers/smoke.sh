@@ -14,3 +14,4 @@ run() {
 run paper-fast-collapsed-gibbs
 run paper-mnist-infinite-mixtures
 run paper-sva-nips2013
+run paper-dpmm-jl
