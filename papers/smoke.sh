@@ -11,3 +11,4 @@ run() {
     echo "== $example (smoke)"
     cargo run --release --quiet --example "$example" -- --smoke --out "$scratch/$example" "$@"
 }
+run paper-tgmcmc-nips2015

@@ -65,7 +65,9 @@ impl ExactPosterior {
     /// partition of this posterior.
     pub fn chain_tv<C: AsRef<[usize]>>(&self, chains: &[C], batches: usize) -> Result<ChainTv> {
         if chains.is_empty() {
-            return Err(Error::Empty("no chains to compare with the exact posterior".into()));
+            return Err(Error::Empty(
+                "no chains to compare with the exact posterior".into(),
+            ));
         }
         if batches == 0 || chains.len() * batches < 2 {
             return Err(Error::param(
@@ -167,7 +169,12 @@ mod tests {
     }
 
     /// `chains` chains of `len` i.i.d. draws, each repeated `repeat` times in a row.
-    fn iid_chains(post: &ExactPosterior, chains: usize, len: usize, repeat: usize) -> Vec<Vec<usize>> {
+    fn iid_chains(
+        post: &ExactPosterior,
+        chains: usize,
+        len: usize,
+        repeat: usize,
+    ) -> Vec<Vec<usize>> {
         let sampler = post.sampler();
         (0..chains)
             .map(|c| {
@@ -226,7 +233,9 @@ mod tests {
     #[test]
     fn chains_are_cut_to_common_batches() {
         let post = prior5();
-        let m = post.chain_tv(&[vec![0usize; 105], vec![1usize; 99]], 3).unwrap();
+        let m = post
+            .chain_tv(&[vec![0usize; 105], vec![1usize; 99]], 3)
+            .unwrap();
         assert_eq!(m.batch_len, 33);
         assert_eq!(m.draws, 198);
     }
