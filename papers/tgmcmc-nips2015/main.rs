@@ -1052,7 +1052,7 @@ fn toy_grid(
     out.section(
         "toy_grid",
         &format!(
-            "{}\nOptimum: {target:.6} (best log joint of the main toy runs). Each run stops at \
+            "{}\nOptimum: {target:.2} (best log joint of the main toy runs). Each run stops at \
              the optimum or after {} CPU s.\n",
             table.markdown(),
             s.grid_seconds
