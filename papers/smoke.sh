@@ -15,3 +15,4 @@ run paper-fast-collapsed-gibbs
 run paper-mnist-infinite-mixtures
 run paper-sva-nips2013
 run paper-dpmm-jl
+run paper-tgmcmc-nips2015

@@ -12,6 +12,8 @@
 //!   ([`dp_ln_eppf`]); top partitions, `P(K = k)`, co-clustering, expectations, i.i.d. draws.
 //! * [`compare`]: sampled partitions ([`EmpiricalPartitions`]), TV distances, and the expected
 //!   TV of a perfect sampler (large-`N` approximation, exact, and Monte Carlo).
+//! * [`tv`]: the TV of a chain's visited partitions with its batch-means effective size and
+//!   the noise floor at that size ([`ExactPosterior::chain_tv`], [`ChainTv`]).
 //! * [`summary`]: serialisable reports.
 //!
 //! ```
@@ -29,6 +31,7 @@ pub mod enumerate;
 pub mod posterior;
 pub mod summary;
 pub mod transition;
+pub mod tv;
 
 pub use compare::{EmpiricalPartitions, McEstimate};
 pub use enumerate::{
@@ -38,3 +41,4 @@ pub use enumerate::{
 pub use posterior::{dp_ln_eppf, subset_ln_marginals, ExactPosterior, PosteriorSampler};
 pub use summary::{KProbability, PartitionProbability, PosteriorSummary, SampleComparison};
 pub use transition::{transition_matrix, TransitionMatrix};
+pub use tv::ChainTv;
