@@ -1,7 +1,9 @@
 //! Criterion benchmarks of the marginal samplers under the reference model (DP with α = 1,
 //! Normal-Wishart hyperparameters from the data as in the reference code, MATH §2.1), at a
 //! converged state: one collapsed Gibbs sweep, one SAMS proposal and one Jain-Neal proposal
-//! with 10 launch scans, on the paper's `toy` (1300 × 2) and `10k` (10000 × 6) data sets.
+//! with 10 launch scans, one sweep of each DPMM.jl-style sampler (sub-cluster exact and
+//! faithful, direct, quasi-direct, quasi-collapsed) and one SVA-PM pass, on the paper's `toy`
+//! (1300 × 2) and `10k` (10000 × 6) data sets.
 //!
 //! Run: `cargo bench --bench samplers` (about two minutes; `BENCHMARKS.md` has the results).
 //!
@@ -18,7 +20,8 @@
 //!
 //! Times are this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID` on Linux, wall time
 //! elsewhere), like the reference figures, so that other processes sharing the machine
-//! inflate them less.
+//! inflate them less. The data-parallel DPMM.jl-style samplers run in a one-thread rayon pool
+//! whose worker is the thread timed, so their figures are single-core costs.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,7 +38,11 @@ use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
 use nrmm::partition::Partition;
 use nrmm::prior::Dp;
 use nrmm::rng::SeedPlan;
-use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Move, RngChooser, Sams, State};
+use nrmm::sampler::{
+    Direct, DpmmOptions, Gibbs, GibbsScan, JainNeal, Move, QuasiCollapsed, QuasiDirect, RngChooser,
+    Sams, State, SubCluster, SubClusterOptions,
+};
+use nrmm::sva::{fit_shuffled, SvaConfig};
 
 type NwState = State<NormalWishart, Dp>;
 
@@ -137,15 +144,93 @@ fn bench_move(
     let mut state = start.clone();
     let mut rng = SeedPlan::new(7).chain(stream);
     let mut g = c.benchmark_group(group);
-    if kernel.n_points() > 5000 && group == "gibbs_sweep" {
+    if kernel.n_points() > 5000 && (group == "gibbs_sweep" || group.starts_with("dpmm")) {
         g.sample_size(10).measurement_time(Duration::from_secs(8));
     }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread pool");
+    g.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            pool.install(|| {
+                let clock = CpuClock::start();
+                for _ in 0..iters {
+                    mv.step(kernel, &mut state, &mut RngChooser::new(&mut rng))
+                        .expect("step");
+                }
+                clock.elapsed()
+            })
+        })
+    });
+    g.finish();
+}
+
+/// Benchmarks one sweep of each DPMM.jl-style sampler (MATH §6.4) on data set `name`.
+fn dpmm_sweeps(
+    c: &mut Criterion,
+    name: &str,
+    stream: u64,
+    kernel: &NormalWishart,
+    start: &NwState,
+) {
+    let group = "dpmm_sweep";
+    let id = |s: &str| format!("{s}/{name}");
+    let exact = SubCluster::new(SubClusterOptions::default());
+    bench_move(c, group, &id("subcluster"), stream, kernel, start, exact);
+    let faithful = SubCluster::dpmm(DpmmOptions::default());
+    bench_move(
+        c,
+        group,
+        &id("subcluster-dpmm"),
+        stream + 1,
+        kernel,
+        start,
+        faithful,
+    );
+    bench_move(
+        c,
+        group,
+        &id("direct"),
+        stream + 2,
+        kernel,
+        start,
+        Direct::new(),
+    );
+    let quasi = QuasiDirect::new();
+    bench_move(
+        c,
+        group,
+        &id("quasi-direct"),
+        stream + 3,
+        kernel,
+        start,
+        quasi,
+    );
+    let collapsed = QuasiCollapsed::new();
+    bench_move(
+        c,
+        group,
+        &id("quasi-collapsed"),
+        stream + 4,
+        kernel,
+        start,
+        collapsed,
+    );
+}
+
+/// Benchmarks one SVA-PM pass (Lin 2013; MATH §6.5) over data set `name` in a shuffled order.
+fn sva_pass(c: &mut Criterion, name: &str, kernel: &NormalWishart) {
+    let config = SvaConfig::with_prune_merge(1.0);
+    let mut rng = SeedPlan::new(7).chain(100);
+    let mut g = c.benchmark_group("sva_pm_pass");
+    g.sample_size(10);
     g.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let clock = CpuClock::start();
             for _ in 0..iters {
-                mv.step(kernel, &mut state, &mut RngChooser::new(&mut rng))
-                    .expect("step");
+                let fit = fit_shuffled(kernel, &config, &mut rng).expect("fit");
+                std::hint::black_box(fit.n_components());
             }
             clock.elapsed()
         })
@@ -178,6 +263,8 @@ fn samplers(c: &mut Criterion) {
             &start,
             jn,
         );
+        dpmm_sweeps(c, name, 10 + 5 * stream, &kernel, &start);
+        sva_pass(c, name, &kernel);
     }
 }
 
