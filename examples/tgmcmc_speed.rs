@@ -152,9 +152,9 @@ fn paper(forest: Forest<NormalWishart>, hyper: bool) -> Vec<Scheduled<NormalWish
 /// The exact schedule used throughout: G = 10 TG-SAMS proposals, then a Gibbs scan of a
 /// uniformly random half of the points (exact too; cheaper sweeps let the chain be checked
 /// more often).
-fn exact(data: &Data, hyper: bool) -> Vec<Scheduled<NormalWishart, Prior>> {
+fn exact(data: &Data, prior: &Prior, hyper: bool) -> Vec<Scheduled<NormalWishart, Prior>> {
     let half = (data.kernel.n_points() / 2).max(1);
-    tgmcmc_schedule(10, GibbsScan::Subset(half), 1, hyper).expect("schedule")
+    tgmcmc_schedule(prior, 10, GibbsScan::Subset(half), 1, hyper).expect("schedule")
 }
 
 fn toy(seconds: f64, seeds: u64) {
@@ -196,7 +196,7 @@ fn toy(seconds: f64, seeds: u64) {
         let o = run(
             &data,
             state,
-            exact(&data, false),
+            exact(&data, &dp, false),
             seed,
             30.0,
             Some(TOY_OPTIMUM),
@@ -260,7 +260,7 @@ fn ten_k(seconds: f64, seeds: u64) {
             let o = run(
                 &data,
                 state,
-                exact(&data, hyper),
+                exact(&data, prior, hyper),
                 seed,
                 seconds,
                 None,

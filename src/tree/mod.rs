@@ -35,6 +35,8 @@
 //!   reverse evaluations (MATH §4.1, §4.2): [`Forest::sample_sub`], [`Forest::ln_prob_sub`],
 //!   [`Forest::stoc_insert`], [`Forest::stoc_insert_replay`];
 //! * the invariants of MATH P18: [`Forest::validate`];
+//! * tree shapes keyed by point indices, for checkpoints: [`Forest::shapes`],
+//!   [`Forest::from_shapes`];
 //! * exports: [`Forest::to_graph`] (petgraph), [`Forest::to_dot`], [`Forest::to_newick`].
 //!
 //! ```
@@ -62,11 +64,13 @@ mod build;
 mod export;
 mod ops;
 mod sample;
+mod shape;
 mod validate;
 
 pub use build::IbhcMode;
 pub use export::{ExportNode, NewickInfo};
 pub use sample::{Candidates, StocChoice};
+pub use shape::TreeShape;
 
 use std::collections::BTreeMap;
 
@@ -214,6 +218,12 @@ impl<K: ConjugateKernel> Forest<K> {
     /// An empty forest for `kernel`'s data, with the `θ` caches taken from `prior`.
     /// Cost: `n + 1` evaluations of `ln κ`.
     pub fn new<P: NrmPrior>(kernel: &K, prior: &P) -> Self {
+        Self::with_ln_kappa(kernel, |s| prior.ln_kappa(s))
+    }
+
+    /// An empty forest whose `θ` caches take `ln κ(s, u)` from `ln_kappa` (for a sampler that
+    /// keeps a reference prior of a type it does not name). Cost: `n + 1` calls.
+    pub(crate) fn with_ln_kappa(kernel: &K, ln_kappa: impl Fn(usize) -> f64) -> Self {
         let n = kernel.n_points();
         let mut forest = Forest {
             nodes: SlotMap::with_key(),
@@ -226,7 +236,7 @@ impl<K: ConjugateKernel> Forest<K> {
             scratch_pairs: Vec::new(),
             scratch_path: Vec::new(),
         };
-        forest.fill_kappa_table(prior);
+        forest.ln_kappa.extend((0..=n).map(ln_kappa));
         forest
     }
 
