@@ -46,8 +46,10 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// An empty cache over `kernel`'s data whose reference `θ` gives `ln κ(s, u)` as
     /// `ln_kappa(s)`.
     pub(super) fn new(kernel: &K, ln_kappa: impl Fn(usize) -> f64) -> Self {
+        let mut forest = Forest::with_ln_kappa(kernel, ln_kappa);
+        forest.cache_leaves();
         TreeCache {
-            forest: Forest::with_ln_kappa(kernel, ln_kappa),
+            forest,
             reference: None,
             owner: vec![None; kernel.n_points()],
             relevant: Vec::new(),

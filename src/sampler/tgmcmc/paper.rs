@@ -68,8 +68,9 @@ fn ln_b_pair(ln_d: f64) -> (f64, f64) {
 /// partition). The chain that goes on and the chain resumed from the checkpoint then hold
 /// identical forests and continue identically.
 ///
-/// Cost per step: per global move `O(K)` pair marginals, plus for a split `O(|c*|)` for the
-/// copy and SampleSub and `O(depth · |S|)` pair evaluations per StocInsert item, or for a merge
+/// Cost per step: per global move `O(K)` pair marginals, plus for a split `O(|c*|)` for
+/// SampleSub, `O(depth · |S|)` pair evaluations per StocInsert item and, on rejection, the
+/// replay of its undo record (the nodes it touched; [`Forest::rollback`]), or for a merge
 /// `O(J²)` pair evaluations and the cascade; the local move `O(K)` predictive evaluations per
 /// queued point plus its Detach and SeqInsert; `O(n)` for the consistency check and, after a
 /// hyperparameter change, the recompute.
@@ -276,7 +277,9 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         let ln_h_c = node.ln_h();
         let slot = state.partition.slot_of(node.min_point());
         let k = forest.n_roots();
-        let copy = forest.copy_tree(c_star)?;
+        // The proposal is made in place under an undo record: a rejection replays it
+        // backwards, at a cost of the nodes it touched rather than a copy of the tree.
+        forest.begin_undo()?;
         let (a, ln_p_sub) = forest.sample_sub(c_star, Candidates::InternalNodes, chooser)?;
         ln_q_fwd += ln_p_sub;
         self.queue.clear();
@@ -330,7 +333,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         };
         let (accepted, info) = metropolis_hastings(&proposal, chooser);
         if accepted {
-            forest.delete_tree(copy)?;
+            forest.commit();
             for &s in &self.trees {
                 forest.register_root(s)?;
             }
@@ -339,11 +342,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
                 state.partition.split_off(kernel, slot, &self.points);
             }
         } else {
-            for &s in &self.trees {
-                forest.delete_tree(s)?;
-            }
-            forest.adopt_leaves(copy)?;
-            forest.register_root(copy)?;
+            forest.rollback();
         }
         Ok(info)
     }
