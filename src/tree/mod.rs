@@ -197,6 +197,9 @@ impl PairStats {
     }
 }
 
+/// Per point, its leaf statistic and log marginal once computed ([`Forest::cache_leaves`]).
+type LeafCache<S> = Vec<Option<(S, f64)>>;
+
 /// An arena of BHC / IBHC trees over the points of a kernel's data set, with a registry of the
 /// trees forming the current clustering (see the [module documentation](self)).
 ///
@@ -219,7 +222,7 @@ pub struct Forest<K: ConjugateKernel> {
     undo: Vec<undo::Undo>,
     images: Vec<Node<K::Stat>>,
     spare: Vec<K::Stat>,
-    leaf_cache: Option<Vec<Option<(K::Stat, f64)>>>,
+    leaf_cache: Option<LeafCache<K::Stat>>,
 }
 
 impl<K: ConjugateKernel> Forest<K> {
