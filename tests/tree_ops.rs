@@ -573,7 +573,7 @@ fn exercise_undo<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
             apply(&mut f, kernel, &mut run, op, r);
         }
         assert!(f.is_recording());
-        if group[0].1 % 2 == 0 {
+        if group[0].1.is_multiple_of(2) {
             f.rollback();
             (run.which, run.prior) = (which, prior);
             assert_eq!(fingerprint(&f), before);
@@ -652,7 +652,7 @@ fn apply<K: ConjugateKernel>(f: &mut Forest<K>, kernel: &K, run: &mut Run, op: u
                 for &t in &trees {
                     f.validate_tree(kernel, &*prior, t).unwrap();
                 }
-                if r % 2 == 0 {
+                if r.is_multiple_of(2) {
                     f.delete_tree(copy).unwrap();
                     for t in trees {
                         f.register_root(t).unwrap();
@@ -686,7 +686,7 @@ fn apply<K: ConjugateKernel>(f: &mut Forest<K>, kernel: &K, run: &mut Run, op: u
                     f.insert_with_destroy(kernel, roots[pick(roots.len(), 3)], leaf, &mut queue)
                         .unwrap();
                 }
-                let mode = if r % 3 == 0 {
+                let mode = if r.is_multiple_of(3) {
                     IbhcMode::Noisy
                 } else {
                     IbhcMode::Exact
