@@ -108,6 +108,11 @@ pub struct Node<S> {
     children: Option<[NodeKey; 2]>,
     /// Deleted under an open undo record: unreachable, kept until the record is closed.
     dead: bool,
+    /// The forest's stamp counter when the node's contents last changed. Every change below
+    /// a node also changes the node (operations refresh the whole path to the root), so
+    /// `(key, stamp)` identifies the subtree's contents; an undo record restores old stamps
+    /// with the old contents.
+    stamp: u64,
 }
 
 impl<S> Node<S> {
@@ -223,6 +228,8 @@ pub struct Forest<K: ConjugateKernel> {
     images: Vec<Node<K::Stat>>,
     spare: Vec<K::Stat>,
     leaf_cache: Option<LeafCache<K::Stat>>,
+    stamps: u64,
+    sub_cache: BTreeMap<(NodeKey, Candidates), sample::SubEntry>,
 }
 
 impl<K: ConjugateKernel> Forest<K> {
@@ -251,6 +258,8 @@ impl<K: ConjugateKernel> Forest<K> {
             images: Vec::new(),
             spare: Vec::new(),
             leaf_cache: None,
+            stamps: 0,
+            sub_cache: BTreeMap::new(),
         };
         forest.ln_kappa.extend((0..=n).map(ln_kappa));
         forest
@@ -286,6 +295,12 @@ impl<K: ConjugateKernel> Forest<K> {
     /// [`Forest::pair_stats`] rejects unions larger than the data set.
     fn kappa(&self, size: usize) -> f64 {
         self.ln_kappa[size]
+    }
+
+    /// A fresh stamp for a node whose contents change.
+    pub(super) fn next_stamp(&mut self) -> u64 {
+        self.stamps += 1;
+        self.stamps
     }
 
     /// Number of points of the data set the forest was made for.
@@ -528,6 +543,7 @@ impl<K: ConjugateKernel> Forest<K> {
             parent: None,
             children: None,
             dead: false,
+            stamp: 0,
         });
         if self.live_leaf[i].is_none() {
             self.set_live_leaf(i, Some(key));
@@ -719,6 +735,7 @@ impl<K: ConjugateKernel> Forest<K> {
             parent: None,
             children: Some([a, b]),
             dead: false,
+            stamp: 0,
         });
         self.set_parent(a, Some(key));
         self.set_parent(b, Some(key));
@@ -854,7 +871,9 @@ impl<K: ConjugateKernel> Forest<K> {
         for &k in order.iter().rev() {
             self.save_image(k);
             let ln_kappa = self.kappa(self.nodes[k].size);
+            let stamp = self.next_stamp();
             let node = &mut self.nodes[k];
+            node.stamp = stamp;
             node.ln_kappa = ln_kappa;
             node.ln_h = ln_kappa + node.ln_marginal;
             node.ln_phi = node.ln_h;
@@ -875,9 +894,11 @@ impl<K: ConjugateKernel> Forest<K> {
         if self.recording {
             let n = &self.nodes[key];
             self.undo
-                .push(undo::Undo::Potentials(key, n.ln_d, n.ln_phi));
+                .push(undo::Undo::Potentials(key, n.ln_d, n.ln_phi, n.stamp));
         }
+        let stamp = self.next_stamp();
         let node = &mut self.nodes[key];
+        node.stamp = stamp;
         node.ln_d = sum - node.ln_h;
         node.ln_phi = node.ln_h + softplus(node.ln_d);
     }

@@ -82,7 +82,9 @@ impl<K: ConjugateKernel> Forest<K> {
         for &(v, s) in &path {
             self.save_image(v);
             self.absorb(kernel, v, item);
+            let stamp = self.next_stamp();
             let node = &mut self.nodes[v];
+            node.stamp = stamp;
             node.size = s.size;
             node.min_point = s.min_point;
             node.ln_kappa = s.ln_kappa;
@@ -263,7 +265,9 @@ impl<K: ConjugateKernel> Forest<K> {
             let size = self.nodes[a].size - 1;
             let ln_kappa = self.kappa(size);
             self.save_image(a);
+            let stamp = self.next_stamp();
             let node = &mut self.nodes[a];
+            node.stamp = stamp;
             kernel.remove(&mut node.stat, point);
             node.size = size;
             node.min_point = min_point;

@@ -19,8 +19,8 @@ pub(super) enum Undo {
     Parent(NodeKey, Option<NodeKey>),
     /// A node's children were set; the old children.
     Children(NodeKey, Option<[NodeKey; 2]>),
-    /// A node's `ln d` and `ln φ` were refreshed; the old values.
-    Potentials(NodeKey, f64, f64),
+    /// A node's `ln d` and `ln φ` were refreshed; the old values and stamp.
+    Potentials(NodeKey, f64, f64, u64),
     /// A node's contents (statistic, size, caches) changed; its whole old image is the last
     /// of the forest's saved images (kept apart so that every entry stays small).
     Image(NodeKey),
@@ -99,10 +99,11 @@ impl<K: ConjugateKernel> Forest<K> {
             match entry {
                 Undo::Parent(k, p) => self.nodes[k].parent = p,
                 Undo::Children(k, c) => self.nodes[k].children = c,
-                Undo::Potentials(k, ln_d, ln_phi) => {
+                Undo::Potentials(k, ln_d, ln_phi, stamp) => {
                     let node = &mut self.nodes[k];
                     node.ln_d = ln_d;
                     node.ln_phi = ln_phi;
+                    node.stamp = stamp;
                 }
                 Undo::Image(k) => {
                     let image = self.images.pop().expect("one saved image per entry");
@@ -167,6 +168,7 @@ impl<K: ConjugateKernel> Forest<K> {
                 parent: n.parent,
                 children: n.children,
                 dead: n.dead,
+                stamp: n.stamp,
             };
             self.images.push(image);
             self.undo.push(Undo::Image(k));
@@ -189,8 +191,9 @@ impl<K: ConjugateKernel> Forest<K> {
         self.nodes[k].children = children;
     }
 
-    /// Puts a new node in the arena.
-    pub(super) fn insert_node(&mut self, node: Node<K::Stat>) -> NodeKey {
+    /// Puts a new node in the arena, with a fresh stamp.
+    pub(super) fn insert_node(&mut self, mut node: Node<K::Stat>) -> NodeKey {
+        node.stamp = self.next_stamp();
         let key = self.nodes.insert(node);
         if self.recording {
             self.undo.push(Undo::Created(key));
