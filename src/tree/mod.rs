@@ -37,6 +37,8 @@
 //! * the invariants of MATH P18: [`Forest::validate`];
 //! * tree shapes keyed by point indices, for checkpoints: [`Forest::shapes`],
 //!   [`Forest::from_shapes`];
+//! * undo records, which take back a rejected proposal made in place at the cost of the
+//!   nodes it touched: [`Forest::begin_undo`], [`Forest::rollback`], [`Forest::commit`];
 //! * exports: [`Forest::to_graph`] (petgraph), [`Forest::to_dot`], [`Forest::to_newick`].
 //!
 //! ```
@@ -314,7 +316,8 @@ impl<K: ConjugateKernel> Forest<K> {
         self.epoch
     }
 
-    /// Number of nodes in the arena (registered and loose trees).
+    /// Number of nodes in the arena (registered and loose trees, and nodes deleted under an
+    /// open undo record, which stay until it is closed).
     pub fn n_nodes(&self) -> usize {
         self.nodes.len()
     }
