@@ -16,13 +16,22 @@
 //!   (default 60) for 3 seeds, DP(1) and NGGP with the reference hyperpriors, with the final
 //!   number of clusters and the adjusted Rand index against the true labels.
 //!
-//! Times are sampling seconds as the chain measures them; the IBHC initialisation is
-//! reported separately. The data are read from `../shared/data` (relative to the crate
+//! * `fixed toy|10k N [paper|exact]`: exactly `N` sweeps of `tgmcmc-paper` (DP, from the
+//!   noisy-IBHC forest of seed 1) and / or of the exact `tgmcmc` (same schedule as above), with
+//!   their CPU seconds and a digest of where each chain ended (the final log joint to the bit,
+//!   the number of clusters, a hash of the labels): a fixed workload for profilers
+//!   (`valgrind --tool=callgrind`) and a check that an optimisation leaves the draws unchanged.
+//!
+//! Times are this thread's CPU seconds spent in sweeps (the reference figures are CPU
+//! seconds); the IBHC initialisation is reported separately. The data are read from `../shared/data` (relative to the crate
 //! root); without it the example says so and stops.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+
+#[path = "support/cpu_clock.rs"]
+mod cpu_clock;
+use cpu_clock::CpuClock;
 
 use nrmm::data::load;
 use nrmm::diagnostics::adjusted_rand_index;
@@ -67,7 +76,7 @@ fn noisy_ibhc(
     seed: u64,
 ) -> (Forest<NormalWishart>, State<NormalWishart, Prior>, f64) {
     let mut rng = SeedPlan::new(seed).chain(1000);
-    let start = Instant::now();
+    let start = CpuClock::start();
     let forest = Forest::ibhc(
         &data.kernel,
         prior,
@@ -109,16 +118,19 @@ fn run(
     let mut chain = Chain::new(&data.kernel, state, SeedPlan::new(seed).chain(0), schedule);
     let mut best = f64::NEG_INFINITY;
     let mut reached = None;
+    let mut cpu = 0.0;
     loop {
+        let clock = CpuClock::start();
         let r = chain.sweep().expect("sweep");
+        cpu += clock.elapsed().as_secs_f64();
         best = best.max(r.ln_joint);
         if reached.is_none() && target.is_some_and(|t| r.ln_joint > t - 0.01) {
-            reached = Some((r.sweep, r.seconds));
+            reached = Some((r.sweep, cpu));
         }
-        if r.seconds >= seconds || (stop_at_target && reached.is_some()) {
+        if cpu >= seconds || (stop_at_target && reached.is_some()) {
             return Outcome {
                 sweeps: r.sweep,
-                seconds: r.seconds,
+                seconds: cpu,
                 best,
                 reached,
                 k: r.n_clusters,
@@ -152,9 +164,9 @@ fn paper(forest: Forest<NormalWishart>, hyper: bool) -> Vec<Scheduled<NormalWish
 /// The exact schedule used throughout: G = 10 TG-SAMS proposals, then a Gibbs scan of a
 /// uniformly random half of the points (exact too; cheaper sweeps let the chain be checked
 /// more often).
-fn exact(data: &Data, hyper: bool) -> Vec<Scheduled<NormalWishart, Prior>> {
+fn exact(data: &Data, prior: &Prior, hyper: bool) -> Vec<Scheduled<NormalWishart, Prior>> {
     let half = (data.kernel.n_points() / 2).max(1);
-    tgmcmc_schedule(10, GibbsScan::Subset(half), 1, hyper).expect("schedule")
+    tgmcmc_schedule(prior, 10, GibbsScan::Subset(half), 1, hyper).expect("schedule")
 }
 
 fn toy(seconds: f64, seeds: u64) {
@@ -196,7 +208,7 @@ fn toy(seconds: f64, seeds: u64) {
         let o = run(
             &data,
             state,
-            exact(&data, false),
+            exact(&data, &dp, false),
             seed,
             30.0,
             Some(TOY_OPTIMUM),
@@ -260,7 +272,7 @@ fn ten_k(seconds: f64, seeds: u64) {
             let o = run(
                 &data,
                 state,
-                exact(&data, hyper),
+                exact(&data, prior, hyper),
                 seed,
                 seconds,
                 None,
@@ -279,8 +291,49 @@ fn ten_k(seconds: f64, seeds: u64) {
     }
 }
 
+/// The `fixed` workload (see the module documentation).
+fn fixed(set: &str, sweeps: u64, which: &str) {
+    let Some(data) = load_set(set) else { return };
+    let dp: Prior = Dp::new(1.0).expect("alpha").into();
+    for kind in ["paper", "exact"] {
+        if which != kind && which != "both" {
+            continue;
+        }
+        let (forest, state, _) = noisy_ibhc(&data, &dp, 1);
+        let schedule = if kind == "paper" {
+            paper(forest, false)
+        } else {
+            exact(&data, &dp, false)
+        };
+        let mut chain = Chain::new(&data.kernel, state, SeedPlan::new(1).chain(0), schedule);
+        let clock = CpuClock::start();
+        for _ in 0..sweeps {
+            chain.sweep().expect("sweep");
+        }
+        let cpu = clock.elapsed().as_secs_f64();
+        let end = chain.state();
+        let labels = end.partition.canonical_labels();
+        let hash = labels.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &l| {
+            (h ^ l as u64).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        println!(
+            "{set} {kind}: {sweeps} sweeps in {cpu:.3} s ({:.1}/s); end: ln joint {:.6} (bits {:016x}), K = {}, labels hash {hash:016x}",
+            sweeps as f64 / cpu,
+            end.ln_joint(),
+            end.ln_joint().to_bits(),
+            end.partition.n_clusters()
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("fixed") {
+        let set = args.get(1).map_or("toy", String::as_str);
+        let sweeps = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1000);
+        fixed(set, sweeps, args.get(3).map_or("both", String::as_str));
+        return;
+    }
     let which = args
         .first()
         .filter(|a| !a.starts_with("--"))

@@ -105,7 +105,7 @@ fn exact_tgmcmc_reaches_the_toy_optimum() {
     let prior: Prior = Dp::new(1.0).unwrap().into();
     for seed in 1..=5 {
         let (_, state) = noisy_start(&kernel, &prior, seed);
-        let schedule = tgmcmc_schedule(10, GibbsScan::Subset(650), 1, false).unwrap();
+        let schedule = tgmcmc_schedule(&prior, 10, GibbsScan::Subset(650), 1, false).unwrap();
         let reached = sweeps_to_optimum(&kernel, state, schedule, seed, 1000);
         println!("tgmcmc, seed {seed}: optimum at sweep {reached:?}");
         assert!(reached.is_some(), "seed {seed}: not reached in 1000 sweeps");

@@ -92,8 +92,11 @@ fn paper<K: ConjugateKernel + 'static>(hyper: bool) -> Vec<Scheduled<K, Prior>> 
     nrmm::sampler::tgmcmc::tgmcmc_paper_schedule(10, 2, hyper)
 }
 
-fn exact_schedule<K: ConjugateKernel + 'static>(hyper: bool) -> Vec<Scheduled<K, Prior>> {
-    tgmcmc_schedule(5, GibbsScan::Full, 1, hyper).unwrap()
+fn exact_schedule<K: ConjugateKernel + 'static>(
+    prior: &Prior,
+    hyper: bool,
+) -> Vec<Scheduled<K, Prior>> {
+    tgmcmc_schedule(prior, 5, GibbsScan::Full, 1, hyper).unwrap()
 }
 
 fn dp() -> Prior {
@@ -141,11 +144,17 @@ fn assert_biased(what: &str, m: &Measured, at_least: f64) {
 fn exact_tgmcmc_reaches_the_noise_floor() {
     for (name, data) in [("A", data_set_a()), ("B", data_set_b())] {
         let k = kernel(data);
-        let m = run(&k, &dp(), exact_schedule(false), 20_000, 1);
+        let m = run(&k, &dp(), exact_schedule(&dp(), false), 20_000, 1);
         assert_at_floor(&format!("tgmcmc, data set {name}, DP(1)"), &m);
     }
     let k = kernel(data_set_b());
-    let m = run(&k, &nggp_reference(), exact_schedule(true), 20_000, 2);
+    let m = run(
+        &k,
+        &nggp_reference(),
+        exact_schedule(&nggp_reference(), true),
+        20_000,
+        2,
+    );
     assert_at_floor("tgmcmc, data set B, NGGP with hyperpriors", &m);
 }
 
@@ -173,7 +182,7 @@ fn long_runs() {
     for seed in 1..=4 {
         for (name, data) in [("A", data_set_a()), ("B", data_set_b())] {
             let k = kernel(data);
-            let m = run(&k, &dp(), exact_schedule(false), 1_000_000, seed);
+            let m = run(&k, &dp(), exact_schedule(&dp(), false), 1_000_000, seed);
             assert_at_floor(&format!("seed {seed}: tgmcmc, {name}, DP(1)"), &m);
             let m = run(&k, &dp(), paper(false), 1_000_000, seed);
             assert_biased(
@@ -181,7 +190,13 @@ fn long_runs() {
                 &m,
                 0.08,
             );
-            let m = run(&k, &nggp_reference(), exact_schedule(true), 1_000_000, seed);
+            let m = run(
+                &k,
+                &nggp_reference(),
+                exact_schedule(&nggp_reference(), true),
+                1_000_000,
+                seed,
+            );
             assert_at_floor(&format!("seed {seed}: tgmcmc, {name}, NGGP"), &m);
             let m = run(&k, &nggp_reference(), paper(true), 1_000_000, seed);
             println!(

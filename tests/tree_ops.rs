@@ -493,28 +493,108 @@ fn priors() -> Vec<Prior> {
     ]
 }
 
+/// The state of a random-operation run: the forest's prior (cycled by recomputes) and stream.
+struct Run {
+    priors: Vec<Prior>,
+    which: usize,
+    prior: Prior,
+    rng: nrmm::rng::NrmmRng,
+    choices: Vec<StocChoice>,
+}
+
+impl Run {
+    fn new(seed: u64) -> Self {
+        let priors = priors();
+        let prior = priors[0].clone();
+        Run {
+            priors,
+            which: 0,
+            prior,
+            rng: SeedPlan::new(seed).chain(0),
+            choices: Vec::new(),
+        }
+    }
+
+    fn forest<K: ConjugateKernel>(&mut self, kernel: &K) -> Forest<K> {
+        Forest::ibhc(
+            kernel,
+            &self.prior,
+            IbhcMode::Exact,
+            &mut RngChooser::new(&mut self.rng),
+        )
+        .unwrap()
+    }
+}
+
 /// Runs `ops` on an exact-IBHC forest and validates the forest after every step. Each
 /// operation takes its fixed picks from the operation's number `r`; random decisions of
 /// SampleSub, StocInsert and the build go through an `RngChooser`.
 fn exercise<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
-    let priors = priors();
-    let mut which = 0;
-    let mut prior = priors[0].clone();
-    let mut rng = SeedPlan::new(seed).chain(0);
-    let mut f = Forest::ibhc(
-        kernel,
-        &prior,
-        IbhcMode::Exact,
-        &mut RngChooser::new(&mut rng),
-    )
-    .unwrap();
-    f.validate(kernel, &prior).unwrap();
+    let mut run = Run::new(seed);
+    let mut f = run.forest(kernel);
+    f.validate(kernel, &run.prior).unwrap();
     let n = kernel.n_points();
-    let mut choices = Vec::new();
     for (step, &(op, r)) in ops.iter().enumerate() {
+        apply(&mut f, kernel, &mut run, op, r);
+        f.validate(kernel, &run.prior)
+            .unwrap_or_else(|e| panic!("after step {step} (operation {}): {e}", op % 8));
+        let labels = f.labels().unwrap();
+        assert_eq!(labels.len(), n);
+    }
+}
+
+/// Everything a forest holds, node by node under its keys (statistics by their exact debug
+/// form), with the live leaves, the registry and the epoch.
+fn fingerprint<K: ConjugateKernel>(f: &Forest<K>) -> String {
+    let mut out = format!("epoch {} nodes {}\n", f.epoch(), f.n_nodes());
+    for root in f.roots() {
+        for k in f.subtree(root).unwrap() {
+            out += &format!("{k:?} {:?}\n", f.node(k).unwrap());
+        }
+    }
+    for i in 0..f.n_points() {
+        out += &format!("{:?} ", f.leaf_of(i));
+    }
+    out
+}
+
+/// Runs `ops` in groups of up to three under undo records: each group is rolled back (the
+/// forest must then be exactly what it was, bit for bit and key for key) or committed (the
+/// forest must then pass every invariant, with no node left over).
+fn exercise_undo<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
+    let mut run = Run::new(seed);
+    let mut f = run.forest(kernel);
+    for group in ops.chunks(3) {
+        let before = fingerprint(&f);
+        let (which, prior) = (run.which, run.prior.clone());
+        f.begin_undo().unwrap();
+        assert!(f.begin_undo().is_err(), "a second record while one is open");
+        for &(op, r) in group {
+            apply(&mut f, kernel, &mut run, op, r);
+        }
+        assert!(f.is_recording());
+        if group[0].1.is_multiple_of(2) {
+            f.rollback();
+            (run.which, run.prior) = (which, prior);
+            assert_eq!(fingerprint(&f), before);
+        } else {
+            f.commit();
+        }
+        assert!(!f.is_recording());
+        f.validate(kernel, &run.prior).unwrap();
+    }
+}
+
+/// One random operation (see [`exercise`]).
+fn apply<K: ConjugateKernel>(f: &mut Forest<K>, kernel: &K, run: &mut Run, op: u8, r: u64) {
+    let n = kernel.n_points();
+    let choices = &mut run.choices;
+    let priors = &run.priors;
+    let (which, prior) = (&mut run.which, &mut run.prior);
+    {
         let roots: Vec<NodeKey> = f.roots().collect();
         let pick = |m: usize, salt: u64| ((r / (salt + 1)) % m as u64) as usize;
-        let mut ch = RngChooser::new(&mut rng);
+        let mut ch = RngChooser::new(&mut run.rng);
         match op % 8 {
             0 => {
                 let leaf = f.leaf_of(pick(n, 0)).unwrap();
@@ -534,13 +614,13 @@ fn exercise<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
                 f.sequential_insert(kernel, queue, IbhcMode::Exact).unwrap();
             }
             2 => {
-                which = (which + 1) % priors.len();
-                prior = priors[which].clone();
+                *which = (*which + 1) % priors.len();
+                *prior = priors[*which].clone();
                 assert!(
-                    f.validate(kernel, &prior).is_err(),
+                    f.validate(kernel, &*prior).is_err(),
                     "stale caches go unnoticed"
                 );
-                f.recompute(&prior);
+                f.recompute(&*prior);
             }
             3 => {
                 let top = roots[pick(roots.len(), 0)];
@@ -557,7 +637,7 @@ fn exercise<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
                     .filter(|&k| f.node(k).unwrap().size() >= 2)
                     .collect();
                 if big.is_empty() {
-                    continue;
+                    return;
                 }
                 let c = big[pick(big.len(), 0)];
                 f.unregister_root(c).unwrap();
@@ -566,13 +646,13 @@ fn exercise<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
                 let mut queue = Vec::new();
                 f.destroy(a, &mut queue).unwrap();
                 let mut trees = f.split_root(a).unwrap().to_vec();
-                f.stoc_insert(kernel, &mut trees, &queue, &mut ch, &mut choices)
+                f.stoc_insert(kernel, &mut trees, &queue, &mut ch, choices)
                     .unwrap();
                 assert!(trees.len() >= 2);
                 for &t in &trees {
-                    f.validate_tree(kernel, &prior, t).unwrap();
+                    f.validate_tree(kernel, &*prior, t).unwrap();
                 }
-                if r % 2 == 0 {
+                if r.is_multiple_of(2) {
                     f.delete_tree(copy).unwrap();
                     for t in trees {
                         f.register_root(t).unwrap();
@@ -587,7 +667,7 @@ fn exercise<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
             }
             5 => {
                 if roots.len() < 2 {
-                    continue;
+                    return;
                 }
                 let i = pick(roots.len(), 0);
                 let j = (i + 1 + pick(roots.len() - 1, 2)) % roots.len();
@@ -606,7 +686,7 @@ fn exercise<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
                     f.insert_with_destroy(kernel, roots[pick(roots.len(), 3)], leaf, &mut queue)
                         .unwrap();
                 }
-                let mode = if r % 3 == 0 {
+                let mode = if r.is_multiple_of(3) {
                     IbhcMode::Noisy
                 } else {
                     IbhcMode::Exact
@@ -615,10 +695,6 @@ fn exercise<K: ConjugateKernel>(kernel: &K, ops: &[(u8, u64)], seed: u64) {
             }
             _ => f.greedy_merge(kernel).unwrap(),
         }
-        f.validate(kernel, &prior)
-            .unwrap_or_else(|e| panic!("after step {step} (operation {}): {e}", op % 8));
-        let labels = f.labels().unwrap();
-        assert_eq!(labels.len(), n);
     }
 }
 
@@ -642,6 +718,16 @@ proptest! {
         rows in nw_data(), ops in op_sequence(), seed in any::<u64>()
     ) {
         exercise(&nw_kernel(&rows), &ops, seed);
+    }
+
+    /// Random operations under undo records, rolled back or committed (see
+    /// [`exercise_undo`]), on both kernels.
+    #[test]
+    fn undo_records_take_random_operations_back_exactly(
+        rows in nw_data(), docs in md_data(), ops in op_sequence(), seed in any::<u64>()
+    ) {
+        exercise_undo(&nw_kernel(&rows), &ops, seed);
+        exercise_undo(&md_kernel(6, &docs, 0.4), &ops, seed);
     }
 
     #[test]

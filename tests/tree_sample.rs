@@ -269,3 +269,87 @@ fn stoc_insert_probabilities_follow_the_formula() {
     );
     assert!(!e.next_path(), "no decision was opened");
 }
+
+/// SampleSub keeps the weights of large unchanged subtrees between draws: the draws of a
+/// forest that sampled before (cache warm) equal those of the same forest built anew without
+/// ever sampling, node and log probability to the bit, also after the subtree changed (Detach
+/// and Insert under it), after a rolled-back undo record, and after a recompute.
+#[test]
+fn sample_sub_cache_draws_as_fresh_weights() {
+    let rows: Vec<Vec<f64>> = (0..60)
+        .map(|i| {
+            let c = (i % 3) as f64 * 4.0;
+            vec![
+                c + ((i * 7) % 11) as f64 * 0.1,
+                c - ((i * 5) % 13) as f64 * 0.1,
+            ]
+        })
+        .collect();
+    let kernel = nw_kernel(&rows);
+    let n = rows.len();
+    // The changes so far: Some(point) moved by Detach and Insert, None a recompute at the
+    // prior of that step.
+    let mut history: Vec<(usize, Option<usize>)> = Vec::new();
+    let build = |history: &[(usize, Option<usize>)]| {
+        let mut f = Forest::new(&kernel, &Dp::new(1.0).unwrap());
+        let root = f.build_tree(&kernel, &(0..n).collect::<Vec<_>>()).unwrap();
+        f.register_root(root).unwrap();
+        for &(step, change) in history {
+            match change {
+                Some(i) => {
+                    let leaf = f.leaf_of(i).unwrap();
+                    f.detach_leaf(&kernel, leaf).unwrap();
+                    let top = f.roots().next().unwrap();
+                    f.insert(&kernel, top, leaf).unwrap();
+                }
+                None => f.recompute(&Dp::new(0.3 + step as f64 * 0.1).unwrap()),
+            }
+        }
+        f
+    };
+    let draw = |f: &mut Forest<_>, rng: &mut nrmm::rng::NrmmRng| {
+        let top = f.roots().next().unwrap();
+        [Candidates::AllNodes, Candidates::InternalNodes].map(|cand| {
+            let (v, lp) = f.sample_sub(top, cand, &mut RngChooser::new(rng)).unwrap();
+            let mut points = Vec::new();
+            f.points(v, &mut points).unwrap();
+            (points, lp.to_bits())
+        })
+    };
+    let mut warm = build(&history);
+    let mut rng = SeedPlan::new(4).chain(0);
+    draw(&mut warm, &mut rng);
+    for step in 0..12 {
+        let mut cold = build(&history);
+        let mut rng_cold = rng.clone();
+        assert_eq!(
+            draw(&mut warm, &mut rng),
+            draw(&mut cold, &mut rng_cold),
+            "step {step}"
+        );
+        match step % 3 {
+            0 => history.push((step, Some((step * 7) % n))),
+            1 => {
+                warm.begin_undo().unwrap();
+                let leaf = warm.leaf_of((step * 11) % n).unwrap();
+                warm.detach_leaf(&kernel, leaf).unwrap();
+                let top = warm.roots().next().unwrap();
+                warm.insert(&kernel, top, leaf).unwrap();
+                draw(&mut warm, &mut rng.clone());
+                warm.rollback();
+                continue;
+            }
+            _ => history.push((step, None)),
+        }
+        let &(s, change) = history.last().unwrap();
+        match change {
+            Some(i) => {
+                let leaf = warm.leaf_of(i).unwrap();
+                warm.detach_leaf(&kernel, leaf).unwrap();
+                let top = warm.roots().next().unwrap();
+                warm.insert(&kernel, top, leaf).unwrap();
+            }
+            None => warm.recompute(&Dp::new(0.3 + s as f64 * 0.1).unwrap()),
+        }
+    }
+}

@@ -102,13 +102,15 @@ impl Sampler {
         }
     }
 
-    /// The moves of one sweep over `n` points; `hyper` adds the hyperparameter update, and
-    /// `forest` is the paper move's starting forest.
+    /// The moves of one sweep over `n` points; `hyper` adds the hyperparameter update,
+    /// `forest` is the paper move's starting forest and `initial` the chain's initial prior
+    /// (the exact move's reference for its canonical trees).
     fn schedule<K: ConjugateKernel + 'static>(
         self,
         n: usize,
         hyper: bool,
         forest: Option<Forest<K>>,
+        initial: &Prior,
     ) -> nrmm::Result<Vec<Scheduled<K, Prior>>> {
         let gibbs = |scan: GibbsScan| -> nrmm::Result<Scheduled<K, Prior>> {
             Ok(Scheduled {
@@ -147,7 +149,7 @@ impl Sampler {
                 }]);
             }
             Sampler::Exact { g } => {
-                return tgmcmc_schedule(g, GibbsScan::Subset((n / 2).max(1)), 1, hyper)
+                return tgmcmc_schedule(initial, g, GibbsScan::Subset((n / 2).max(1)), 1, hyper)
             }
         };
         if hyper {
@@ -298,7 +300,8 @@ fn run_chain<K: ConjugateKernel + 'static>(
         partition,
         prior: prior_value,
     };
-    let schedule = sampler.schedule(kernel.n_points(), prior.hyper(), Some(forest))?;
+    let schedule =
+        sampler.schedule(kernel.n_points(), prior.hyper(), Some(forest), &state.prior)?;
     let mut run = Run {
         init_seconds,
         times: vec![0.0],
@@ -1406,7 +1409,8 @@ fn tv_config(
             partition: Partition::from_labels(&kernel, &forest.labels()?)?,
             prior: prior_value.clone(),
         };
-        let schedule = sampler.schedule(kernel.n_points(), prior.hyper(), Some(forest))?;
+        let schedule =
+            sampler.schedule(kernel.n_points(), prior.hyper(), Some(forest), &state.prior)?;
         let mut chain = Chain::new(&kernel, state, plan.chain(c), schedule);
         let mut v = Vec::with_capacity(sweeps - burn_in);
         for sweep in 0..sweeps {

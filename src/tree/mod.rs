@@ -35,6 +35,10 @@
 //!   reverse evaluations (MATH §4.1, §4.2): [`Forest::sample_sub`], [`Forest::ln_prob_sub`],
 //!   [`Forest::stoc_insert`], [`Forest::stoc_insert_replay`];
 //! * the invariants of MATH P18: [`Forest::validate`];
+//! * tree shapes keyed by point indices, for checkpoints: [`Forest::shapes`],
+//!   [`Forest::from_shapes`];
+//! * undo records, which take back a rejected proposal made in place at the cost of the
+//!   nodes it touched: [`Forest::begin_undo`], [`Forest::rollback`], [`Forest::commit`];
 //! * exports: [`Forest::to_graph`] (petgraph), [`Forest::to_dot`], [`Forest::to_newick`].
 //!
 //! ```
@@ -62,11 +66,14 @@ mod build;
 mod export;
 mod ops;
 mod sample;
+mod shape;
+mod undo;
 mod validate;
 
 pub use build::IbhcMode;
 pub use export::{ExportNode, NewickInfo};
 pub use sample::{Candidates, StocChoice};
+pub use shape::TreeShape;
 
 use std::collections::BTreeMap;
 
@@ -101,6 +108,13 @@ pub struct Node<S> {
     point: Option<usize>,
     parent: Option<NodeKey>,
     children: Option<[NodeKey; 2]>,
+    /// Deleted under an open undo record: unreachable, kept until the record is closed.
+    dead: bool,
+    /// The forest's stamp counter when the node's contents last changed. Every change below
+    /// a node also changes the node (operations refresh the whole path to the root), so
+    /// `(key, stamp)` identifies the subtree's contents; an undo record restores old stamps
+    /// with the old contents.
+    stamp: u64,
 }
 
 impl<S> Node<S> {
@@ -190,6 +204,9 @@ impl PairStats {
     }
 }
 
+/// Per point, its leaf statistic and log marginal once computed ([`Forest::cache_leaves`]).
+type LeafCache<S> = Vec<Option<(S, f64)>>;
+
 /// An arena of BHC / IBHC trees over the points of a kernel's data set, with a registry of the
 /// trees forming the current clustering (see the [module documentation](self)).
 ///
@@ -208,12 +225,25 @@ pub struct Forest<K: ConjugateKernel> {
     scratch_w: Vec<f64>,
     scratch_pairs: Vec<PairStats>,
     scratch_path: Vec<(NodeKey, PairStats)>,
+    recording: bool,
+    undo: Vec<undo::Undo>,
+    images: Vec<Node<K::Stat>>,
+    spare: Vec<K::Stat>,
+    leaf_cache: Option<LeafCache<K::Stat>>,
+    stamps: u64,
+    sub_cache: BTreeMap<(NodeKey, Candidates), sample::SubEntry>,
 }
 
 impl<K: ConjugateKernel> Forest<K> {
     /// An empty forest for `kernel`'s data, with the `θ` caches taken from `prior`.
     /// Cost: `n + 1` evaluations of `ln κ`.
     pub fn new<P: NrmPrior>(kernel: &K, prior: &P) -> Self {
+        Self::with_ln_kappa(kernel, |s| prior.ln_kappa(s))
+    }
+
+    /// An empty forest whose `θ` caches take `ln κ(s, u)` from `ln_kappa` (for a sampler that
+    /// keeps a reference prior of a type it does not name). Cost: `n + 1` calls.
+    pub(crate) fn with_ln_kappa(kernel: &K, ln_kappa: impl Fn(usize) -> f64) -> Self {
         let n = kernel.n_points();
         let mut forest = Forest {
             nodes: SlotMap::with_key(),
@@ -225,9 +255,26 @@ impl<K: ConjugateKernel> Forest<K> {
             scratch_w: Vec::new(),
             scratch_pairs: Vec::new(),
             scratch_path: Vec::new(),
+            recording: false,
+            undo: Vec::new(),
+            images: Vec::new(),
+            spare: Vec::new(),
+            leaf_cache: None,
+            stamps: 0,
+            sub_cache: BTreeMap::new(),
         };
-        forest.fill_kappa_table(prior);
+        forest.ln_kappa.extend((0..=n).map(ln_kappa));
         forest
+    }
+
+    /// Keeps each point's leaf statistic and log marginal once computed, so that later leaves
+    /// of the same point are copies (for a forest that keeps building trees over the same
+    /// points, such as a cache of canonical trees). The copies are the values a fresh
+    /// computation gives, bit for bit. Memory: one statistic per point that had a leaf.
+    pub(crate) fn cache_leaves(&mut self) {
+        if self.leaf_cache.is_none() {
+            self.leaf_cache = Some(vec![None; self.n_points()]);
+        }
     }
 
     /// Every point as its own registered one-leaf tree. Cost: `n` leaves, O(n) marginals.
@@ -252,6 +299,12 @@ impl<K: ConjugateKernel> Forest<K> {
         self.ln_kappa[size]
     }
 
+    /// A fresh stamp for a node whose contents change.
+    pub(super) fn next_stamp(&mut self) -> u64 {
+        self.stamps += 1;
+        self.stamps
+    }
+
     /// Number of points of the data set the forest was made for.
     pub fn n_points(&self) -> usize {
         self.live_leaf.len()
@@ -263,7 +316,8 @@ impl<K: ConjugateKernel> Forest<K> {
         self.epoch
     }
 
-    /// Number of nodes in the arena (registered and loose trees).
+    /// Number of nodes in the arena (registered and loose trees, and nodes deleted under an
+    /// open undo record, which stay until it is closed).
     pub fn n_nodes(&self) -> usize {
         self.nodes.len()
     }
@@ -353,7 +407,11 @@ impl<K: ConjugateKernel> Forest<K> {
     /// Unregisters `key` if it is a registered root; returns whether it was.
     fn unregister(&mut self, key: NodeKey) -> bool {
         if self.is_registered(key) {
-            self.roots.remove(&self.nodes[key].min_point);
+            let min = self.nodes[key].min_point;
+            self.roots.remove(&min);
+            if self.recording {
+                self.undo.push(undo::Undo::Unregistered(min, key));
+            }
             true
         } else {
             false
@@ -368,6 +426,9 @@ impl<K: ConjugateKernel> Forest<K> {
         match self.roots.entry(min) {
             std::collections::btree_map::Entry::Vacant(e) => {
                 e.insert(key);
+                if self.recording {
+                    self.undo.push(undo::Undo::Registered(min));
+                }
                 Ok(())
             }
             std::collections::btree_map::Entry::Occupied(_) => Err(Error::Usage(format!(
@@ -449,10 +510,30 @@ impl<K: ConjugateKernel> Forest<K> {
     }
 
     fn push_leaf(&mut self, kernel: &K, i: usize) -> NodeKey {
-        let stat = kernel.stat_of(&[i]);
-        let ln_marginal = kernel.ln_marginal(&stat);
+        let (stat, ln_marginal) = match self.leaf_cache.as_mut() {
+            Some(cache) => {
+                let (cached, ln_marginal) = cache[i].get_or_insert_with(|| {
+                    let stat = kernel.stat_of(&[i]);
+                    let ln_marginal = kernel.ln_marginal(&stat);
+                    (stat, ln_marginal)
+                });
+                let stat = match self.spare.pop() {
+                    Some(mut s) => {
+                        s.clone_from(cached);
+                        s
+                    }
+                    None => cached.clone(),
+                };
+                (stat, *ln_marginal)
+            }
+            None => {
+                let stat = kernel.stat_of(&[i]);
+                let ln_marginal = kernel.ln_marginal(&stat);
+                (stat, ln_marginal)
+            }
+        };
         let ln_kappa = self.kappa(1);
-        let key = self.nodes.insert(Node {
+        let key = self.insert_node(Node {
             stat,
             size: 1,
             min_point: i,
@@ -464,9 +545,11 @@ impl<K: ConjugateKernel> Forest<K> {
             point: Some(i),
             parent: None,
             children: None,
+            dead: false,
+            stamp: 0,
         });
         if self.live_leaf[i].is_none() {
-            self.live_leaf[i] = Some(key);
+            self.set_live_leaf(i, Some(key));
         }
         key
     }
@@ -640,9 +723,9 @@ impl<K: ConjugateKernel> Forest<K> {
     /// Makes a new parentless node with children `[a, b]` and the given pair statistics
     /// (which must be those of `a` and `b`).
     fn join_with(&mut self, kernel: &K, a: NodeKey, b: NodeKey, st: PairStats) -> NodeKey {
-        let mut stat = self.nodes[a].stat.clone();
+        let mut stat = self.clone_stat(a);
         Self::absorb_stat(kernel, &mut stat, &self.nodes[b]);
-        let key = self.nodes.insert(Node {
+        let key = self.insert_node(Node {
             stat,
             size: st.size,
             min_point: st.min_point,
@@ -654,9 +737,11 @@ impl<K: ConjugateKernel> Forest<K> {
             point: None,
             parent: None,
             children: Some([a, b]),
+            dead: false,
+            stamp: 0,
         });
-        self.nodes[a].parent = Some(key);
-        self.nodes[b].parent = Some(key);
+        self.set_parent(a, Some(key));
+        self.set_parent(b, Some(key));
         key
     }
 
@@ -685,9 +770,9 @@ impl<K: ConjugateKernel> Forest<K> {
             ));
         };
         self.unregister(root);
-        self.nodes.remove(root);
-        self.nodes[l].parent = None;
-        self.nodes[r].parent = None;
+        self.remove_node(root);
+        self.set_parent(l, None);
+        self.set_parent(r, None);
         Ok([l, r])
     }
 
@@ -705,17 +790,23 @@ impl<K: ConjugateKernel> Forest<K> {
         self.collect_preorder(top, &mut order);
         let mut map = slotmap::SecondaryMap::with_capacity(order.len());
         for &k in &order {
-            let mut node = self.nodes[k].clone();
-            node.parent = if k == top {
-                None
-            } else {
-                node.parent.map(|p| map[p])
+            let stat = self.clone_stat(k);
+            let n = &self.nodes[k];
+            let node = Node {
+                stat,
+                parent: if k == top {
+                    None
+                } else {
+                    n.parent.map(|p| map[p])
+                },
+                ..*n
             };
-            let new = self.nodes.insert(node);
+            let new = self.insert_node(node);
             map.insert(k, new);
         }
         for &k in &order {
             if let Some([l, r]) = self.nodes[k].children {
+                // A node made under the open record: its children need no journal entry.
                 self.nodes[map[k]].children = Some([map[l], map[r]]);
             }
         }
@@ -732,12 +823,12 @@ impl<K: ConjugateKernel> Forest<K> {
         order.clear();
         self.collect_preorder(root, &mut order);
         for &k in &order {
-            let node = self.nodes.remove(k).expect("collected from the arena");
-            if let Some(p) = node.point {
+            if let Some(p) = self.nodes[k].point {
                 if self.live_leaf[p] == Some(k) {
-                    self.live_leaf[p] = None;
+                    self.set_live_leaf(p, None);
                 }
             }
+            self.remove_node(k);
         }
         self.scratch_keys = order;
         Ok(())
@@ -750,7 +841,7 @@ impl<K: ConjugateKernel> Forest<K> {
         let mut cur = Some(top);
         while let Some(k) = cur {
             if let Some(p) = self.nodes[k].point {
-                self.live_leaf[p] = Some(k);
+                self.set_live_leaf(p, Some(k));
             }
             cur = self.preorder_next(k, top);
         }
@@ -767,18 +858,25 @@ impl<K: ConjugateKernel> Forest<K> {
     ///
     /// Cost: `n + 1` evaluations of `ln κ` and O(1) per node; no marginals.
     pub fn recompute<P: NrmPrior>(&mut self, prior: &P) {
+        if self.recording {
+            self.undo
+                .push(undo::Undo::Theta(self.ln_kappa.clone(), self.epoch));
+        }
         self.fill_kappa_table(prior);
         self.epoch += 1;
         let mut order = std::mem::take(&mut self.scratch_keys);
         order.clear();
         for (k, node) in &self.nodes {
-            if node.parent.is_none() {
+            if node.parent.is_none() && !node.dead {
                 self.collect_preorder(k, &mut order);
             }
         }
         for &k in order.iter().rev() {
+            self.save_image(k);
             let ln_kappa = self.kappa(self.nodes[k].size);
+            let stamp = self.next_stamp();
             let node = &mut self.nodes[k];
+            node.stamp = stamp;
             node.ln_kappa = ln_kappa;
             node.ln_h = ln_kappa + node.ln_marginal;
             node.ln_phi = node.ln_h;
@@ -796,7 +894,14 @@ impl<K: ConjugateKernel> Forest<K> {
             .children
             .expect("refresh_d on an internal node");
         let sum = self.nodes[l].ln_phi + self.nodes[r].ln_phi;
+        if self.recording {
+            let n = &self.nodes[key];
+            self.undo
+                .push(undo::Undo::Potentials(key, n.ln_d, n.ln_phi, n.stamp));
+        }
+        let stamp = self.next_stamp();
         let node = &mut self.nodes[key];
+        node.stamp = stamp;
         node.ln_d = sum - node.ln_h;
         node.ln_phi = node.ln_h + softplus(node.ln_d);
     }

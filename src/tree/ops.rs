@@ -80,8 +80,11 @@ impl<K: ConjugateKernel> Forest<K> {
 
         let was_registered = self.unregister(target);
         for &(v, s) in &path {
+            self.save_image(v);
             self.absorb(kernel, v, item);
+            let stamp = self.next_stamp();
             let node = &mut self.nodes[v];
+            node.stamp = stamp;
             node.size = s.size;
             node.min_point = s.min_point;
             node.ln_kappa = s.ln_kappa;
@@ -94,11 +97,11 @@ impl<K: ConjugateKernel> Forest<K> {
 
         let grandparent = self.nodes[nd].parent;
         let sibling = self.sibling(nd);
-        self.nodes[nd].parent = None;
+        self.set_parent(nd, None);
         let pair = self.join_with(kernel, nd, item, pair_st);
         if let (Some(g), Some(s)) = (grandparent, sibling) {
-            self.nodes[pair].parent = Some(g);
-            self.nodes[g].children = Some([pair, s]);
+            self.set_parent(pair, Some(g));
+            self.set_children(g, Some([pair, s]));
         }
         if was_registered {
             let root = self.root_of(pair)?;
@@ -189,14 +192,14 @@ impl<K: ConjugateKernel> Forest<K> {
         let top = self.root_of(a)?;
         let was_registered = self.unregister(top);
         let mut sib = self.sibling(a).expect("a node with a parent has a sibling");
-        self.nodes[a].parent = None;
+        self.set_parent(a, None);
         loop {
-            self.nodes[sib].parent = None;
+            self.set_parent(sib, None);
             queue.push(sib);
             let next = self.nodes[par]
                 .parent
                 .map(|gp| (gp, self.sibling(par).expect("has a parent")));
-            self.nodes.remove(par);
+            self.remove_node(par);
             match next {
                 Some((gp, s)) => {
                     par = gp;
@@ -239,11 +242,11 @@ impl<K: ConjugateKernel> Forest<K> {
         let sib = self
             .sibling(leaf)
             .expect("a node with a parent has a sibling");
-        self.nodes[leaf].parent = None;
+        self.set_parent(leaf, None);
         let Some(g) = self.nodes[p].parent else {
             let was_registered = self.unregister(p);
-            self.nodes.remove(p);
-            self.nodes[sib].parent = None;
+            self.remove_node(p);
+            self.set_parent(sib, None);
             if was_registered {
                 self.register(sib)?;
             }
@@ -252,16 +255,19 @@ impl<K: ConjugateKernel> Forest<K> {
         let top = self.root_of(g)?;
         let was_registered = self.unregister(top);
         let [gl, gr] = self.nodes[g].children.expect("a parent is internal");
-        self.nodes[g].children = Some(if gl == p { [sib, gr] } else { [gl, sib] });
-        self.nodes[sib].parent = Some(g);
-        self.nodes.remove(p);
+        self.set_children(g, Some(if gl == p { [sib, gr] } else { [gl, sib] }));
+        self.set_parent(sib, Some(g));
+        self.remove_node(p);
         let mut anc = Some(g);
         while let Some(a) = anc {
             let [l, r] = self.nodes[a].children.expect("an ancestor is internal");
             let min_point = self.nodes[l].min_point.min(self.nodes[r].min_point);
             let size = self.nodes[a].size - 1;
             let ln_kappa = self.kappa(size);
+            self.save_image(a);
+            let stamp = self.next_stamp();
             let node = &mut self.nodes[a];
+            node.stamp = stamp;
             kernel.remove(&mut node.stat, point);
             node.size = size;
             node.min_point = min_point;

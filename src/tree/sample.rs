@@ -10,7 +10,7 @@ use crate::math::{ln_add_exp, log_sum_exp};
 use crate::sampler::Chooser;
 
 /// Which nodes of a subtree SampleSub may return (MATH §4.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Candidates {
     /// Every node, leaves included (`draw_leaf = true`; the local move's selection).
     AllNodes,
@@ -27,6 +27,23 @@ pub enum StocChoice {
     New,
 }
 
+/// Subtrees with fewer candidates than this are weighed afresh at every SampleSub; larger
+/// ones keep their weights between draws while they are unchanged.
+const CACHED_SUBTREE: usize = 16;
+
+/// At most this many subtrees keep their SampleSub weights (plus two per registered tree);
+/// beyond it the cache starts afresh, dropping entries of nodes that no longer exist.
+const CACHED_SUBTREES: usize = 64;
+
+/// The candidates of a SampleSub and their weights, kept for a subtree while its top node's
+/// stamp says it is unchanged.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SubEntry {
+    stamp: u64,
+    keys: Vec<NodeKey>,
+    weights: Vec<f64>,
+}
+
 impl<K: ConjugateKernel> Forest<K> {
     /// SampleSub, forward (MATH §4.1): draws a node `v` of the subtree of `top` with
     /// probability `(d_v + d_max) / Σ_{v'} (d_{v'} + d_max)` over the candidates (breadth-first
@@ -36,19 +53,62 @@ impl<K: ConjugateKernel> Forest<K> {
     /// node and its log probability. A leaf `top` is
     /// returned with log probability 0 and no draw.
     ///
+    /// The candidates and weights of a subtree of at least 16 candidates are kept between
+    /// draws while the subtree is unchanged (its top node's stamp; every change below a node
+    /// refreshes the node), so that the local move, which weighs every tree each sweep, only
+    /// pays for trees that changed; the draw is the same as from weights computed afresh.
+    ///
     /// Errors if `top` is unknown or the chooser rejects the weights (a NaN `ln d`). Cost:
-    /// O(size of the subtree), no allocation once the forest's scratch buffers have grown.
+    /// O(size of the subtree), or O(log of the cache) plus the draw for an unchanged cached
+    /// subtree; no allocation once the forest's buffers have grown.
     pub fn sample_sub(
         &mut self,
         top: NodeKey,
         candidates: Candidates,
         chooser: &mut dyn Chooser,
     ) -> Result<(NodeKey, f64)> {
-        if self.get(top, "sample_sub")?.is_leaf() {
+        let node = self.get(top, "sample_sub")?;
+        if node.is_leaf() {
             return Ok((top, 0.0));
+        }
+        let (size, stamp) = (node.size, node.stamp);
+        if size >= CACHED_SUBTREE {
+            if let Some(e) = self.sub_cache.get(&(top, candidates)) {
+                if e.stamp == stamp {
+                    return chooser
+                        .choose_weights(&e.weights)
+                        .map(|(i, lp)| (e.keys[i], lp));
+                }
+            }
         }
         let mut keys = std::mem::take(&mut self.scratch_keys);
         let mut weights = std::mem::take(&mut self.scratch_w);
+        self.weigh_sub(top, candidates, &mut keys, &mut weights);
+        let drawn = chooser.choose_weights(&weights);
+        let out = drawn.map(|(i, lp)| (keys[i], lp));
+        if size >= CACHED_SUBTREE && out.is_ok() {
+            if self.sub_cache.len() >= CACHED_SUBTREES + 2 * self.roots.len() {
+                self.sub_cache.clear();
+            }
+            let e = self.sub_cache.entry((top, candidates)).or_default();
+            e.stamp = stamp;
+            std::mem::swap(&mut e.keys, &mut keys);
+            std::mem::swap(&mut e.weights, &mut weights);
+        }
+        self.scratch_keys = keys;
+        self.scratch_w = weights;
+        out
+    }
+
+    /// The SampleSub candidates of the subtree of `top` in breadth-first order, and their
+    /// weights relative to the largest `d`.
+    fn weigh_sub(
+        &self,
+        top: NodeKey,
+        candidates: Candidates,
+        keys: &mut Vec<NodeKey>,
+        weights: &mut Vec<f64>,
+    ) {
         keys.clear();
         keys.push(top);
         let mut next = 0;
@@ -74,11 +134,6 @@ impl<K: ConjugateKernel> Forest<K> {
             keys.iter()
                 .map(|&k| 1.0 + (self.nodes[k].ln_d - ln_d_max).exp()),
         );
-        let drawn = chooser.choose_weights(&weights);
-        let out = drawn.map(|(i, lp)| (keys[i], lp));
-        self.scratch_keys = keys;
-        self.scratch_w = weights;
-        out
     }
 
     /// SampleSub, reverse evaluation: `ln P_sub(target | subtree of top)` with the weights of

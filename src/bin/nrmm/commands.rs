@@ -499,7 +499,7 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
             k,
             state,
             rng,
-            crate::runner::schedule(&a.sampler, resamples_hyper(&spec))?,
+            crate::runner::schedule(&a.sampler, resamples_hyper(&spec), &prior)?,
         );
         let burn_in = a.sweeps / 10;
         let mut empirical = EmpiricalPartitions::new(n)?;

@@ -236,7 +236,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     let ends = with_kernel!(&built.kernel, |k| {
         let schedules = runs
             .iter()
-            .map(|r| schedule(&r.settings.sampler, resamples_hyper(spec)))
+            .map(|r| schedule(&r.settings.sampler, resamples_hyper(spec), &built.prior))
             .collect::<Result<Vec<_>>>()?;
         for r in &runs {
             create_dir(&r.dir)?;

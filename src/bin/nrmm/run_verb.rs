@@ -229,7 +229,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
         // Every setting and checkpoint is checked before anything is written.
         let schedules = settings
             .chain_indices()
-            .map(|_| schedule(&settings.sampler, resamples_hyper(&spec)))
+            .map(|_| schedule(&settings.sampler, resamples_hyper(&spec), &prior))
             .collect::<Result<Vec<_>>>()?;
         let mut checkpoints = Vec::new();
         for c in settings.chain_indices() {

@@ -106,7 +106,9 @@ pub struct RunSettings {
     pub data_format: Option<FormatArg>,
     /// What identifies the data.
     pub fingerprint: Fingerprint,
-    /// The model flags.
+    /// The model flags. They also give the run's initial prior, rebuilt from them when a run
+    /// is resumed: tgmcmc builds its canonical trees at it whatever the checkpoint's
+    /// hyperparameters are, so nothing more about it needs storing.
     pub model: ModelArgs,
     /// The sampler.
     pub sampler: SamplerArgs,

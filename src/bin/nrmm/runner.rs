@@ -23,10 +23,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The moves of a sweep for the chosen sampler (MATH §6), plus the hyperparameter move when
-/// anything is resampled.
+/// anything is resampled. `initial` is the run's prior with its initial hyperparameters, which
+/// moves that fix a reference prior (tgmcmc's canonical trees) keep whatever the chain's
+/// current prior is, also after a resume.
 pub fn schedule<K: ParametricKernel + 'static>(
     s: &SamplerArgs,
     resample_hyper: bool,
+    initial: &Prior,
 ) -> Result<Vec<Scheduled<K, Prior>>> {
     let m = &s.moves;
     let scan = match m.gibbs_subset {
@@ -40,7 +43,7 @@ pub fn schedule<K: ParametricKernel + 'static>(
             mv: Box::new(gibbs()?),
             repeats: 1,
         }),
-        SamplerKind::Tgmcmc => return crate::tree_cmd::tgmcmc(s, resample_hyper),
+        SamplerKind::Tgmcmc => return crate::tree_cmd::tgmcmc(s, resample_hyper, initial),
         SamplerKind::TgmcmcPaper => return crate::tree_cmd::tgmcmc_paper(s, resample_hyper),
         SamplerKind::Subcluster
         | SamplerKind::SubclusterDpmm

@@ -127,10 +127,14 @@ pub fn tree(a: TreeArgs) -> Result<()> {
 
 /// The schedule of `--sampler tgmcmc`: `--global-moves` TG-SAMS proposals, then
 /// `--gibbs-sweeps` Gibbs scans (`--gibbs-subset` points each, or all), then the
-/// hyperparameter move when anything is resampled.
+/// hyperparameter move when anything is resampled. The canonical trees are built at
+/// `initial`, the run's prior with its initial hyperparameters (rebuilt from the model flags
+/// of `run.json` when a run is resumed), so that a resumed chain builds the trees of the chain
+/// that never stopped.
 pub fn tgmcmc<K: ConjugateKernel + 'static>(
     s: &SamplerArgs,
     resample_hyper: bool,
+    initial: &Prior,
 ) -> Result<Vec<Scheduled<K, Prior>>> {
     if s.moves.depth.is_some() {
         return Err(Error::Usage(
@@ -150,6 +154,7 @@ pub fn tgmcmc<K: ConjugateKernel + 'static>(
         None => GibbsScan::Full,
     };
     tgmcmc_schedule(
+        initial,
         s.moves.global_moves,
         scan,
         s.moves.gibbs_sweeps,

@@ -5,7 +5,6 @@
 
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
-use crate::prior::NrmPrior;
 use crate::tree::{Forest, NodeKey};
 
 /// A cache of canonical trees over one data set, all loose trees of one [`Forest`] whose
@@ -44,10 +43,13 @@ struct ReferenceTree {
 }
 
 impl<K: ConjugateKernel> TreeCache<K> {
-    /// An empty cache over `kernel`'s data with the reference `θ` of `prior`.
-    pub(super) fn new<P: NrmPrior>(kernel: &K, prior: &P) -> Self {
+    /// An empty cache over `kernel`'s data whose reference `θ` gives `ln κ(s, u)` as
+    /// `ln_kappa(s)`.
+    pub(super) fn new(kernel: &K, ln_kappa: impl Fn(usize) -> f64) -> Self {
+        let mut forest = Forest::with_ln_kappa(kernel, ln_kappa);
+        forest.cache_leaves();
         TreeCache {
-            forest: Forest::new(kernel, prior),
+            forest,
             reference: None,
             owner: vec![None; kernel.n_points()],
             relevant: Vec::new(),
@@ -282,7 +284,7 @@ mod tests {
     use super::*;
     use crate::data::generate::data_set_b;
     use crate::kernel::{NormalWishart, NwHyper};
-    use crate::prior::Dp;
+    use crate::prior::{Dp, NrmPrior};
     use crate::tree::NewickInfo;
     use std::sync::Arc;
 
@@ -314,7 +316,7 @@ mod tests {
         let prior = Dp::new(1.0).unwrap();
         let mut full = Forest::new(&k, &prior);
         let root = full.build_tree(&k, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
-        let mut cache = TreeCache::new(&k, &prior);
+        let mut cache = TreeCache::new(&k, |s| prior.ln_kappa(s));
         for members in [
             vec![0, 1, 2, 3, 4, 5, 6],
             vec![6, 2, 0],
@@ -358,7 +360,7 @@ mod tests {
     fn cached_trees_are_reused_until_their_cluster_changes() {
         let k = kernel();
         let prior = Dp::new(1.0).unwrap();
-        let mut cache = TreeCache::new(&k, &prior);
+        let mut cache = TreeCache::new(&k, |s| prior.ln_kappa(s));
         let a = cache.tree_for(&k, &[0, 1, 2]).unwrap();
         let b = cache.tree_for(&k, &[3, 4, 5, 6]).unwrap();
         assert_eq!(cache.tree_for(&k, &[2, 0, 1]).unwrap(), a);

@@ -106,10 +106,12 @@ use crate::sampler::{Gibbs, GibbsScan, HyperMove};
 
 /// The exact tgMCMC sweep: `global_moves` TG-SAMS proposals (`G`), then `gibbs_sweeps` Gibbs
 /// moves with `scan` (a full scan in a fresh random order, or a random subset; both exact),
-/// then, with `hyper`, the hyperparameter move. Errors if both counts are 0 or the scan is an
-/// empty subset. Cost per sweep: `G` proposals plus the Gibbs scans (`O(n K)` predictive
-/// evaluations for a full scan).
+/// then, with `hyper`, the hyperparameter move. The canonical trees use `reference` (the
+/// chain's initial prior; see [`TgSams::with_reference_prior`]). Errors if both counts are 0 or
+/// the scan is an empty subset. Cost per sweep: `G` proposals plus the Gibbs scans (`O(n K)`
+/// predictive evaluations for a full scan).
 pub fn tgmcmc_schedule<K, P>(
+    reference: &P,
     global_moves: usize,
     scan: GibbsScan,
     gibbs_sweeps: usize,
@@ -127,7 +129,7 @@ where
     let mut moves: Vec<Scheduled<K, P>> = Vec::new();
     if global_moves > 0 {
         moves.push(Scheduled {
-            mv: Box::new(TgSams::<K>::new()),
+            mv: Box::new(TgSams::<K>::new().with_reference_prior(reference)),
             repeats: global_moves,
         });
     }

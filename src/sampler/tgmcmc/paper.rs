@@ -7,7 +7,8 @@ use crate::math::{log_sum_exp, softplus};
 use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
 use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
-use crate::tree::{Candidates, Forest, NodeKey, StocChoice};
+use crate::tree::{Candidates, Forest, NodeKey, StocChoice, TreeShape};
+use std::cell::Cell;
 
 /// `(ln b, ln(1 - b))` of `b = 1 / (1 + d)` from `ln d` (MATH §4): `-softplus(ln d)` and
 /// `ln d - softplus(ln d)`.
@@ -57,8 +58,19 @@ fn ln_b_pair(ln_d: f64) -> (f64, f64) {
 /// partition throws the trees away. [`TgmcmcPaper::with_forest`] starts from a given forest,
 /// such as the noisy-IBHC forest the reference starts from.
 ///
-/// Cost per step: per global move `O(K)` pair marginals, plus for a split `O(|c*|)` for the
-/// copy and SampleSub and `O(depth · |S|)` pair evaluations per StocInsert item, or for a merge
+/// **Checkpoints.** Because the trees are state, [`Move::save_aux`] records them, as the
+/// shapes of the registered trees keyed by point indices ([`Forest::shapes`]), and
+/// [`Move::restore_aux`] rebuilds the forest from them ([`Forest::from_shapes`]). A rebuilt
+/// forest has the topology of the original but statistics made by joins rather than by the
+/// incremental updates the original went through, which can differ in the last bits; so taking
+/// a checkpoint also marks the live forest to be rebuilt from the same shapes before the
+/// move's next step (as [`Chain::checkpoint`](crate::run::Chain::checkpoint) rebuilds the live
+/// partition). The chain that goes on and the chain resumed from the checkpoint then hold
+/// identical forests and continue identically.
+///
+/// Cost per step: per global move `O(K)` pair marginals, plus for a split `O(|c*|)` for
+/// SampleSub, `O(depth · |S|)` pair evaluations per StocInsert item and, on rejection, the
+/// replay of its undo record (the nodes it touched; [`Forest::rollback`]), or for a merge
 /// `O(J²)` pair evaluations and the cascade; the local move `O(K)` predictive evaluations per
 /// queued point plus its Detach and SeqInsert; `O(n)` for the consistency check and, after a
 /// hyperparameter change, the recompute.
@@ -69,7 +81,7 @@ pub struct TgmcmcPaper<K: ConjugateKernel> {
     hyper: bool,
     forest: Option<Forest<K>>,
     hyper_seen: Option<Vec<(&'static str, f64)>>,
-    labels_seen: Vec<Slot>,
+    rebuild: Cell<bool>,
     empty: Option<K::Stat>,
     roots: Vec<NodeKey>,
     others: Vec<NodeKey>,
@@ -97,7 +109,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             hyper: false,
             forest: None,
             hyper_seen: None,
-            labels_seen: Vec::new(),
+            rebuild: Cell::new(false),
             empty: None,
             roots: Vec::new(),
             others: Vec::new(),
@@ -128,6 +140,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     pub fn with_forest(mut self, forest: Forest<K>) -> Self {
         self.forest = Some(forest);
         self.hyper_seen = None;
+        self.rebuild.set(false);
         self
     }
 
@@ -146,10 +159,17 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         self.depth
     }
 
-    /// Makes the forest match `state`: rebuilt from the partition if its trees are not the
-    /// partition's clusters, recomputed if the prior's hyperparameters changed. Cost: O(n)
-    /// when nothing changed.
+    /// Makes the forest match `state`: rebuilt from its own shapes if a checkpoint was taken
+    /// since the last step (see the type's documentation), rebuilt from the partition if its
+    /// trees are not the partition's clusters, recomputed if the prior's hyperparameters
+    /// changed. Cost: O(n) when nothing changed.
     pub fn sync<P: NrmPrior>(&mut self, kernel: &K, state: &State<K, P>) -> Result<()> {
+        if self.rebuild.replace(false) {
+            if let Some(f) = &self.forest {
+                self.forest = Some(Forest::from_shapes(kernel, &state.prior, &f.shapes())?);
+                self.hyper_seen = Some(state.prior.hyper_values());
+            }
+        }
         let part = &state.partition;
         let fits = match &self.forest {
             Some(f) => f.n_points() == part.n() && trees_match(f, part, &mut self.points)?,
@@ -179,18 +199,13 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     ) -> Result<StepInfo> {
         self.sync(kernel, state)?;
         let out = self.global_inner(kernel, state, chooser);
-        self.remember(out.is_ok(), &state.partition);
+        self.remember(out.is_ok());
         out
     }
 
-    /// Records the partition the move leaves (its labels by slot), or drops the forest after
-    /// an error so that the next step rebuilds it.
-    fn remember(&mut self, ok: bool, part: &Partition<K>) {
-        self.labels_seen.clear();
-        if ok {
-            self.labels_seen
-                .extend((0..part.n()).map(|i| part.slot_of(i)));
-        } else {
+    /// Drops the forest after an error, so that the next step rebuilds it from the partition.
+    fn remember(&mut self, ok: bool) {
+        if !ok {
             self.forest = None;
         }
     }
@@ -204,7 +219,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     ) -> Result<StepInfo> {
         self.sync(kernel, state)?;
         let out = self.local_inner(kernel, state, chooser);
-        self.remember(out.is_ok(), &state.partition);
+        self.remember(out.is_ok());
         out.map(|()| StepInfo::default())
     }
 
@@ -262,7 +277,9 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         let ln_h_c = node.ln_h();
         let slot = state.partition.slot_of(node.min_point());
         let k = forest.n_roots();
-        let copy = forest.copy_tree(c_star)?;
+        // The proposal is made in place under an undo record: a rejection replays it
+        // backwards, at a cost of the nodes it touched rather than a copy of the tree.
+        forest.begin_undo()?;
         let (a, ln_p_sub) = forest.sample_sub(c_star, Candidates::InternalNodes, chooser)?;
         ln_q_fwd += ln_p_sub;
         self.queue.clear();
@@ -316,7 +333,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         };
         let (accepted, info) = metropolis_hastings(&proposal, chooser);
         if accepted {
-            forest.delete_tree(copy)?;
+            forest.commit();
             for &s in &self.trees {
                 forest.register_root(s)?;
             }
@@ -325,11 +342,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
                 state.partition.split_off(kernel, slot, &self.points);
             }
         } else {
-            for &s in &self.trees {
-                forest.delete_tree(s)?;
-            }
-            forest.adopt_leaves(copy)?;
-            forest.register_root(copy)?;
+            forest.rollback();
         }
         Ok(info)
     }
@@ -473,9 +486,56 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     }
 }
 
+/// What a checkpoint keeps of a [`TgmcmcPaper`]: the shapes of its registered trees.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PaperAux {
+    trees: Vec<TreeShape>,
+}
+
 impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgmcmcPaper<K> {
     fn name(&self) -> &'static str {
         "tgmcmc-paper"
+    }
+
+    /// The shapes of the registered trees (`None` before the move has a forest); marks the
+    /// live forest to be rebuilt from them before the next step (see the type's
+    /// documentation). Cost: O(n).
+    fn save_aux(&self) -> Result<Option<serde_json::Value>> {
+        let Some(forest) = &self.forest else {
+            return Ok(None);
+        };
+        let aux = PaperAux {
+            trees: forest.shapes(),
+        };
+        let value = serde_json::to_value(&aux)
+            .map_err(|e| Error::Usage(format!("checkpoint: the tgmcmc-paper trees: {e}")))?;
+        self.rebuild.set(true);
+        Ok(Some(value))
+    }
+
+    /// Rebuilds the forest from the shapes [`Move::save_aux`] wrote, with the `θ` caches of
+    /// the resumed prior; `None` leaves the move as it is. Trees that are not the clusters of
+    /// the resumed partition are rebuilt from the partition at the next step, as the chain
+    /// that wrote the checkpoint does. Errors if the shapes are malformed or do not cover the
+    /// data set exactly once. Cost: as [`Forest::from_shapes`].
+    fn restore_aux(
+        &mut self,
+        kernel: &K,
+        state: &State<K, P>,
+        aux: Option<serde_json::Value>,
+    ) -> Result<()> {
+        let Some(value) = aux else {
+            return Ok(());
+        };
+        let aux: PaperAux = serde_json::from_value(value).map_err(|e| {
+            Error::Usage(format!(
+                "checkpoint: the state it holds for tgmcmc-paper is not a set of trees: {e}"
+            ))
+        })?;
+        self.forest = Some(Forest::from_shapes(kernel, &state.prior, &aux.trees)?);
+        self.hyper_seen = Some(state.prior.hyper_values());
+        self.rebuild.set(false);
+        Ok(())
     }
 
     fn step(
@@ -493,7 +553,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgmcmcPaper<K> {
             self.local_inner(kernel, state, chooser)
         };
         let out = moves();
-        self.remember(out.is_ok(), &state.partition);
+        self.remember(out.is_ok());
         out?;
         if self.hyper {
             let sizes = state.partition.sizes();

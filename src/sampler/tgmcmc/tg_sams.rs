@@ -11,6 +11,7 @@ use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
 use crate::sampler::{Chooser, Move, State, StepInfo};
 use crate::tree::Candidates;
+use std::sync::Arc;
 
 /// An anchor pair drawn by [`TgSams::draw_anchors`] with its selection probability.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,6 +24,18 @@ pub struct AnchorDraw {
     /// `ln a({i, j} | Π)`: the total probability of drawing the unordered pair, summed over
     /// both routes and both orders, the same value [`TgSams::ln_anchor_probability`] gives.
     pub ln_prob: f64,
+}
+
+/// The reference prior of the canonical trees, kept by its `ln κ` alone so that a move that
+/// is not generic over the prior can hold one of any type.
+trait ReferenceKappa: Send + Sync + std::fmt::Debug {
+    fn ln_kappa(&self, n: usize) -> f64;
+}
+
+impl<P: NrmPrior> ReferenceKappa for P {
+    fn ln_kappa(&self, n: usize) -> f64 {
+        NrmPrior::ln_kappa(self, n)
+    }
 }
 
 /// The caches that need the kernel: canonical trees and the allocation groups.
@@ -60,9 +73,13 @@ struct Engine<K: ConjugateKernel> {
 /// marginals, then the exact remainder, whose product is exactly `min(1, A)`. For a
 /// proposal rejected by the first stage, [`StepInfo::ln_accept_sum`] records the bound.
 ///
-/// Trees are built with `ln κ` of the reference prior: the prior of the first call (step,
-/// draw or evaluation), fixed for the life of the move. Everything else uses the state's
-/// current prior. A move instance belongs to one data set.
+/// Trees are built with `ln κ` of the reference prior, fixed for the life of the move: the one
+/// given to [`TgSams::with_reference_prior`] or, without it, the prior of the first call
+/// (step, draw or evaluation). Everything else uses the state's current prior. A chain that
+/// resamples hyperparameters and is resumed from a checkpoint must give the chain's initial
+/// prior explicitly, or the resumed move would take the checkpoint's prior as its reference
+/// and build other trees than the chain that never stopped. A move instance belongs to one
+/// data set.
 ///
 /// Cost per proposal: `O(|c_i ∪ c_j|)` predictive evaluations; `O(K)` pair marginals for the
 /// merge route's weights or, past the first stage, the split's reverse; a canonical tree
@@ -71,6 +88,7 @@ struct Engine<K: ConjugateKernel> {
 #[derive(Clone, Debug)]
 pub struct TgSams<K: ConjugateKernel> {
     split_prob: f64,
+    reference: Option<Arc<dyn ReferenceKappa>>,
     engine: Option<Engine<K>>,
     slots: Vec<Slot>,
     big: Vec<Slot>,
@@ -97,6 +115,7 @@ impl<K: ConjugateKernel> TgSams<K> {
     pub fn new() -> Self {
         TgSams {
             split_prob: 0.5,
+            reference: None,
             engine: None,
             slots: Vec::new(),
             big: Vec::new(),
@@ -129,16 +148,30 @@ impl<K: ConjugateKernel> TgSams<K> {
         })
     }
 
-    /// Makes the caches on the first call (fixing the reference prior), or anew if the data
-    /// set changed size.
+    /// Fixes the reference prior of the canonical trees to `prior` (its current
+    /// hyperparameters), whatever prior the move later sees; cached trees built with another
+    /// one are dropped. Give a chain's initial prior, so that a chain resumed from a checkpoint
+    /// builds the trees the chain that never stopped builds. Cost: a clone of the prior.
+    pub fn with_reference_prior<P: NrmPrior + 'static>(mut self, prior: &P) -> Self {
+        self.reference = Some(Arc::new(prior.clone()));
+        self.engine = None;
+        self
+    }
+
+    /// Makes the caches on the first call, with `ln κ` of the reference prior (given, or else
+    /// `prior`, fixed from then on), or anew if the data set changed size.
     fn prepare<P: NrmPrior>(&mut self, kernel: &K, prior: &P) -> &mut Engine<K> {
         let stale = self
             .engine
             .as_ref()
             .is_none_or(|e| e.trees.n_points() != kernel.n_points());
         if stale {
+            let trees = match &self.reference {
+                Some(r) => TreeCache::new(kernel, |s| r.ln_kappa(s)),
+                None => TreeCache::new(kernel, |s| prior.ln_kappa(s)),
+            };
             self.engine = Some(Engine {
-                trees: TreeCache::new(kernel, prior),
+                trees,
                 groups: Groups::new(kernel),
             });
         }
