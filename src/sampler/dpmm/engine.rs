@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::super::Chooser;
 use crate::error::{Error, Result};
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, ParametricKernel};
 use crate::rng::{uniform_open01, NrmmRng, SeedPlan};
 
 /// Points per chunk of a label pass (one RNG stream and one scratch buffer each).
@@ -108,6 +108,112 @@ pub fn draw_log<R: rand::Rng + ?Sized>(ln_w: &[f64], rng: &mut R) -> Result<(usi
         }
     }
     Ok((pick, ln_w[pick] - max - total.ln()))
+}
+
+/// [`draw_log`] for hot loops: overwrites `w` with the shifted exponentials and returns only
+/// the index, computing each `exp` once. The same law as [`draw_log`]. Errors when a weight
+/// is NaN or none is positive. Cost: one `exp` per option, no allocation.
+#[inline]
+pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result<usize> {
+    let mut max = f64::NEG_INFINITY;
+    let mut nan = false;
+    for &v in w.iter() {
+        max = max.max(v);
+        nan |= v.is_nan();
+    }
+    if !max.is_finite() || nan {
+        return Err(Error::Numerical(format!(
+            "cannot draw a label from log-weights with maximum {max}"
+        )));
+    }
+    let mut total = 0.0;
+    for v in w.iter_mut() {
+        *v = (*v - max).exp();
+        total += *v;
+    }
+    let target = uniform_open01(rng) * total;
+    let mut acc = 0.0;
+    let mut pick = 0;
+    for (k, &p) in w.iter().enumerate() {
+        if p > 0.0 {
+            acc += p;
+            pick = k;
+            if target < acc {
+                break;
+            }
+        }
+    }
+    Ok(pick)
+}
+
+/// Draws side 1 with probability `1 / (1 + exp(w0 - w1))` (the two-option [`draw_log`]) and
+/// returns it with `ln P(side 0)` and `ln P(side 1)`. Errors when the difference is NaN.
+/// Cost: one `exp` and one `ln_1p`.
+#[inline]
+pub fn draw_side<R: rand::Rng + ?Sized>(w0: f64, w1: f64, rng: &mut R) -> Result<(u8, [f64; 2])> {
+    let ln_b = side_log_probs(w0, w1)?;
+    Ok((u8::from(uniform_open01(rng) < ln_b[1].exp()), ln_b))
+}
+
+/// `(ln b₀, ln b₁)` with `b_s ∝ exp(w_s)`, stable for any finite difference. Errors when the
+/// difference is NaN (both infinite or one NaN). Cost: one `exp` and one `ln_1p`.
+#[inline]
+pub fn side_log_probs(w0: f64, w1: f64) -> Result<[f64; 2]> {
+    let diff = w1 - w0;
+    if diff.is_nan() {
+        return Err(Error::Numerical(format!(
+            "sub-cluster side weights are not comparable: {w0}, {w1}"
+        )));
+    }
+    // ln(1 + e^{-|diff|}) is the log normaliser relative to the larger weight.
+    let lse = (-diff.abs()).exp().ln_1p();
+    Ok(if diff > 0.0 {
+        [-diff - lse, -lse]
+    } else {
+        [-lse, diff - lse]
+    })
+}
+
+/// The [`ParametricKernel::Moments`] of `n_groups` groups, as [`group_stats`]: entry `j` is
+/// point `points[j]` (or `j`) in group `groups[j]` ([`NO_GROUP`] skips it); chunks of
+/// [`STAT_CHUNK`] entries are accumulated in index order and added in chunk order, so the
+/// result does not depend on the thread count. Cost: one `moments_add` per point (O(d²) for
+/// Normal-Wishart, without the factor updates of [`ConjugateKernel::add`]).
+pub fn group_moments<K: ParametricKernel>(
+    kernel: &K,
+    points: Option<&[usize]>,
+    groups: &[u32],
+    n_groups: usize,
+) -> Vec<K::Moments> {
+    let accumulate = |c: usize, chunk: &[u32]| {
+        let mut m: Vec<K::Moments> = (0..n_groups).map(|_| kernel.new_moments()).collect();
+        let base = c * STAT_CHUNK;
+        for (j, &g) in chunk.iter().enumerate() {
+            if g != NO_GROUP {
+                let i = points.map_or(base + j, |p| p[base + j]);
+                kernel.moments_add(&mut m[g as usize], i);
+            }
+        }
+        m
+    };
+    if groups.len() <= STAT_CHUNK {
+        return accumulate(0, groups);
+    }
+    let partials: Vec<Vec<K::Moments>> = groups
+        .par_chunks(STAT_CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| accumulate(c, chunk))
+        .collect();
+    let mut iter = partials.into_iter();
+    let mut total = iter
+        .next()
+        .unwrap_or_else(|| (0..n_groups).map(|_| kernel.new_moments()).collect());
+    for part in iter {
+        for (t, p) in total.iter_mut().zip(&part) {
+            kernel.moments_merge(t, p);
+        }
+    }
+    total
 }
 
 /// The statistics of `n_groups` groups: point `points[j]` (or `j` when `points` is `None`)

@@ -29,13 +29,16 @@ use std::collections::BTreeMap;
 use rand::Rng;
 
 use super::apply_labels;
-use super::engine::{chain_rng, draw_log, for_each_point, group_counts, group_stats};
+use super::engine::{
+    chain_rng, draw_log_mut, draw_side, for_each_point, group_counts, group_moments,
+    side_log_probs,
+};
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::math::{ln_add_exp, ln_gamma};
 use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
-use crate::rng::NrmmRng;
+use crate::rng::{uniform_index, NrmmRng};
 use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 
 /// Settings of the exact sub-cluster sampler.
@@ -141,9 +144,6 @@ pub struct SubCluster<K: ParametricKernel> {
     history: BTreeMap<usize, Vec<f64>>,
 }
 
-/// What a launch leaves: per point of `S`, the log side probabilities `(ln b_ℓ, ln b_r)`.
-type SideProbs = Vec<[f64; 2]>;
-
 impl<K: ParametricKernel> SubCluster<K> {
     /// The exact sub-cluster sampler. Any options are valid: with 0 launch iterations the
     /// launch is one parameter draw from a random bisection; with 0 proposals the move is the
@@ -223,7 +223,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 for (k, slot) in w.iter_mut().enumerate() {
                     *slot = ln_w[k] + kernel.ln_f(i, &params[k]);
                 }
-                *out = draw_log(w, rng)?.0 as u32;
+                *out = draw_log_mut(w, rng)? as u32;
                 Ok(())
             },
         )
@@ -252,78 +252,69 @@ impl<K: ParametricKernel> SubCluster<K> {
         Ok(())
     }
 
-    /// The launch on the sorted points `s` (see the type's documentation): returns the side
-    /// probabilities of each point.
+    /// The launch on the sorted points `s` (see the type's documentation). Fills `out` with
+    /// each point's log side probabilities `(ln b_ℓ, ln b_r)` and, when `draw` is set, a side
+    /// drawn from them (otherwise 0). Needs `|s| ≥ 2`.
     fn launch<P: NrmPrior>(
         &mut self,
         kernel: &K,
         prior: &P,
         s: &[usize],
         iters: usize,
+        draw: bool,
         rng: &mut NrmmRng,
-    ) -> Result<SideProbs> {
+        out: &mut Vec<([f64; 2], u8)>,
+    ) -> Result<()> {
         let a = 0.5 * prior.ln_kappa_new().exp();
-        let mut sides = vec![0u32; s.len()];
-        for_each_point(
-            rng.next_u64(),
-            &mut sides,
-            || (),
-            |_, out, _, rng| {
-                *out = (rng.next_u64() >> 63) as u32;
-                Ok(())
-            },
-        )?;
         let mut theta = [kernel.new_param(), kernel.new_param()];
-        let mut ln_pi = [0.0; 2];
-        let mut draw_sub_params =
-            |sides: &[u32], rng: &mut NrmmRng| -> Result<([f64; 2], [K::Param; 2])> {
-                let stats = group_stats(kernel, Some(s), sides, 2);
-                for side in 0..2 {
-                    ln_pi[side] = ln_gamma_variate(kernel.count(&stats[side]) as f64 + a, rng)?;
-                    kernel.sample_posterior(&stats[side], rng, &mut theta[side])?;
-                }
-                Ok((ln_pi, theta.clone()))
-            };
-        for _ in 0..iters {
-            let (lp, th) = draw_sub_params(&sides, rng)?;
-            for_each_point(
-                rng.next_u64(),
-                &mut sides,
-                || (),
-                |j, out, _, rng| {
-                    let i = s[j];
-                    let w = [
-                        lp[0] + kernel.ln_f(i, &th[0]),
-                        lp[1] + kernel.ln_f(i, &th[1]),
-                    ];
-                    *out = draw_log(&w, rng)?.0 as u32;
-                    Ok(())
-                },
-            )?;
+        // Two distinct anchor points, uniformly from S, each seeding one sub-cluster with a
+        // draw from the posterior given that point alone: the sub-clusters differ from the
+        // first scan on, where a random bisection of a large S gives two near-identical
+        // sub-clusters whose symmetry takes many scans to break.
+        let first = uniform_index(rng, s.len());
+        let mut second = uniform_index(rng, s.len() - 1);
+        if second >= first {
+            second += 1;
         }
-        let (lp, th) = draw_sub_params(&sides, rng)?;
-        let mut probs = vec![[0.0; 2]; s.len()];
-        for_each_point(
-            0,
-            &mut probs,
-            || (),
-            |j, out, _, _| {
+        for (side, &j) in [first, second].iter().enumerate() {
+            let mut m = kernel.new_moments();
+            kernel.moments_add(&mut m, s[j]);
+            kernel.sample_moments(&m, rng, &mut theta[side])?;
+        }
+        let mut ln_pi = [0.0; 2];
+        let mut sides = vec![0u32; if iters > 0 { s.len() } else { 0 }];
+        for _ in 0..iters {
+            let (lp, th) = (ln_pi, &theta);
+            for_each_point(rng.next_u64(), &mut sides, || (), |j, o, _, rng| {
                 let i = s[j];
-                let w = [
-                    lp[0] + kernel.ln_f(i, &th[0]),
-                    lp[1] + kernel.ln_f(i, &th[1]),
-                ];
-                let total = ln_add_exp(w[0], w[1]);
-                if !total.is_finite() {
-                    return Err(Error::Numerical(format!(
-                        "sub-cluster side weights of point {i} are not finite: {w:?}"
-                    )));
-                }
-                *out = [w[0] - total, w[1] - total];
+                let w0 = lp[0] + kernel.ln_f(i, &th[0]);
+                let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+                *o = u32::from(draw_side(w0, w1, rng)?.0);
                 Ok(())
-            },
-        )?;
-        Ok(probs)
+            })?;
+            let moments = group_moments(kernel, Some(s), &sides, 2);
+            for side in 0..2 {
+                let count = kernel.moments_count(&moments[side]) as f64;
+                ln_pi[side] = ln_gamma_variate(count + a, rng)?;
+                kernel.sample_moments(&moments[side], rng, &mut theta[side])?;
+            }
+        }
+        out.clear();
+        out.resize(s.len(), ([0.0; 2], 0));
+        let (lp, th) = (ln_pi, &theta);
+        let seed = if draw { rng.next_u64() } else { 0 };
+        for_each_point(seed, out, || (), |j, o, _, rng| {
+            let i = s[j];
+            let w0 = lp[0] + kernel.ln_f(i, &th[0]);
+            let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+            *o = if draw {
+                let (side, ln_b) = draw_side(w0, w1, rng)?;
+                (ln_b, side)
+            } else {
+                (side_log_probs(w0, w1)?, 0)
+            };
+            Ok(())
+        })
     }
 
     /// One split or merge proposal of the exact variant.
@@ -344,39 +335,31 @@ impl<K: ParametricKernel> SubCluster<K> {
         };
         let prior = state.prior.clone();
         let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
+        let mut launched = Vec::new();
         if split {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
             if c.size() < 2 {
                 return Ok(rejected);
             }
-            let mut s = c.members().to_vec();
-            s.sort_unstable();
+            let (s, _) = sorted_members(&state.partition, slot, None);
             let (h_s, n_s) = (h(c.size(), c.ln_marginal()), c.size());
             let rng = chain_rng(chooser, "subcluster")?;
-            let probs = self.launch(kernel, &prior, &s, iters, rng)?;
-            let seed = rng.next_u64();
-            let mut sides = vec![0u8; s.len()];
-            let mut rng_draw = crate::rng::SeedPlan::new(seed).task(0, 0, 0);
-            for (side, p) in sides.iter_mut().zip(&probs) {
-                *side = draw_log(p, &mut rng_draw)?.0 as u8;
-            }
-            let ln_q = side_prob(&probs, &sides);
-            let b: Vec<usize> = s
-                .iter()
-                .zip(&sides)
-                .filter(|(_, &v)| v == 1)
-                .map(|(&i, _)| i)
-                .collect();
-            if b.is_empty() || b.len() == n_s {
+            self.launch(kernel, &prior, &s, iters, true, rng, &mut launched)?;
+            let ln_q = side_prob(&launched);
+            let n_b = launched.iter().filter(|o| o.1 == 1).count();
+            if n_b == 0 || n_b == n_s {
                 return Ok(rejected);
             }
-            let a: Vec<usize> = s
-                .iter()
-                .zip(&sides)
-                .filter(|(_, &v)| v == 0)
-                .map(|(&i, _)| i)
-                .collect();
+            let mut a = Vec::with_capacity(n_s - n_b);
+            let mut b = Vec::with_capacity(n_b);
+            for (&i, o) in s.iter().zip(&launched) {
+                if o.1 == 1 {
+                    b.push(i);
+                } else {
+                    a.push(i);
+                }
+            }
             let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
             let proposal = Proposal {
                 ln_q_fwd: ln_q - (k as f64).ln(),
@@ -404,22 +387,17 @@ impl<K: ParametricKernel> SubCluster<K> {
                 state.partition.cluster(sx).expect("live"),
                 state.partition.cluster(sy).expect("live"),
             );
-            let mut s: Vec<(usize, u8)> = cx
-                .members()
-                .iter()
-                .map(|&i| (i, 0u8))
-                .chain(cy.members().iter().map(|&i| (i, 1u8)))
-                .collect();
-            s.sort_unstable();
-            let points: Vec<usize> = s.iter().map(|p| p.0).collect();
-            let sides: Vec<u8> = s.iter().map(|p| p.1).collect();
+            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
             let ln_m_union = kernel.ln_marginal_pair(cx.stat(), cy.stat());
             let ln_target_ratio = h(points.len(), ln_m_union)
                 - h(cx.size(), cx.ln_marginal())
                 - h(cy.size(), cy.ln_marginal());
             let rng = chain_rng(chooser, "subcluster")?;
-            let probs = self.launch(kernel, &prior, &points, iters, rng)?;
-            let ln_q = side_prob(&probs, &sides);
+            self.launch(kernel, &prior, &points, iters, false, rng, &mut launched)?;
+            for (o, &side) in launched.iter_mut().zip(&sides) {
+                o.1 = side;
+            }
+            let ln_q = side_prob(&launched);
             let proposal = Proposal {
                 ln_q_fwd: (2.0 / (k * (k - 1)) as f64).ln(),
                 ln_q_rev: ln_q - ((k - 1) as f64).ln(),
@@ -518,12 +496,13 @@ impl<K: ParametricKernel> SubCluster<K> {
         let groups: Vec<u32> = (0..state.partition.n())
             .map(|i| 2 * slot_index[state.partition.slot_of(i)] + u32::from(self.sub[i]))
             .collect();
-        let sub_stats = group_stats(kernel, None, &groups, 2 * k);
+        let sub_stats = group_moments(kernel, None, &groups, 2 * k);
         let mut sub_params: Vec<K::Param> = (0..2 * k).map(|_| kernel.new_param()).collect();
         let mut sub_ln_w = vec![0.0; 2 * k];
         for g in 0..2 * k {
-            sub_ln_w[g] = ln_gamma_variate(kernel.count(&sub_stats[g]) as f64 + alpha / 2.0, rng)?;
-            kernel.sample_posterior(&sub_stats[g], rng, &mut sub_params[g])?;
+            let count = kernel.moments_count(&sub_stats[g]) as f64;
+            sub_ln_w[g] = ln_gamma_variate(count + alpha / 2.0, rng)?;
+            kernel.sample_moments(&sub_stats[g], rng, &mut sub_params[g])?;
         }
         // Joint pass: label, then sub-label given the label.
         let n = state.partition.n();
@@ -537,13 +516,13 @@ impl<K: ParametricKernel> SubCluster<K> {
                 for (j, slot) in w.iter_mut().enumerate() {
                     *slot = ln_w[j] + kernel.ln_f(i, &params[j]);
                 }
-                let z = draw_log(w, rng)?.0;
+                let z = draw_log_mut(w, rng)?;
                 let f = [
                     kernel.ln_f(i, &sub_params[2 * z]),
                     kernel.ln_f(i, &sub_params[2 * z + 1]),
                 ];
-                let sw = [sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1]];
-                let v = draw_log(&sw, rng)?.0;
+                let v = draw_side(sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1], rng)?.0
+                    as usize;
                 *o = (z as u32, v as u8, f[v]);
                 Ok(())
             },
@@ -684,14 +663,55 @@ impl<K: ParametricKernel> SubCluster<K> {
     }
 }
 
-/// `ln [Π_j b_j(side_j) + Π_j b_j(1 - side_j)]`, summed in index order.
-fn side_prob(probs: &[[f64; 2]], sides: &[u8]) -> f64 {
+/// `ln [Π_j b_j(side_j) + Π_j b_j(1 - side_j)]` from `((ln b_j(0), ln b_j(1)), side_j)`,
+/// summed in index order.
+fn side_prob(launched: &[([f64; 2], u8)]) -> f64 {
     let (mut same, mut swapped) = (0.0, 0.0);
-    for (p, &v) in probs.iter().zip(sides) {
-        same += p[v as usize];
-        swapped += p[1 - v as usize];
+    for (p, v) in launched {
+        same += p[*v as usize];
+        swapped += p[1 - *v as usize];
     }
     ln_add_exp(same, swapped)
+}
+
+/// The points of the cluster at `slot` (and of the cluster at `other`, if given) in
+/// increasing order, with 0 for a point of `slot` and 1 for one of `other`. A large set is
+/// collected by one scan of the labels (O(n)), a small one by sorting its members
+/// (O(m log m)); both give the same result.
+fn sorted_members<K: ParametricKernel>(
+    partition: &Partition<K>,
+    slot: Slot,
+    other: Option<Slot>,
+) -> (Vec<usize>, Vec<u8>) {
+    let size = |s: Slot| partition.cluster(s).expect("live").size();
+    let m = size(slot) + other.map_or(0, size);
+    let mut points = Vec::with_capacity(m);
+    let mut sides = Vec::with_capacity(m);
+    if m * 16 >= partition.n() {
+        for i in 0..partition.n() {
+            let s = partition.slot_of(i);
+            if s == slot {
+                points.push(i);
+                sides.push(0);
+            } else if Some(s) == other {
+                points.push(i);
+                sides.push(1);
+            }
+        }
+    } else {
+        let mut tagged: Vec<(usize, u8)> = Vec::with_capacity(m);
+        let members = |s: Slot| partition.cluster(s).expect("live").members();
+        tagged.extend(members(slot).iter().map(|&i| (i, 0u8)));
+        if let Some(o) = other {
+            tagged.extend(members(o).iter().map(|&i| (i, 1u8)));
+        }
+        tagged.sort_unstable();
+        for (i, v) in tagged {
+            points.push(i);
+            sides.push(v);
+        }
+    }
+    (points, sides)
 }
 
 /// The shape of the jump posterior of an occupied atom with `n` points:
@@ -803,9 +823,11 @@ mod tests {
 
     #[test]
     fn side_probability_counts_both_orientations() {
-        let probs = [[0.3f64.ln(), 0.7f64.ln()], [0.9f64.ln(), 0.1f64.ln()]];
-        let got = side_prob(&probs, &[0, 1]).exp();
+        let p = |a: f64, b: f64| [a.ln(), b.ln()];
+        let probs = [(p(0.3, 0.7), 0u8), (p(0.9, 0.1), 1u8)];
+        let got = side_prob(&probs).exp();
         assert!((got - (0.3 * 0.1 + 0.7 * 0.9)).abs() < 1e-15);
-        assert_eq!(side_prob(&probs, &[0, 1]), side_prob(&probs, &[1, 0]));
+        let flipped = [(p(0.3, 0.7), 1u8), (p(0.9, 0.1), 0u8)];
+        assert_eq!(side_prob(&probs), side_prob(&flipped));
     }
 }
