@@ -8,7 +8,7 @@
 //! cargo run --release --example dpmm_speed            # N = 1,000,000, 100 iterations
 //! cargo run --release --example dpmm_speed -- --smoke # N = 20,000, 10 iterations (seconds)
 //! # options: --n N --iters T --threads 1,2 --sampler subcluster|subcluster-dpmm|both
-//! #          --start one|ten
+//! #          --start one|ten --trace (K and cluster sizes after every iteration)
 //! ```
 //!
 //! Model: DP with α = 1, Normal-Wishart hyperparameters from the data (MATH §2.1). Data: six
@@ -76,6 +76,9 @@ struct Settings {
     threads: Vec<usize>,
     samplers: Vec<&'static str>,
     start: &'static str,
+    trace: bool,
+    launch_iters: usize,
+    proposals: usize,
 }
 
 fn parse_args() -> Settings {
@@ -87,6 +90,9 @@ fn parse_args() -> Settings {
         threads: vec![1, 2],
         samplers: vec!["subcluster", "subcluster-dpmm"],
         start: "one",
+        trace: args.iter().any(|a| a == "--trace"),
+        launch_iters: 10,
+        proposals: 4,
     };
     let value = |flag: &str| {
         args.iter()
@@ -98,6 +104,12 @@ fn parse_args() -> Settings {
     }
     if let Some(v) = value("--iters") {
         s.iters = v.parse().expect("--iters: a positive integer");
+    }
+    if let Some(v) = value("--launch-iters") {
+        s.launch_iters = v.parse().expect("--launch-iters: an integer");
+    }
+    if let Some(v) = value("--proposals") {
+        s.proposals = v.parse().expect("--proposals: an integer");
     }
     if let Some(v) = value("--threads") {
         s.threads = v
@@ -151,8 +163,8 @@ fn main() {
                 };
                 let mv: Box<dyn Move<NormalWishart, Prior>> = if sampler == "subcluster" {
                     Box::new(SubCluster::new(SubClusterOptions {
-                        launch_iters: 4,
-                        proposals: 4,
+                        launch_iters: settings.launch_iters,
+                        proposals: settings.proposals,
                     }))
                 } else {
                     Box::new(SubCluster::dpmm(DpmmOptions::default()))
@@ -164,8 +176,13 @@ fn main() {
                     vec![Scheduled { mv, repeats: 1 }],
                 );
                 let t0 = Instant::now();
-                for _ in 0..iters {
+                for t in 0..iters {
                     chain.sweep().expect("sub-cluster iteration");
+                    if settings.trace {
+                        let mut sizes = chain.state().partition.sizes();
+                        sizes.sort_unstable_by(|a, b| b.cmp(a));
+                        eprintln!("iteration {:>3}: K = {:>2}, sizes {sizes:?}", t + 1, sizes.len());
+                    }
                 }
                 let secs = t0.elapsed().as_secs_f64();
                 let labels = chain.state().partition.canonical_labels();

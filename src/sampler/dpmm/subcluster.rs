@@ -30,8 +30,8 @@ use rand::Rng;
 
 use super::apply_labels;
 use super::engine::{
-    chain_rng, draw_log_mut, draw_side, for_each_point, group_counts, group_moments,
-    side_log_probs,
+    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, group_stats,
+    side_log_probs, CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
@@ -80,6 +80,17 @@ impl Default for DpmmOptions {
         }
     }
 }
+
+/// Default number of points of the set `S` on which a launch of the exact variant fits its
+/// sub-clusters ([`SubCluster::with_launch_sample`]): enough for the sub-cluster parameters
+/// to be sharp (posterior spread ~1% of a cluster's scale), few enough that the launch
+/// scans cost little next to the one final scan of `S`.
+pub const LAUNCH_SAMPLE: usize = 8192;
+
+/// How many points (after the two anchors) the allocation family assigns one at a time with
+/// a defensive mixture, ½ predictive + ¼ each side, before its blocked predictive
+/// allocation starts (see [`SubCluster`]).
+pub const ALLOCATION_EARLY: usize = 32;
 
 /// Length of the log-likelihood history of the "splittable" heuristic.
 const HISTORY: usize = 4;
@@ -133,6 +144,8 @@ enum Variant {
 #[derive(Clone, Debug)]
 pub struct SubCluster<K: ParametricKernel> {
     variant: Variant,
+    /// Exact variant: how many points of `S` a launch fits its sub-clusters on.
+    launch_sample: usize,
     params: Vec<K::Param>,
     labels: Vec<u32>,
     /// Faithful variant: sub-label (0 = ℓ, 1 = r) of every point.
@@ -151,12 +164,30 @@ impl<K: ParametricKernel> SubCluster<K> {
     pub fn new(options: SubClusterOptions) -> Self {
         SubCluster {
             variant: Variant::Exact(options),
+            launch_sample: LAUNCH_SAMPLE,
             params: Vec::new(),
             labels: Vec::new(),
             sub: Vec::new(),
             last_key: Vec::new(),
             history: BTreeMap::new(),
         }
+    }
+
+    /// The exact sampler fitting each launch's sub-clusters on at most `points` points of the
+    /// set `S` (drawn uniformly with replacement when `|S|` exceeds it; all of `S`
+    /// otherwise). The default is [`LAUNCH_SAMPLE`]. Any value `≥ 2` keeps the move exact
+    /// (the launch law still depends only on `S`); smaller values make launches on large
+    /// sets cheaper and noisier. Errors if `points < 2`. No effect on the faithful variant.
+    pub fn with_launch_sample(mut self, points: usize) -> Result<Self> {
+        if points < 2 {
+            return Err(Error::param(
+                "launch sample",
+                points as f64,
+                "at least 2 points",
+            ));
+        }
+        self.launch_sample = points;
+        Ok(self)
     }
 
     /// The DPMM.jl-faithful sub-cluster sampler (DP only; NGGP is rejected with an error at
@@ -244,9 +275,33 @@ impl<K: ParametricKernel> SubCluster<K> {
         }
         self.draw_cluster_params(kernel, &state.partition, &slots, rng)?;
         self.label_pass(kernel, &ln_w, rng.next_u64())?;
-        let counts = group_counts(&self.labels, slots.len());
-        if counts.contains(&0) {
-            return Ok(());
+        let partition = &state.partition;
+        let mut index_of = vec![u32::MAX; partition.slot_capacity()];
+        for (j, &s) in slots.iter().enumerate() {
+            index_of[s] = j as u32;
+        }
+        let mut counts: Vec<usize> = slots
+            .iter()
+            .map(|&s| partition.cluster(s).expect("live").size())
+            .collect();
+        // One independence Metropolis-Hastings step per block of points, in block order:
+        // the block's drawn labels are kept unless they would leave a cluster empty given
+        // the labels of every other point.
+        for start in (0..self.labels.len()).step_by(CHUNK) {
+            let end = (start + CHUNK).min(self.labels.len());
+            for i in start..end {
+                let (old, new) = (index_of[partition.slot_of(i)], self.labels[i]);
+                counts[old as usize] -= 1;
+                counts[new as usize] += 1;
+            }
+            if counts.contains(&0) {
+                for i in start..end {
+                    let old = index_of[partition.slot_of(i)];
+                    counts[self.labels[i] as usize] -= 1;
+                    counts[old as usize] += 1;
+                    self.labels[i] = old;
+                }
+            }
         }
         apply_labels(kernel, &mut state.partition, &slots, &self.labels);
         Ok(())
@@ -282,17 +337,28 @@ impl<K: ParametricKernel> SubCluster<K> {
             kernel.sample_moments(&m, rng, &mut theta[side])?;
         }
         let mut ln_pi = [0.0; 2];
-        let mut sides = vec![0u32; if iters > 0 { s.len() } else { 0 }];
+        // The scans that fit the sub-clusters run on a uniform sample of S (with
+        // replacement) when S is large; only the final scan below visits all of S.
+        let sample: Vec<usize>;
+        let fit: &[usize] = if iters == 0 || s.len() <= self.launch_sample {
+            s
+        } else {
+            sample = (0..self.launch_sample)
+                .map(|_| s[uniform_index(rng, s.len())])
+                .collect();
+            &sample
+        };
+        let mut sides = vec![0u32; if iters > 0 { fit.len() } else { 0 }];
         for _ in 0..iters {
             let (lp, th) = (ln_pi, &theta);
             for_each_point(rng.next_u64(), &mut sides, || (), |j, o, _, rng| {
-                let i = s[j];
+                let i = fit[j];
                 let w0 = lp[0] + kernel.ln_f(i, &th[0]);
                 let w1 = lp[1] + kernel.ln_f(i, &th[1]);
                 *o = u32::from(draw_side(w0, w1, rng)?.0);
                 Ok(())
             })?;
-            let moments = group_moments(kernel, Some(s), &sides, 2);
+            let moments = group_moments(kernel, Some(fit), &sides, 2);
             for side in 0..2 {
                 let count = kernel.moments_count(&moments[side]) as f64;
                 ln_pi[side] = ln_gamma_variate(count + a, rng)?;
@@ -315,6 +381,197 @@ impl<K: ParametricKernel> SubCluster<K> {
             };
             Ok(())
         })
+    }
+
+    /// The blocked sequential allocation of the sorted points `s` to two groups seeded by
+    /// the anchors `s[first]` (group 0) and `s[second]` (group 1); see [`SubCluster`].
+    /// With `forced`, replays the allocation forced to those sides instead of drawing.
+    /// Returns the sides and `ln q`, the log probability of the allocation. Cost:
+    /// O(|s|) predictive evaluations and statistic additions, parallel within blocks.
+    #[allow(clippy::too_many_arguments)]
+    fn allocate<P: NrmPrior>(
+        &mut self,
+        kernel: &K,
+        prior: &P,
+        s: &[usize],
+        first: usize,
+        second: usize,
+        forced: Option<&[u8]>,
+        rng: &mut NrmmRng,
+    ) -> Result<(Vec<u8>, f64)> {
+        let n = s.len();
+        let mut order: Vec<usize> = (0..n).filter(|&j| j != first && j != second).collect();
+        for j in (1..order.len()).rev() {
+            order.swap(j, uniform_index(rng, j + 1));
+        }
+        let mut sides = vec![0u8; n];
+        sides[second] = 1;
+        let mut stats = [kernel.stat_of(&[s[first]]), kernel.stat_of(&[s[second]])];
+        let mut drawn: Vec<(u8, f64)> = vec![(0, 0.0); order.len()];
+        let mut block_points = Vec::new();
+        let mut block_sides = Vec::new();
+        // The first points go to either side with probability ½ (see the type's
+        // documentation); then blocks of doubling length, each allocated in parallel.
+        let early = order.len().min(ALLOCATION_EARLY);
+        for (p, &j) in order[..early].iter().enumerate() {
+            let i = s[j];
+            let w0 = prior.ln_kappa_join(kernel.count(&stats[0])) + kernel.ln_predictive(i, &stats[0]);
+            let w1 = prior.ln_kappa_join(kernel.count(&stats[1])) + kernel.ln_predictive(i, &stats[1]);
+            let pred = side_log_probs(w0, w1)?;
+            let b1 = 0.25 + 0.5 * pred[1].exp();
+            let side = match forced {
+                Some(f) => f[j],
+                None => u8::from(crate::rng::uniform_open01(rng) < b1),
+            };
+            drawn[p] = (side, if side == 1 { b1.ln() } else { (1.0 - b1).ln() });
+            kernel.add(&mut stats[side as usize], i);
+        }
+        let (mut start, mut len) = (early, early);
+        while start < order.len() {
+            let end = (start + len).min(order.len());
+            let ln_w = [
+                prior.ln_kappa_join(kernel.count(&stats[0])),
+                prior.ln_kappa_join(kernel.count(&stats[1])),
+            ];
+            let seed = if forced.is_none() { rng.next_u64() } else { 0 };
+            let (st, ord) = (&stats, &order[start..end]);
+            for_each_point(seed, &mut drawn[start..end], || (), |p, o, _, rng| {
+                let j = ord[p];
+                let i = s[j];
+                let w0 = ln_w[0] + kernel.ln_predictive(i, &st[0]);
+                let w1 = ln_w[1] + kernel.ln_predictive(i, &st[1]);
+                *o = match forced {
+                    Some(f) => {
+                        let side = f[j];
+                        (side, side_log_probs(w0, w1)?[side as usize])
+                    }
+                    None => {
+                        let (side, ln_b) = draw_side(w0, w1, rng)?;
+                        (side, ln_b[side as usize])
+                    }
+                };
+                Ok(())
+            })?;
+            block_points.clear();
+            block_sides.clear();
+            for (p, &j) in order[start..end].iter().enumerate() {
+                let side = drawn[start + p].0;
+                sides[j] = side;
+                block_points.push(s[j]);
+                block_sides.push(u32::from(side));
+            }
+            let added = group_stats(kernel, Some(&block_points), &block_sides, 2);
+            for (t, a) in stats.iter_mut().zip(&added) {
+                kernel.merge(t, a);
+            }
+            start = end;
+            len = 2 * len.max(1);
+        }
+        let ln_q = drawn.iter().map(|d| d.1).sum();
+        Ok((sides, ln_q))
+    }
+
+    /// One split or merge proposal of the allocation family (see [`SubCluster`]).
+    fn allocation_split_merge<P: NrmPrior>(
+        &mut self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        chooser: &mut dyn Chooser,
+    ) -> Result<StepInfo> {
+        let k = state.partition.n_clusters();
+        let slots: Vec<Slot> = state.partition.slots().collect();
+        let split = chooser.choose_uniform(2) == 0;
+        let rejected = StepInfo {
+            proposed: 1,
+            accepted: 0,
+            ln_accept_sum: f64::NEG_INFINITY,
+        };
+        let prior = state.prior.clone();
+        let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
+        let pairs = |n: usize| ((n * (n - 1)) as f64).ln();
+        if split {
+            let slot = slots[chooser.choose_uniform(k)];
+            let c = state.partition.cluster(slot).expect("live");
+            if c.size() < 2 {
+                return Ok(rejected);
+            }
+            let (s, _) = sorted_members(&state.partition, slot, None);
+            let h_s = h(c.size(), c.ln_marginal());
+            let rng = chain_rng(chooser, "subcluster")?;
+            let first = uniform_index(rng, s.len());
+            let mut second = uniform_index(rng, s.len() - 1);
+            if second >= first {
+                second += 1;
+            }
+            let (sides, ln_q) = self.allocate(kernel, &prior, &s, first, second, None, rng)?;
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for (&i, &v) in s.iter().zip(&sides) {
+                if v == 1 {
+                    b.push(i);
+                } else {
+                    a.push(i);
+                }
+            }
+            let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
+            let proposal = Proposal {
+                ln_q_fwd: ln_q - (k as f64).ln() - pairs(s.len()),
+                ln_q_rev: -pairs(k + 1) - ((a.len() * b.len()) as f64).ln(),
+                ln_target_ratio: h(a.len(), kernel.ln_marginal(&sa))
+                    + h(b.len(), kernel.ln_marginal(&sb))
+                    - h_s,
+            };
+            let (accepted, info) = metropolis_hastings(&proposal, chooser);
+            if accepted {
+                state.partition.split_off(kernel, slot, &b);
+            }
+            Ok(info)
+        } else {
+            if k < 2 {
+                return Ok(rejected);
+            }
+            let x = chooser.choose_uniform(k);
+            let mut y = chooser.choose_uniform(k - 1);
+            if y >= x {
+                y += 1;
+            }
+            let (sx, sy) = (slots[x], slots[y]);
+            let (cx, cy) = (
+                state.partition.cluster(sx).expect("live"),
+                state.partition.cluster(sy).expect("live"),
+            );
+            let (nx, ny) = (cx.size(), cy.size());
+            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
+            let ln_target_ratio = h(nx + ny, kernel.ln_marginal_pair(cx.stat(), cy.stat()))
+                - h(nx, cx.ln_marginal())
+                - h(ny, cy.ln_marginal());
+            let rng = chain_rng(chooser, "subcluster")?;
+            // The anchors: the r-th point of each cluster in index order.
+            let nth = |side: u8, r: usize| {
+                sides
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &v)| v == side)
+                    .nth(r)
+                    .map(|(j, _)| j)
+                    .expect("the cluster has that many points")
+            };
+            let first = nth(0, uniform_index(rng, nx));
+            let second = nth(1, uniform_index(rng, ny));
+            let (_, ln_q) =
+                self.allocate(kernel, &prior, &points, first, second, Some(&sides), rng)?;
+            if std::env::var("DBG").is_ok() { eprintln!("alloc merge {nx} {ny}: target {ln_target_ratio:.1} ln_q {ln_q:.1}"); }
+            let proposal = Proposal {
+                ln_q_fwd: -pairs(k) - ((nx * ny) as f64).ln(),
+                ln_q_rev: ln_q - ((k - 1) as f64).ln() - pairs(nx + ny),
+                ln_target_ratio,
+            };
+            let (accepted, info) = metropolis_hastings(&proposal, chooser);
+            if accepted {
+                state.partition.merge_clusters(kernel, sx, sy);
+            }
+            Ok(info)
+        }
     }
 
     /// One split or merge proposal of the exact variant.
@@ -398,6 +655,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 o.1 = side;
             }
             let ln_q = side_prob(&launched);
+            if std::env::var("DBG").is_ok() { eprintln!("launch merge {} {}: target {ln_target_ratio:.1} ln_q {ln_q:.1}", cx.size(), cy.size()); }
             let proposal = Proposal {
                 ln_q_fwd: (2.0 / (k * (k - 1)) as f64).ln(),
                 ln_q_rev: ln_q - ((k - 1) as f64).ln(),
@@ -754,7 +1012,12 @@ impl<K: ParametricKernel, P: NrmPrior> Move<K, P> for SubCluster<K> {
                 self.restricted_gibbs(kernel, state, rng)?;
                 let mut info = StepInfo::default();
                 for _ in 0..opts.proposals {
-                    info.absorb(self.split_merge(kernel, state, chooser, opts.launch_iters)?);
+                    let step = if chooser.choose_uniform(2) == 0 {
+                        self.split_merge(kernel, state, chooser, opts.launch_iters)?
+                    } else {
+                        self.allocation_split_merge(kernel, state, chooser)?
+                    };
+                    info.absorb(step);
                 }
                 Ok(info)
             }
