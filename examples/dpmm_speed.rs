@@ -95,9 +95,10 @@ fn parse_args() -> Settings {
         proposals: 4,
     };
     let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .map(|p| args.get(p + 1).unwrap_or_else(|| panic!("{flag} needs a value")))
+        args.iter().position(|a| a == flag).map(|p| {
+            args.get(p + 1)
+                .unwrap_or_else(|| panic!("{flag} needs a value"))
+        })
     };
     if let Some(v) = value("--n") {
         s.n = v.parse().expect("--n: a positive integer");
@@ -181,7 +182,11 @@ fn main() {
                     if settings.trace {
                         let mut sizes = chain.state().partition.sizes();
                         sizes.sort_unstable_by(|a, b| b.cmp(a));
-                        eprintln!("iteration {:>3}: K = {:>2}, sizes {sizes:?}", t + 1, sizes.len());
+                        eprintln!(
+                            "iteration {:>3}: K = {:>2}, sizes {sizes:?}",
+                            t + 1,
+                            sizes.len()
+                        );
                     }
                 }
                 let secs = t0.elapsed().as_secs_f64();

@@ -394,13 +394,18 @@ impl ParametricKernel for NormalWishart {
                 l[j * d + i] = psi[i * d + j] + outer[j * d + i] + c * mean[i] * mean[j];
             }
         }
-        cholesky_in_place(&mut l, d, "the posterior scale matrix Psi_n of a sub-cluster")?;
+        cholesky_in_place(
+            &mut l,
+            d,
+            "the posterior scale matrix Psi_n of a sub-cluster",
+        )?;
         self.draw_from_factor(n, &mean, &l, rng, out)
     }
 
     /// `-d/2 ln 2π + ½ ln|Λ| - ½ ‖Cᵀ(y_i - μ)‖²` on the centred point; unrolled for d ≤ 4.
-    /// Cost: d(d+1)/2 multiply-adds, no allocation.
-    #[inline]
+    /// Cost: d(d+1)/2 multiply-adds, no allocation. Always inlined: it is the inner loop of
+    /// every label pass.
+    #[inline(always)]
     fn ln_f(&self, i: usize, theta: &NwParam) -> f64 {
         let y = self.centred_point(i);
         let (c, mu) = (&theta.chol[..], &theta.mu[..]);

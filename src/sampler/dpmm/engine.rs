@@ -110,9 +110,16 @@ pub fn draw_log<R: rand::Rng + ?Sized>(ln_w: &[f64], rng: &mut R) -> Result<(usi
     Ok((pick, ln_w[pick] - max - total.ln()))
 }
 
+/// Log weights this far below the largest are treated as zero by [`draw_log_mut`]: each such
+/// term is below `e^{-44} ≈ 7.8e-20` of the largest, so even a thousand of them sum to less
+/// than half a unit in the last place of the total, and the floating-point draw is the same.
+pub const NEGLIGIBLE_LN_WEIGHT: f64 = -44.0;
+
 /// [`draw_log`] for hot loops: overwrites `w` with the shifted exponentials and returns only
-/// the index, computing each `exp` once. The same law as [`draw_log`]. Errors when a weight
-/// is NaN or none is positive. Cost: one `exp` per option, no allocation.
+/// the index, computing each `exp` once and none for weights below
+/// [`NEGLIGIBLE_LN_WEIGHT`] relative to the largest (the usual case for a point far from
+/// most clusters). The same law as [`draw_log`] to floating-point resolution. Errors when a
+/// weight is NaN or none is positive. Cost: at most one `exp` per option, no allocation.
 #[inline]
 pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result<usize> {
     let mut max = f64::NEG_INFINITY;
@@ -128,7 +135,12 @@ pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result
     }
     let mut total = 0.0;
     for v in w.iter_mut() {
-        *v = (*v - max).exp();
+        let shifted = *v - max;
+        *v = if shifted < NEGLIGIBLE_LN_WEIGHT {
+            0.0
+        } else {
+            shifted.exp()
+        };
         total += *v;
     }
     let target = uniform_open01(rng) * total;

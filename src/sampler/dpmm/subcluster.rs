@@ -30,8 +30,7 @@ use rand::Rng;
 
 use super::apply_labels;
 use super::engine::{
-    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, group_stats,
-    side_log_probs, CHUNK,
+    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, side_log_probs, CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
@@ -351,13 +350,18 @@ impl<K: ParametricKernel> SubCluster<K> {
         let mut sides = vec![0u32; if iters > 0 { fit.len() } else { 0 }];
         for _ in 0..iters {
             let (lp, th) = (ln_pi, &theta);
-            for_each_point(rng.next_u64(), &mut sides, || (), |j, o, _, rng| {
-                let i = fit[j];
-                let w0 = lp[0] + kernel.ln_f(i, &th[0]);
-                let w1 = lp[1] + kernel.ln_f(i, &th[1]);
-                *o = u32::from(draw_side(w0, w1, rng)?.0);
-                Ok(())
-            })?;
+            for_each_point(
+                rng.next_u64(),
+                &mut sides,
+                || (),
+                |j, o, _, rng| {
+                    let i = fit[j];
+                    let w0 = lp[0] + kernel.ln_f(i, &th[0]);
+                    let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+                    *o = u32::from(draw_side(w0, w1, rng)?.0);
+                    Ok(())
+                },
+            )?;
             let moments = group_moments(kernel, Some(fit), &sides, 2);
             for side in 0..2 {
                 let count = kernel.moments_count(&moments[side]) as f64;
@@ -369,18 +373,23 @@ impl<K: ParametricKernel> SubCluster<K> {
         out.resize(s.len(), ([0.0; 2], 0));
         let (lp, th) = (ln_pi, &theta);
         let seed = if draw { rng.next_u64() } else { 0 };
-        for_each_point(seed, out, || (), |j, o, _, rng| {
-            let i = s[j];
-            let w0 = lp[0] + kernel.ln_f(i, &th[0]);
-            let w1 = lp[1] + kernel.ln_f(i, &th[1]);
-            *o = if draw {
-                let (side, ln_b) = draw_side(w0, w1, rng)?;
-                (ln_b, side)
-            } else {
-                (side_log_probs(w0, w1)?, 0)
-            };
-            Ok(())
-        })
+        for_each_point(
+            seed,
+            out,
+            || (),
+            |j, o, _, rng| {
+                let i = s[j];
+                let w0 = lp[0] + kernel.ln_f(i, &th[0]);
+                let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+                *o = if draw {
+                    let (side, ln_b) = draw_side(w0, w1, rng)?;
+                    (ln_b, side)
+                } else {
+                    (side_log_probs(w0, w1)?, 0)
+                };
+                Ok(())
+            },
+        )
     }
 
     /// The blocked sequential allocation of the sorted points `s` to two groups seeded by
@@ -408,15 +417,16 @@ impl<K: ParametricKernel> SubCluster<K> {
         sides[second] = 1;
         let mut stats = [kernel.stat_of(&[s[first]]), kernel.stat_of(&[s[second]])];
         let mut drawn: Vec<(u8, f64)> = vec![(0, 0.0); order.len()];
-        let mut block_points = Vec::new();
-        let mut block_sides = Vec::new();
+        let mut block_points: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         // The first points go to either side with probability ½ (see the type's
         // documentation); then blocks of doubling length, each allocated in parallel.
         let early = order.len().min(ALLOCATION_EARLY);
         for (p, &j) in order[..early].iter().enumerate() {
             let i = s[j];
-            let w0 = prior.ln_kappa_join(kernel.count(&stats[0])) + kernel.ln_predictive(i, &stats[0]);
-            let w1 = prior.ln_kappa_join(kernel.count(&stats[1])) + kernel.ln_predictive(i, &stats[1]);
+            let w0 =
+                prior.ln_kappa_join(kernel.count(&stats[0])) + kernel.ln_predictive(i, &stats[0]);
+            let w1 =
+                prior.ln_kappa_join(kernel.count(&stats[1])) + kernel.ln_predictive(i, &stats[1]);
             let pred = side_log_probs(w0, w1)?;
             let b1 = 0.25 + 0.5 * pred[1].exp();
             let side = match forced {
@@ -435,34 +445,44 @@ impl<K: ParametricKernel> SubCluster<K> {
             ];
             let seed = if forced.is_none() { rng.next_u64() } else { 0 };
             let (st, ord) = (&stats, &order[start..end]);
-            for_each_point(seed, &mut drawn[start..end], || (), |p, o, _, rng| {
-                let j = ord[p];
-                let i = s[j];
-                let w0 = ln_w[0] + kernel.ln_predictive(i, &st[0]);
-                let w1 = ln_w[1] + kernel.ln_predictive(i, &st[1]);
-                *o = match forced {
-                    Some(f) => {
-                        let side = f[j];
-                        (side, side_log_probs(w0, w1)?[side as usize])
-                    }
-                    None => {
-                        let (side, ln_b) = draw_side(w0, w1, rng)?;
-                        (side, ln_b[side as usize])
-                    }
-                };
-                Ok(())
-            })?;
-            block_points.clear();
-            block_sides.clear();
+            for_each_point(
+                seed,
+                &mut drawn[start..end],
+                || (),
+                |p, o, _, rng| {
+                    let j = ord[p];
+                    let i = s[j];
+                    let w0 = ln_w[0] + kernel.ln_predictive(i, &st[0]);
+                    let w1 = ln_w[1] + kernel.ln_predictive(i, &st[1]);
+                    *o = match forced {
+                        Some(f) => {
+                            let side = f[j];
+                            (side, side_log_probs(w0, w1)?[side as usize])
+                        }
+                        None => {
+                            let (side, ln_b) = draw_side(w0, w1, rng)?;
+                            (side, ln_b[side as usize])
+                        }
+                    };
+                    Ok(())
+                },
+            )?;
+            for side_points in &mut block_points {
+                side_points.clear();
+            }
             for (p, &j) in order[start..end].iter().enumerate() {
                 let side = drawn[start + p].0;
                 sides[j] = side;
-                block_points.push(s[j]);
-                block_sides.push(u32::from(side));
+                block_points[side as usize].push(s[j]);
             }
-            let added = group_stats(kernel, Some(&block_points), &block_sides, 2);
-            for (t, a) in stats.iter_mut().zip(&added) {
-                kernel.merge(t, a);
+            for (t, points) in stats.iter_mut().zip(&block_points) {
+                if points.len() < 8 {
+                    for &i in points {
+                        kernel.add(t, i);
+                    }
+                } else {
+                    kernel.merge(t, &kernel.stat_of(points));
+                }
             }
             start = end;
             len = 2 * len.max(1);
@@ -560,7 +580,6 @@ impl<K: ParametricKernel> SubCluster<K> {
             let second = nth(1, uniform_index(rng, ny));
             let (_, ln_q) =
                 self.allocate(kernel, &prior, &points, first, second, Some(&sides), rng)?;
-            if std::env::var("DBG").is_ok() { eprintln!("alloc merge {nx} {ny}: target {ln_target_ratio:.1} ln_q {ln_q:.1}"); }
             let proposal = Proposal {
                 ln_q_fwd: -pairs(k) - ((nx * ny) as f64).ln(),
                 ln_q_rev: ln_q - ((k - 1) as f64).ln() - pairs(nx + ny),
@@ -655,7 +674,6 @@ impl<K: ParametricKernel> SubCluster<K> {
                 o.1 = side;
             }
             let ln_q = side_prob(&launched);
-            if std::env::var("DBG").is_ok() { eprintln!("launch merge {} {}: target {ln_target_ratio:.1} ln_q {ln_q:.1}", cx.size(), cy.size()); }
             let proposal = Proposal {
                 ln_q_fwd: (2.0 / (k * (k - 1)) as f64).ln(),
                 ln_q_rev: ln_q - ((k - 1) as f64).ln(),
@@ -779,8 +797,8 @@ impl<K: ParametricKernel> SubCluster<K> {
                     kernel.ln_f(i, &sub_params[2 * z]),
                     kernel.ln_f(i, &sub_params[2 * z + 1]),
                 ];
-                let v = draw_side(sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1], rng)?.0
-                    as usize;
+                let v =
+                    draw_side(sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1], rng)?.0 as usize;
                 *o = (z as u32, v as u8, f[v]);
                 Ok(())
             },
