@@ -309,6 +309,7 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// The launch on the sorted points `s` (see the type's documentation). Fills `out` with
     /// each point's log side probabilities `(ln b_ℓ, ln b_r)` and, when `draw` is set, a side
     /// drawn from them (otherwise 0). Needs `|s| ≥ 2`.
+    #[allow(clippy::too_many_arguments)]
     fn launch<P: NrmPrior>(
         &mut self,
         kernel: &K,
@@ -434,6 +435,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 None => u8::from(crate::rng::uniform_open01(rng) < b1),
             };
             drawn[p] = (side, if side == 1 { b1.ln() } else { (1.0 - b1).ln() });
+            sides[j] = side;
             kernel.add(&mut stats[side as usize], i);
         }
         let (mut start, mut len) = (early, early);
