@@ -5,8 +5,9 @@
 //! * **Exact** ([`SubCluster::new`], the `subcluster` sampler). Each step is a restricted Gibbs
 //!   pass followed by a fixed number of split/merge Metropolis-Hastings proposals whose
 //!   proposal distribution is built by sub-cluster Gibbs iterations ("launch") on the set
-//!   being split or merged. It leaves `p(Π | X)` (given `u` for NGGP) invariant; see
-//!   [`SubCluster`] for the argument and the tests for the check against enumeration.
+//!   being split or merged, alternating at random with blocked sequential-allocation
+//!   proposals. It leaves `p(Π | X)` (given `u` for NGGP) invariant; see [`SubCluster`] for
+//!   the argument and the tests for the checks against enumeration.
 //! * **DPMM.jl-faithful** ([`SubCluster::dpmm`], the `subcluster-dpmm` sampler): persistent
 //!   sub-labels, the Chang-Fisher split and merge ratios as DPMM.jl computes them (with its
 //!   `0.01` merge factor), the "splittable" heuristic and pairwise first-accepted merges. Its
@@ -21,8 +22,9 @@
 //! does every restricted-Gibbs move of a point between clusters; neither can be evaluated.
 //! Dropping the term (as the paper and DPMM.jl do) gives an approximate chain. The exact
 //! variant instead draws its sub-clusters afresh for every proposal from a law that depends
-//! only on the merged set `S = A ∪ B`, as Jain & Neal's launch state does (MATH §6.2), so the
-//! launch law is the same in both directions and cancels.
+//! only on the merged set `S = A ∪ B` (and auxiliary anchors drawn the same way in both
+//! directions), as Jain & Neal's launch state does (MATH §6.2), so the launch law is the same
+//! in both directions and cancels.
 
 use std::collections::BTreeMap;
 
@@ -37,13 +39,13 @@ use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::math::{ln_add_exp, ln_gamma};
 use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
-use crate::rng::{uniform_index, NrmmRng};
+use crate::rng::{uniform_index, uniform_open01, NrmmRng};
 use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 
 /// Settings of the exact sub-cluster sampler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SubClusterOptions {
-    /// Sub-cluster Gibbs iterations of each launch (after a uniformly random bisection).
+    /// Sub-cluster Gibbs iterations of each launch-family proposal (after the anchor draw).
     pub launch_iters: usize,
     /// Split/merge proposals per step (a fixed number: a state-dependent count would break
     /// invariance).
@@ -113,33 +115,66 @@ enum Variant {
 ///    and `θ_k ~ p(θ | X_k)`: the exact conditional of the atoms given `Π` (and `u`). Given
 ///    them, the labels restricted to the occupied atoms have conditional law
 ///    `∝ Π_i w_{z_i} f(x_i | θ_{z_i})` on labellings that leave no atom empty. All labels are
-///    drawn independently in parallel from `w_k f(x_i | θ_k)`; the draw is kept if no
-///    cluster empties and discarded otherwise — an independence Metropolis-Hastings step whose
-///    ratio is exactly that indicator, so the pass leaves the restricted conditional, hence
-///    `p(Π | X)`, invariant.
-/// 2. *Split/merge proposals*, [`SubClusterOptions::proposals`] of them. A fair coin picks a
-///    split (a uniformly chosen cluster) or a merge (a uniformly chosen pair). The set `S`
-///    (the cluster, or the union of the pair) gets a launch: a uniformly random bisection,
-///    then [`SubClusterOptions::launch_iters`] sub-cluster Gibbs iterations — sub-weights
-///    `(π̄_ℓ, π̄_r) ~ Dir(N_ℓ + a, N_r + a)` with `a = κ(1,u)/2` (`α/2` for the DP), sub-parameters
-///    `θ̄_s ~ p(θ | X_s)`, sub-labels `∝ π̄_s f(x_i | θ̄_s)` in parallel — and one last draw
-///    of `(π̄, θ̄)`. This gives each point of `S` independent side probabilities `b_i(s)`. A
-///    split draws the sides from `b` and proposes `{A, B}` with probability
-///    `q = Π_A b_i(ℓ) Π_B b_i(r) + Π_A b_i(r) Π_B b_i(ℓ)` (both orientations give the same
-///    partition); a merge evaluates the same `q` of its two clusters. With
-///    `h(c) = ln κ(n_c, u) + ln m(X_c)`, the split's log ratio is
-///    `h(A) + h(B) - h(S) + ln(2/((K+1)K)) - ln(1/K) - ln q`, the merge's its mirror image.
-///    The launch law depends only on `S` (its points are sorted first), so for every launch
-///    the pair of moves is in detailed balance, exactly as Jain & Neal's (MATH §6.2).
+///    drawn independently in parallel from `w_k f(x_i | θ_k)`; then, block by block of
+///    [`super::engine::CHUNK`] points in index order, a block's drawn labels are kept unless
+///    they would leave a cluster empty given every other point's current label — one
+///    independence Metropolis-Hastings step per block, whose ratio is exactly that
+///    indicator, so each leaves the restricted conditional, hence `p(Π | X)`, invariant (the
+///    draws do not depend on the current labels, so drawing them all first is the same as
+///    drawing each block at its turn). A small cluster about to empty thus freezes one
+///    block, not the whole pass.
+/// 2. *Split/merge proposals*, [`SubClusterOptions::proposals`] of them, each from one of two
+///    families chosen by a fair coin. In both, a fair coin picks a split (a uniformly chosen
+///    cluster, `S` its points) or a merge (a uniformly chosen ordered pair, `S` the union),
+///    and with `h(c) = ln κ(n_c, u) + ln m(X_c)` the log target ratio of a split of `S` into
+///    `{A, B}` is `h(A) + h(B) - h(S)`, a merge's its mirror image.
+///    * *Launch family* (Chang & Fisher's sub-clusters). `S` (its points sorted) gets a
+///      launch: two distinct anchor points drawn uniformly from `S` seed the sub-parameters
+///      `θ̄_ℓ, θ̄_r` (each drawn from the posterior given its anchor alone, so the
+///      sub-clusters differ from the first scan on), then
+///      [`SubClusterOptions::launch_iters`] sub-cluster Gibbs iterations — sub-labels
+///      `∝ π̄_s f(x_i | θ̄_s)` in parallel, then sub-weights
+///      `(π̄_ℓ, π̄_r) ~ Dir(N_ℓ + a, N_r + a)` with `a = κ(1,u)/2` (`α/2` for the DP) and
+///      `θ̄_s ~ p(θ | X_s)`. These iterations run on `S` itself when `|S|` is at most the
+///      launch sample ([`LAUNCH_SAMPLE`] by default, [`SubCluster::with_launch_sample`]) and
+///      otherwise on that many points drawn uniformly from `S` with replacement. One final
+///      scan of all of `S` gives each point independent side probabilities `b_i(s)`. A split
+///      draws the sides from `b` and proposes `{A, B}` with probability
+///      `q = Π_A b_i(ℓ) Π_B b_i(r) + Π_A b_i(r) Π_B b_i(ℓ)` (both orientations give the same
+///      partition); a merge evaluates the same `q` of its two clusters. The split's log
+///      ratio is `h(A) + h(B) - h(S) + ln(2/((K+1)K)) - ln(1/K) - ln q`. The launch law
+///      depends only on `S`, so for every launch the pair of moves is in detailed balance,
+///      exactly as Jain & Neal's (MATH §6.2).
+///    * *Allocation family* (a blocked form of Dahl's SAMS, MATH §6.3, for which a merge's
+///      reverse probability adapts to the clusters it merges). Anchors: a split draws an
+///      ordered pair of distinct points of `S` uniformly; a merge of the ordered pair
+///      `(x, y)` draws one point of `x` and one of `y` uniformly. The anchors seed groups 0
+///      and 1; the other points of `S`, in a uniformly random order, are allocated to a
+///      group with probability `b ∝ κ_join(n_g) p(x_i | X_g)` (collapsed predictive): the
+///      first [`ALLOCATION_EARLY`] one at a time with the defensive mixture
+///      `½ b + ¼` (a predictive from one or two points is overconfident under a tight
+///      prior, which would make replaying a merge's clusters improbable), then blocks of
+///      doubling length, each allocated in parallel given the groups before it. A split
+///      proposes the groups with `q` the product of the allocation probabilities; a merge
+///      replays the allocation forced to its two clusters. The split's log ratio is
+///      `h(A) + h(B) - h(S) - ln((K+1)K) - ln(|A||B|) + ln K + ln(|S|(|S|-1)) - ln q`
+///      (anchors and order are auxiliary variables drawn the same way in both directions),
+///      the merge's its mirror image. Launch-family proposals find splits of well-separated
+///      groups; allocation-family merges reunite pieces of one cluster that a split or the
+///      restricted pass left apart, whose launch-family reverse probability is negligible
+///      for large sets.
 ///
-/// Both parallel passes run on the [`super::engine`], so a chain is bit-identical for any number of
-/// threads. The exact variant keeps no state between steps.
+/// All parallel passes run on the [`super::engine`], so a chain is bit-identical for any
+/// number of threads. The exact variant keeps no state between steps.
 ///
 /// **DPMM.jl-faithful variant** ([`SubCluster::dpmm`], DP only): see there.
 ///
-/// Cost per step: O(N K) likelihood evaluations (O(N K d²) for Normal-Wishart) for the
-/// restricted pass, plus, per proposal, O((launch_iters + 1) |S|) evaluations of two
-/// sub-cluster likelihoods and one statistic per point of `S`.
+/// Cost per step: O(N K) likelihood evaluations (O(N K d²) for Normal-Wishart; no `exp` for
+/// clusters more than e⁴⁴ less likely than the best, [`super::engine::draw_log_mut`]) for the
+/// restricted pass; per launch-family proposal, O(launch_iters · min(|S|, launch sample))
+/// evaluations of two sub-cluster likelihoods plus one final scan of `S` (two likelihoods,
+/// one `exp`, one `ln_1p` per point); per allocation-family proposal, two predictive
+/// evaluations per point of `S` and its batch statistics; and O(N) to collect a large `S`.
 #[derive(Clone, Debug)]
 pub struct SubCluster<K: ParametricKernel> {
     variant: Variant,
@@ -158,8 +193,9 @@ pub struct SubCluster<K: ParametricKernel> {
 
 impl<K: ParametricKernel> SubCluster<K> {
     /// The exact sub-cluster sampler. Any options are valid: with 0 launch iterations the
-    /// launch is one parameter draw from a random bisection; with 0 proposals the move is the
-    /// restricted Gibbs pass alone (which never changes the number of clusters).
+    /// launch's side probabilities come from the anchors' parameters alone; with 0 proposals
+    /// the move is the restricted Gibbs pass alone (which never changes the number of
+    /// clusters).
     pub fn new(options: SubClusterOptions) -> Self {
         SubCluster {
             variant: Variant::Exact(options),
@@ -396,7 +432,9 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// The blocked sequential allocation of the sorted points `s` to two groups seeded by
     /// the anchors `s[first]` (group 0) and `s[second]` (group 1); see [`SubCluster`].
     /// With `forced`, replays the allocation forced to those sides instead of drawing.
-    /// Returns the sides and `ln q`, the log probability of the allocation. Cost:
+    /// Returns the sides and `ln q`, the log probability of the allocation; stops early,
+    /// returning the partial sum, once that falls to `stop_below` or less (every further
+    /// term is `≤ 0`, so the caller's decision is already made). Cost:
     /// O(|s|) predictive evaluations and statistic additions, parallel within blocks.
     #[allow(clippy::too_many_arguments)]
     fn allocate<P: NrmPrior>(
@@ -407,6 +445,7 @@ impl<K: ParametricKernel> SubCluster<K> {
         first: usize,
         second: usize,
         forced: Option<&[u8]>,
+        stop_below: f64,
         rng: &mut NrmmRng,
     ) -> Result<(Vec<u8>, f64)> {
         let n = s.len();
@@ -438,8 +477,9 @@ impl<K: ParametricKernel> SubCluster<K> {
             sides[j] = side;
             kernel.add(&mut stats[side as usize], i);
         }
+        let mut ln_q: f64 = drawn[..early].iter().map(|d| d.1).sum();
         let (mut start, mut len) = (early, early);
-        while start < order.len() {
+        while start < order.len() && ln_q > stop_below {
             let end = (start + len).min(order.len());
             let ln_w = [
                 prior.ln_kappa_join(kernel.count(&stats[0])),
@@ -486,10 +526,10 @@ impl<K: ParametricKernel> SubCluster<K> {
                     kernel.merge(t, &kernel.stat_of(points));
                 }
             }
+            ln_q += drawn[start..end].iter().map(|d| d.1).sum::<f64>();
             start = end;
             len = 2 * len.max(1);
         }
-        let ln_q = drawn.iter().map(|d| d.1).sum();
         Ok((sides, ln_q))
     }
 
@@ -525,7 +565,16 @@ impl<K: ParametricKernel> SubCluster<K> {
             if second >= first {
                 second += 1;
             }
-            let (sides, ln_q) = self.allocate(kernel, &prior, &s, first, second, None, rng)?;
+            let (sides, ln_q) = self.allocate(
+                kernel,
+                &prior,
+                &s,
+                first,
+                second,
+                None,
+                f64::NEG_INFINITY,
+                rng,
+            )?;
             let mut a = Vec::new();
             let mut b = Vec::new();
             for (&i, &v) in s.iter().zip(&sides) {
@@ -563,11 +612,20 @@ impl<K: ParametricKernel> SubCluster<K> {
                 state.partition.cluster(sy).expect("live"),
             );
             let (nx, ny) = (cx.size(), cy.size());
-            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
             let ln_target_ratio = h(nx + ny, kernel.ln_marginal_pair(cx.stat(), cy.stat()))
                 - h(nx, cx.ln_marginal())
                 - h(ny, cy.ln_marginal());
+            // ln A = ln_rest + ln q with ln q ≤ 0: the uniform of the decision is drawn first
+            // so that a hopeless merge stops as soon as its partial ln q decides it.
+            let ln_rest = ln_target_ratio - ((k - 1) as f64).ln() - pairs(nx + ny)
+                + pairs(k)
+                + ((nx * ny) as f64).ln();
             let rng = chain_rng(chooser, "subcluster")?;
+            let ln_u = uniform_open01(rng).ln();
+            if ln_rest <= ln_u {
+                return Ok(decide(ln_rest, ln_u));
+            }
+            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
             // The anchors: the r-th point of each cluster in index order.
             let nth = |side: u8, r: usize| {
                 sides
@@ -580,15 +638,19 @@ impl<K: ParametricKernel> SubCluster<K> {
             };
             let first = nth(0, uniform_index(rng, nx));
             let second = nth(1, uniform_index(rng, ny));
-            let (_, ln_q) =
-                self.allocate(kernel, &prior, &points, first, second, Some(&sides), rng)?;
-            let proposal = Proposal {
-                ln_q_fwd: -pairs(k) - ((nx * ny) as f64).ln(),
-                ln_q_rev: ln_q - ((k - 1) as f64).ln() - pairs(nx + ny),
-                ln_target_ratio,
-            };
-            let (accepted, info) = metropolis_hastings(&proposal, chooser);
-            if accepted {
+            let stop_below = ln_u - ln_rest;
+            let (_, ln_q) = self.allocate(
+                kernel,
+                &prior,
+                &points,
+                first,
+                second,
+                Some(&sides),
+                stop_below,
+                rng,
+            )?;
+            let info = decide(ln_rest + ln_q, ln_u);
+            if info.accepted == 1 {
                 state.partition.merge_clusters(kernel, sx, sy);
             }
             Ok(info)
@@ -665,24 +727,27 @@ impl<K: ParametricKernel> SubCluster<K> {
                 state.partition.cluster(sx).expect("live"),
                 state.partition.cluster(sy).expect("live"),
             );
-            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
             let ln_m_union = kernel.ln_marginal_pair(cx.stat(), cy.stat());
-            let ln_target_ratio = h(points.len(), ln_m_union)
+            let ln_target_ratio = h(cx.size() + cy.size(), ln_m_union)
                 - h(cx.size(), cx.ln_marginal())
                 - h(cy.size(), cy.ln_marginal());
+            // ln A = ln_rest + ln q with ln q ≤ ln 2 (two orientations, each ≤ 1): the
+            // uniform of the decision is drawn first, and a merge that this bound already
+            // rejects skips its launch.
+            let ln_rest =
+                ln_target_ratio - ((k - 1) as f64).ln() - (2.0 / (k * (k - 1)) as f64).ln();
             let rng = chain_rng(chooser, "subcluster")?;
+            let ln_u = uniform_open01(rng).ln();
+            if ln_rest + std::f64::consts::LN_2 <= ln_u {
+                return Ok(decide(ln_rest + std::f64::consts::LN_2, ln_u));
+            }
+            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
             self.launch(kernel, &prior, &points, iters, false, rng, &mut launched)?;
             for (o, &side) in launched.iter_mut().zip(&sides) {
                 o.1 = side;
             }
-            let ln_q = side_prob(&launched);
-            let proposal = Proposal {
-                ln_q_fwd: (2.0 / (k * (k - 1)) as f64).ln(),
-                ln_q_rev: ln_q - ((k - 1) as f64).ln(),
-                ln_target_ratio,
-            };
-            let (accepted, info) = metropolis_hastings(&proposal, chooser);
-            if accepted {
+            let info = decide(ln_rest + side_prob(&launched), ln_u);
+            if info.accepted == 1 {
                 state.partition.merge_clusters(kernel, sx, sy);
             }
             Ok(info)
@@ -938,6 +1003,23 @@ impl<K: ParametricKernel> SubCluster<K> {
         let keys: Vec<usize> = state.partition.clusters().map(|(_, c)| c.key()).collect();
         self.history.retain(|key, _| keys.contains(key));
         Ok(info)
+    }
+}
+
+/// The Metropolis-Hastings decision with the uniform `u` drawn by the caller: accept when
+/// `ln A > ln u` (probability `min(1, A)`; a NaN ratio rejects, MATH P12). The merges draw
+/// `u` before their expensive part so that they can stop once an upper bound of `ln A`
+/// falls to `ln u`; the recorded `min(0, ln A)` is then that bound.
+fn decide(ln_a: f64, ln_u: f64) -> StepInfo {
+    let accepted = ln_a > ln_u;
+    StepInfo {
+        proposed: 1,
+        accepted: usize::from(accepted),
+        ln_accept_sum: if ln_a.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            ln_a.min(0.0)
+        },
     }
 }
 
