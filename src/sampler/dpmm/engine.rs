@@ -318,6 +318,41 @@ mod tests {
     }
 
     #[test]
+    fn in_place_and_two_option_draws_match_draw_log() {
+        let mut gen = SeedPlan::new(5).chain(0);
+        for t in 0..200 {
+            let w: Vec<f64> = (0..1 + t % 6)
+                .map(|k| -((k * 7 + t) % 11) as f64 * 1.7)
+                .collect();
+            let (mut a, mut b) = (
+                SeedPlan::new(t as u64).chain(1),
+                SeedPlan::new(t as u64).chain(1),
+            );
+            let (k, _) = draw_log(&w, &mut a).unwrap();
+            let mut buf = w.clone();
+            assert_eq!(draw_log_mut(&mut buf, &mut b).unwrap(), k);
+            if w.len() == 2 {
+                let ln_b = side_log_probs(w[0], w[1]).unwrap();
+                assert!((ln_b[0].exp() + ln_b[1].exp() - 1.0).abs() < 1e-15);
+                let (_, lp) = draw_log(&w, &mut gen).unwrap();
+                let (side, ln_b2) = draw_side(w[0], w[1], &mut gen).unwrap();
+                assert!(side < 2 && ln_b2 == ln_b && lp <= 0.0);
+            }
+        }
+        assert!(side_log_probs(f64::NAN, 0.0).is_err());
+        assert!(draw_log_mut(&mut [f64::NEG_INFINITY], &mut gen).is_err());
+    }
+
+    #[test]
+    fn negligible_weights_are_never_drawn() {
+        let mut rng = SeedPlan::new(3).chain(0);
+        for _ in 0..1000 {
+            let mut w = [0.0, NEGLIGIBLE_LN_WEIGHT - 1.0, -3.0];
+            assert_ne!(draw_log_mut(&mut w, &mut rng).unwrap(), 1);
+        }
+    }
+
+    #[test]
     fn draw_log_rejects_bad_weights() {
         let mut rng = SeedPlan::new(1).chain(0);
         assert!(draw_log(&[f64::NEG_INFINITY], &mut rng).is_err());

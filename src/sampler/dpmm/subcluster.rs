@@ -1187,6 +1187,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn launch_sample_below_two_is_an_error() {
+        let mv = SubCluster::<crate::kernel::NormalWishart>::new(SubClusterOptions::default());
+        assert!(mv.clone().with_launch_sample(1).is_err());
+        assert_eq!(mv.with_launch_sample(2).unwrap().launch_sample, 2);
+    }
+
+    #[test]
     fn side_probability_counts_both_orientations() {
         let p = |a: f64, b: f64| [a.ln(), b.ln()];
         let probs = [(p(0.3, 0.7), 0u8), (p(0.9, 0.1), 1u8)];
