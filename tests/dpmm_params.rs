@@ -257,3 +257,44 @@ proptest! {
         check_identity(&k, &members, seed + 1);
     }
 }
+
+/// The moments path of the parameter draw (`sample_moments`, used by the parallel launches)
+/// draws the same `θ` as `sample_posterior` on the statistic of the same points, given the
+/// same stream (up to rounding), for both kernels, with moments merged from two halves.
+#[test]
+fn moments_draws_equal_statistic_draws() {
+    let k = nw_kernel(&nw_rows(30, 3, 9));
+    let members: Vec<usize> = (0..30).filter(|i| i % 4 != 1).collect();
+    let (lo, hi) = members.split_at(members.len() / 2);
+    let mut m = k.new_moments();
+    let mut m_hi = k.new_moments();
+    lo.iter().for_each(|&i| k.moments_add(&mut m, i));
+    hi.iter().for_each(|&i| k.moments_add(&mut m_hi, i));
+    k.moments_merge(&mut m, &m_hi);
+    assert_eq!(k.moments_count(&m), members.len());
+    let stat = k.stat_of(&members);
+    for seed in 0..20 {
+        let (mut a, mut b) = (k.new_param(), k.new_param());
+        k.sample_posterior(&stat, &mut SeedPlan::new(seed).chain(0), &mut a)
+            .unwrap();
+        k.sample_moments(&m, &mut SeedPlan::new(seed).chain(0), &mut b)
+            .unwrap();
+        for (x, y) in k.param_mean(&a).iter().zip(k.param_mean(&b)) {
+            assert!((x - y).abs() < 1e-9 * (1.0 + x.abs()), "{x} vs {y}");
+        }
+        for (x, y) in k.param_precision(&a).iter().zip(k.param_precision(&b)) {
+            assert!((x - y).abs() < 1e-9 * (1.0 + x.abs()), "{x} vs {y}");
+        }
+    }
+    let md = md_kernel(4);
+    let docs: Vec<usize> = (0..12).filter(|i| i % 3 == 0).collect();
+    let mut m = md.new_moments();
+    docs.iter().for_each(|&i| md.moments_add(&mut m, i));
+    let stat = md.stat_of(&docs);
+    let (mut a, mut b) = (md.new_param(), md.new_param());
+    md.sample_posterior(&stat, &mut SeedPlan::new(1).chain(0), &mut a)
+        .unwrap();
+    md.sample_moments(&m, &mut SeedPlan::new(1).chain(0), &mut b)
+        .unwrap();
+    assert_eq!(a, b);
+}

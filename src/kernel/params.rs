@@ -12,7 +12,7 @@ use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, StandardNormal};
 
 use super::cholesky::cholesky_in_place;
-use super::{ConjugateKernel, MultinomialDirichlet, NormalWishart};
+use super::{ConjugateKernel, MdStat, MultinomialDirichlet, NormalWishart};
 use crate::error::{Error, Result};
 use crate::math::ln_gamma;
 use crate::rng::uniform_open01;
@@ -43,6 +43,33 @@ pub trait ParametricKernel: ConjugateKernel {
         let empty = self.empty_stat();
         self.sample_posterior(&empty, rng, out)
     }
+
+    /// Raw sufficient statistics of a set of points for [`ParametricKernel::sample_moments`]:
+    /// cheaper to accumulate than [`ConjugateKernel::Stat`] (no cached factor or predictive
+    /// to maintain per point), and merged by addition, so parallel reductions over fixed
+    /// chunks are cheap and deterministic.
+    type Moments: Clone + Send + Sync + std::fmt::Debug;
+
+    /// The moments of the empty set.
+    fn new_moments(&self) -> Self::Moments;
+
+    /// Adds data point `i` to `m`. Hot path: no allocation.
+    fn moments_add(&self, m: &mut Self::Moments, i: usize);
+
+    /// Adds the points of `b` to `a`.
+    fn moments_merge(&self, a: &mut Self::Moments, b: &Self::Moments);
+
+    /// Number of points summarised by `m`.
+    fn moments_count(&self, m: &Self::Moments) -> usize;
+
+    /// Draws `θ ~ p(θ | X_S)` into `out` given the moments of `S`: the same law as
+    /// [`ParametricKernel::sample_posterior`] on the statistic of `S`.
+    fn sample_moments<R: Rng + ?Sized>(
+        &self,
+        m: &Self::Moments,
+        rng: &mut R,
+        out: &mut Self::Param,
+    ) -> Result<()>;
 
     /// `ln f(x_i | θ)`, the likelihood of data point `i`. Hot path: no allocation.
     fn ln_f(&self, i: usize, theta: &Self::Param) -> f64;
@@ -107,7 +134,107 @@ impl NwParam {
     }
 }
 
+/// Raw moments of a set of points for a [`NormalWishart`] kernel, in its centred frame: the
+/// count, `Σ y` and the lower triangle of `Σ y yᵀ` (column-by-column layout of
+/// [`super::cholesky`]). One heap buffer of `d + d²` values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NwMoments {
+    n: usize,
+    buf: Vec<f64>,
+}
+
+impl NwMoments {
+    /// Number of points summarised.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether no point is summarised.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
 impl NormalWishart {
+    /// Draws `Λ ~ W(ν_n, Ψ_n⁻¹)` and `μ | Λ` (see [`ParametricKernel::sample_posterior`])
+    /// given `n`, the centred mean and the lower factor `l` of `Ψ_n`. Cost: O(d³).
+    fn draw_from_factor<R: Rng + ?Sized>(
+        &self,
+        n: f64,
+        mean: &[f64],
+        l: &[f64],
+        rng: &mut R,
+        out: &mut NwParam,
+    ) -> Result<()> {
+        let d = self.dim();
+        let (r_n, nu_n) = (self.hyper().r() + n, self.hyper().nu() + n);
+        if l.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Numerical(
+                "the posterior scale matrix Psi_n of a cluster could not be factored".into(),
+            ));
+        }
+        // G = L⁻ᵀ A, column by column (back substitution with the upper Lᵀ), row-major.
+        let mut g = vec![0.0; d * d];
+        let mut col = vec![0.0; d];
+        for c in 0..d {
+            for (i, v) in col.iter_mut().enumerate() {
+                *v = if i == c {
+                    let chi = ChiSquared::new(nu_n - c as f64)
+                        .map_err(|e| Error::param("nu_n", nu_n, &e.to_string()))?;
+                    let x: f64 = chi.sample(rng);
+                    x.sqrt()
+                } else if i > c {
+                    StandardNormal.sample(rng)
+                } else {
+                    0.0
+                };
+            }
+            for i in (0..d).rev() {
+                // Lᵀ(i, j) = L(j, i) = l[i·d + j] for j ≥ i.
+                let mut v = col[i];
+                for j in i + 1..d {
+                    v -= l[i * d + j] * col[j];
+                }
+                col[i] = v / l[i * d + i];
+            }
+            for i in 0..d {
+                g[i * d + c] = col[i];
+            }
+        }
+        let chol = &mut out.chol;
+        chol.resize(d * d, 0.0);
+        for a in 0..d {
+            for b in 0..=a {
+                let v: f64 = (0..d).map(|k| g[a * d + k] * g[b * d + k]).sum();
+                // Column-major lower: entry (a, b), a ≥ b, at b·d + a.
+                chol[b * d + a] = v;
+                chol[a * d + b] = v;
+            }
+        }
+        cholesky_in_place(chol, d, "a drawn Normal-Wishart precision")?;
+        // μ = ξ_n + C⁻ᵀ z / √r_n: back substitution with the upper Cᵀ.
+        let mu = &mut out.mu;
+        mu.resize(d, 0.0);
+        for m in mu.iter_mut() {
+            *m = StandardNormal.sample(rng);
+        }
+        for i in (0..d).rev() {
+            let mut v = mu[i];
+            for j in i + 1..d {
+                v -= chol[i * d + j] * mu[j];
+            }
+            mu[i] = v / chol[i * d + i];
+        }
+        let shrink = n / r_n;
+        let scale = r_n.sqrt().recip();
+        for (m, &xbar) in mu.iter_mut().zip(mean) {
+            *m = shrink * xbar + *m * scale;
+        }
+        out.ln_norm = -0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln()
+            + (0..d).map(|j| chol[j * d + j].ln()).sum::<f64>();
+        Ok(())
+    }
+
     /// The mean `μ` of `theta` in the data's original coordinates. Cost: O(d).
     pub fn param_mean(&self, theta: &NwParam) -> Vec<f64> {
         theta
@@ -174,6 +301,7 @@ fn ln_mv_gamma(d: usize, x: f64) -> f64 {
 
 impl ParametricKernel for NormalWishart {
     type Param = NwParam;
+    type Moments = NwMoments;
 
     fn new_param(&self) -> NwParam {
         let d = self.dim();
@@ -200,80 +328,84 @@ impl ParametricKernel for NormalWishart {
         rng: &mut R,
         out: &mut NwParam,
     ) -> Result<()> {
+        self.draw_from_factor(s.len() as f64, s.mean(), s.chol(), rng, out)
+    }
+
+    /// `n`, `Σ y`, `Σ y yᵀ` start at zero.
+    fn new_moments(&self) -> NwMoments {
         let d = self.dim();
-        let n = s.len() as f64;
-        let (r_n, nu_n) = (self.hyper().r() + n, self.hyper().nu() + n);
-        let l = s.chol();
-        if l.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Numerical(
-                "the posterior scale matrix Psi_n of a cluster could not be factored".into(),
-            ));
+        NwMoments {
+            n: 0,
+            buf: vec![0.0; d + d * d],
         }
-        // G = L⁻ᵀ A, column by column (back substitution with the upper Lᵀ), row-major.
-        let mut g = vec![0.0; d * d];
-        let mut col = vec![0.0; d];
-        for c in 0..d {
-            for (i, v) in col.iter_mut().enumerate() {
-                *v = if i == c {
-                    let chi = ChiSquared::new(nu_n - c as f64)
-                        .map_err(|e| Error::param("nu_n", nu_n, &e.to_string()))?;
-                    let x: f64 = chi.sample(rng);
-                    x.sqrt()
-                } else if i > c {
-                    StandardNormal.sample(rng)
-                } else {
-                    0.0
-                };
-            }
-            for i in (0..d).rev() {
-                // Lᵀ(i, j) = L(j, i) = l[i·d + j] for j ≥ i.
-                let mut v = col[i];
-                for j in i + 1..d {
-                    v -= l[i * d + j] * col[j];
-                }
-                col[i] = v / l[i * d + i];
-            }
-            for i in 0..d {
-                g[i * d + c] = col[i];
+    }
+
+    /// Cost: d + d(d+1)/2 multiply-adds, no allocation.
+    #[inline]
+    fn moments_add(&self, m: &mut NwMoments, i: usize) {
+        let d = self.dim();
+        let y = self.centred_point(i);
+        let (sum, outer) = m.buf.split_at_mut(d);
+        for j in 0..d {
+            sum[j] += y[j];
+            let yj = y[j];
+            let col = &mut outer[j * d + j..(j + 1) * d];
+            for (o, &yi) in col.iter_mut().zip(&y[j..]) {
+                *o += yi * yj;
             }
         }
-        let chol = &mut out.chol;
-        chol.resize(d * d, 0.0);
-        for a in 0..d {
-            for b in 0..=a {
-                let v: f64 = (0..d).map(|k| g[a * d + k] * g[b * d + k]).sum();
-                // Column-major lower: entry (a, b), a ≥ b, at b·d + a.
-                chol[b * d + a] = v;
-                chol[a * d + b] = v;
+        m.n += 1;
+    }
+
+    fn moments_merge(&self, a: &mut NwMoments, b: &NwMoments) {
+        a.n += b.n;
+        for (x, y) in a.buf.iter_mut().zip(&b.buf) {
+            *x += y;
+        }
+    }
+
+    fn moments_count(&self, m: &NwMoments) -> usize {
+        m.n
+    }
+
+    /// Forms `Ψ_n = Ψ + M₂ + (r n/(r+n)) x̄ x̄ᵀ` from the moments (`M₂ = Σ y yᵀ - n x̄ x̄ᵀ`),
+    /// factors it and draws as [`ParametricKernel::sample_posterior`]. Cost: O(d³). Errors
+    /// if `Ψ_n` cannot be factored.
+    fn sample_moments<R: Rng + ?Sized>(
+        &self,
+        m: &NwMoments,
+        rng: &mut R,
+        out: &mut NwParam,
+    ) -> Result<()> {
+        let d = self.dim();
+        let n = m.n as f64;
+        let (sum, outer) = m.buf.split_at(d);
+        let mean: Vec<f64> = if m.n == 0 {
+            vec![0.0; d]
+        } else {
+            sum.iter().map(|v| v / n).collect()
+        };
+        let r = self.hyper().r();
+        let c = r * n / (r + n) - n;
+        let psi = self.hyper().psi();
+        let mut l = vec![0.0; d * d];
+        for j in 0..d {
+            for i in j..d {
+                l[j * d + i] = psi[i * d + j] + outer[j * d + i] + c * mean[i] * mean[j];
             }
         }
-        cholesky_in_place(chol, d, "a drawn Normal-Wishart precision")?;
-        // μ = ξ_n + C⁻ᵀ z / √r_n: back substitution with the upper Cᵀ.
-        let mu = &mut out.mu;
-        mu.resize(d, 0.0);
-        for m in mu.iter_mut() {
-            *m = StandardNormal.sample(rng);
-        }
-        for i in (0..d).rev() {
-            let mut v = mu[i];
-            for j in i + 1..d {
-                v -= chol[i * d + j] * mu[j];
-            }
-            mu[i] = v / chol[i * d + i];
-        }
-        let shrink = n / r_n;
-        let scale = r_n.sqrt().recip();
-        for (m, &xbar) in mu.iter_mut().zip(s.mean()) {
-            *m = shrink * xbar + *m * scale;
-        }
-        out.ln_norm = -0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln()
-            + (0..d).map(|j| chol[j * d + j].ln()).sum::<f64>();
-        Ok(())
+        cholesky_in_place(
+            &mut l,
+            d,
+            "the posterior scale matrix Psi_n of a sub-cluster",
+        )?;
+        self.draw_from_factor(n, &mean, &l, rng, out)
     }
 
     /// `-d/2 ln 2π + ½ ln|Λ| - ½ ‖Cᵀ(y_i - μ)‖²` on the centred point; unrolled for d ≤ 4.
-    /// Cost: d(d+1)/2 multiply-adds, no allocation.
-    #[inline]
+    /// Cost: d(d+1)/2 multiply-adds, no allocation. Always inlined: it is the inner loop of
+    /// every label pass.
+    #[inline(always)]
     fn ln_f(&self, i: usize, theta: &NwParam) -> f64 {
         let y = self.centred_point(i);
         let (c, mu) = (&theta.chol[..], &theta.mu[..]);
@@ -340,6 +472,33 @@ impl MdParam {
 
 impl ParametricKernel for MultinomialDirichlet {
     type Param = MdParam;
+    /// The statistic itself: a document's word counts are already what the draw needs.
+    type Moments = MdStat;
+
+    fn new_moments(&self) -> MdStat {
+        self.empty_stat()
+    }
+
+    fn moments_add(&self, m: &mut MdStat, i: usize) {
+        self.add(m, i);
+    }
+
+    fn moments_merge(&self, a: &mut MdStat, b: &MdStat) {
+        self.merge(a, b);
+    }
+
+    fn moments_count(&self, m: &MdStat) -> usize {
+        m.len()
+    }
+
+    fn sample_moments<R: Rng + ?Sized>(
+        &self,
+        m: &MdStat,
+        rng: &mut R,
+        out: &mut MdParam,
+    ) -> Result<()> {
+        self.sample_posterior(m, rng, out)
+    }
 
     fn new_param(&self) -> MdParam {
         MdParam {

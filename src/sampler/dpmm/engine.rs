@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::super::Chooser;
 use crate::error::{Error, Result};
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, ParametricKernel};
 use crate::rng::{uniform_open01, NrmmRng, SeedPlan};
 
 /// Points per chunk of a label pass (one RNG stream and one scratch buffer each).
@@ -110,6 +110,124 @@ pub fn draw_log<R: rand::Rng + ?Sized>(ln_w: &[f64], rng: &mut R) -> Result<(usi
     Ok((pick, ln_w[pick] - max - total.ln()))
 }
 
+/// Log weights this far below the largest are treated as zero by [`draw_log_mut`]: each such
+/// term is below `e^{-44} ≈ 7.8e-20` of the largest, so even a thousand of them sum to less
+/// than half a unit in the last place of the total, and the floating-point draw is the same.
+pub const NEGLIGIBLE_LN_WEIGHT: f64 = -44.0;
+
+/// [`draw_log`] for hot loops: overwrites `w` with the shifted exponentials and returns only
+/// the index, computing each `exp` once and none for weights below
+/// [`NEGLIGIBLE_LN_WEIGHT`] relative to the largest (the usual case for a point far from
+/// most clusters). The same law as [`draw_log`] to floating-point resolution. Errors when a
+/// weight is NaN or none is positive. Cost: at most one `exp` per option, no allocation.
+#[inline]
+pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result<usize> {
+    let mut max = f64::NEG_INFINITY;
+    let mut nan = false;
+    for &v in w.iter() {
+        max = max.max(v);
+        nan |= v.is_nan();
+    }
+    if !max.is_finite() || nan {
+        return Err(Error::Numerical(format!(
+            "cannot draw a label from log-weights with maximum {max}"
+        )));
+    }
+    let mut total = 0.0;
+    for v in w.iter_mut() {
+        let shifted = *v - max;
+        *v = if shifted < NEGLIGIBLE_LN_WEIGHT {
+            0.0
+        } else {
+            shifted.exp()
+        };
+        total += *v;
+    }
+    let target = uniform_open01(rng) * total;
+    let mut acc = 0.0;
+    let mut pick = 0;
+    for (k, &p) in w.iter().enumerate() {
+        if p > 0.0 {
+            acc += p;
+            pick = k;
+            if target < acc {
+                break;
+            }
+        }
+    }
+    Ok(pick)
+}
+
+/// Draws side 1 with probability `1 / (1 + exp(w0 - w1))` (the two-option [`draw_log`]) and
+/// returns it with `ln P(side 0)` and `ln P(side 1)`. Errors when the difference is NaN.
+/// Cost: one `exp` and one `ln_1p`.
+#[inline]
+pub fn draw_side<R: rand::Rng + ?Sized>(w0: f64, w1: f64, rng: &mut R) -> Result<(u8, [f64; 2])> {
+    let ln_b = side_log_probs(w0, w1)?;
+    Ok((u8::from(uniform_open01(rng) < ln_b[1].exp()), ln_b))
+}
+
+/// `(ln b₀, ln b₁)` with `b_s ∝ exp(w_s)`, stable for any finite difference. Errors when the
+/// difference is NaN (both infinite or one NaN). Cost: one `exp` and one `ln_1p`.
+#[inline]
+pub fn side_log_probs(w0: f64, w1: f64) -> Result<[f64; 2]> {
+    let diff = w1 - w0;
+    if diff.is_nan() {
+        return Err(Error::Numerical(format!(
+            "sub-cluster side weights are not comparable: {w0}, {w1}"
+        )));
+    }
+    // ln(1 + e^{-|diff|}) is the log normaliser relative to the larger weight.
+    let lse = (-diff.abs()).exp().ln_1p();
+    Ok(if diff > 0.0 {
+        [-diff - lse, -lse]
+    } else {
+        [-lse, diff - lse]
+    })
+}
+
+/// The [`ParametricKernel::Moments`] of `n_groups` groups, as [`group_stats`]: entry `j` is
+/// point `points[j]` (or `j`) in group `groups[j]` ([`NO_GROUP`] skips it); chunks of
+/// [`STAT_CHUNK`] entries are accumulated in index order and added in chunk order, so the
+/// result does not depend on the thread count. Cost: one `moments_add` per point (O(d²) for
+/// Normal-Wishart, without the factor updates of [`ConjugateKernel::add`]).
+pub fn group_moments<K: ParametricKernel>(
+    kernel: &K,
+    points: Option<&[usize]>,
+    groups: &[u32],
+    n_groups: usize,
+) -> Vec<K::Moments> {
+    let accumulate = |c: usize, chunk: &[u32]| {
+        let mut m: Vec<K::Moments> = (0..n_groups).map(|_| kernel.new_moments()).collect();
+        let base = c * STAT_CHUNK;
+        for (j, &g) in chunk.iter().enumerate() {
+            if g != NO_GROUP {
+                let i = points.map_or(base + j, |p| p[base + j]);
+                kernel.moments_add(&mut m[g as usize], i);
+            }
+        }
+        m
+    };
+    if groups.len() <= STAT_CHUNK {
+        return accumulate(0, groups);
+    }
+    let partials: Vec<Vec<K::Moments>> = groups
+        .par_chunks(STAT_CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| accumulate(c, chunk))
+        .collect();
+    let mut iter = partials.into_iter();
+    let mut total = iter
+        .next()
+        .unwrap_or_else(|| (0..n_groups).map(|_| kernel.new_moments()).collect());
+    for part in iter {
+        for (t, p) in total.iter_mut().zip(&part) {
+            kernel.moments_merge(t, p);
+        }
+    }
+    total
+}
+
 /// The statistics of `n_groups` groups: point `points[j]` (or `j` when `points` is `None`)
 /// belongs to group `groups[j]` ([`NO_GROUP`] skips it). Each chunk of [`STAT_CHUNK`] entries
 /// adds its points in index order; the chunk results are merged in chunk order, so the result
@@ -197,6 +315,41 @@ mod tests {
         assert!(one.iter().all(|&k| k < 2));
         assert_eq!(one, run(2));
         assert_eq!(one, run(4));
+    }
+
+    #[test]
+    fn in_place_and_two_option_draws_match_draw_log() {
+        let mut gen = SeedPlan::new(5).chain(0);
+        for t in 0..200 {
+            let w: Vec<f64> = (0..1 + t % 6)
+                .map(|k| -((k * 7 + t) % 11) as f64 * 1.7)
+                .collect();
+            let (mut a, mut b) = (
+                SeedPlan::new(t as u64).chain(1),
+                SeedPlan::new(t as u64).chain(1),
+            );
+            let (k, _) = draw_log(&w, &mut a).unwrap();
+            let mut buf = w.clone();
+            assert_eq!(draw_log_mut(&mut buf, &mut b).unwrap(), k);
+            if w.len() == 2 {
+                let ln_b = side_log_probs(w[0], w[1]).unwrap();
+                assert!((ln_b[0].exp() + ln_b[1].exp() - 1.0).abs() < 1e-15);
+                let (_, lp) = draw_log(&w, &mut gen).unwrap();
+                let (side, ln_b2) = draw_side(w[0], w[1], &mut gen).unwrap();
+                assert!(side < 2 && ln_b2 == ln_b && lp <= 0.0);
+            }
+        }
+        assert!(side_log_probs(f64::NAN, 0.0).is_err());
+        assert!(draw_log_mut(&mut [f64::NEG_INFINITY], &mut gen).is_err());
+    }
+
+    #[test]
+    fn negligible_weights_are_never_drawn() {
+        let mut rng = SeedPlan::new(3).chain(0);
+        for _ in 0..1000 {
+            let mut w = [0.0, NEGLIGIBLE_LN_WEIGHT - 1.0, -3.0];
+            assert_ne!(draw_log_mut(&mut w, &mut rng).unwrap(), 1);
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! * **Exact** ([`SubCluster::new`], the `subcluster` sampler). Each step is a restricted Gibbs
 //!   pass followed by a fixed number of split/merge Metropolis-Hastings proposals whose
 //!   proposal distribution is built by sub-cluster Gibbs iterations ("launch") on the set
-//!   being split or merged. It leaves `p(Π | X)` (given `u` for NGGP) invariant; see
-//!   [`SubCluster`] for the argument and the tests for the check against enumeration.
+//!   being split or merged, alternating at random with blocked sequential-allocation
+//!   proposals. It leaves `p(Π | X)` (given `u` for NGGP) invariant; see [`SubCluster`] for
+//!   the argument and the tests for the checks against enumeration.
 //! * **DPMM.jl-faithful** ([`SubCluster::dpmm`], the `subcluster-dpmm` sampler): persistent
 //!   sub-labels, the Chang-Fisher split and merge ratios as DPMM.jl computes them (with its
 //!   `0.01` merge factor), the "splittable" heuristic and pairwise first-accepted merges. Its
@@ -21,27 +22,30 @@
 //! does every restricted-Gibbs move of a point between clusters; neither can be evaluated.
 //! Dropping the term (as the paper and DPMM.jl do) gives an approximate chain. The exact
 //! variant instead draws its sub-clusters afresh for every proposal from a law that depends
-//! only on the merged set `S = A ∪ B`, as Jain & Neal's launch state does (MATH §6.2), so the
-//! launch law is the same in both directions and cancels.
+//! only on the merged set `S = A ∪ B` (and auxiliary anchors drawn the same way in both
+//! directions), as Jain & Neal's launch state does (MATH §6.2), so the launch law is the same
+//! in both directions and cancels.
 
 use std::collections::BTreeMap;
 
 use rand::Rng;
 
 use super::apply_labels;
-use super::engine::{chain_rng, draw_log, for_each_point, group_counts, group_stats};
+use super::engine::{
+    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, side_log_probs, CHUNK,
+};
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::math::{ln_add_exp, ln_gamma};
 use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
-use crate::rng::NrmmRng;
+use crate::rng::{uniform_index, uniform_open01, NrmmRng};
 use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 
 /// Settings of the exact sub-cluster sampler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SubClusterOptions {
-    /// Sub-cluster Gibbs iterations of each launch (after a uniformly random bisection).
+    /// Sub-cluster Gibbs iterations of each launch-family proposal (after the anchor draw).
     pub launch_iters: usize,
     /// Split/merge proposals per step (a fixed number: a state-dependent count would break
     /// invariance).
@@ -78,6 +82,17 @@ impl Default for DpmmOptions {
     }
 }
 
+/// Default number of points of the set `S` on which a launch of the exact variant fits its
+/// sub-clusters ([`SubCluster::with_launch_sample`]): enough for the sub-cluster parameters
+/// to be sharp (posterior spread ~1% of a cluster's scale), few enough that the launch
+/// scans cost little next to the one final scan of `S`.
+pub const LAUNCH_SAMPLE: usize = 8192;
+
+/// How many points (after the two anchors) the allocation family assigns one at a time with
+/// a defensive mixture, ½ predictive + ¼ each side, before its blocked predictive
+/// allocation starts (see [`SubCluster`]).
+pub const ALLOCATION_EARLY: usize = 32;
+
 /// Length of the log-likelihood history of the "splittable" heuristic.
 const HISTORY: usize = 4;
 /// Tolerance of the "splittable" heuristic.
@@ -100,36 +115,71 @@ enum Variant {
 ///    and `θ_k ~ p(θ | X_k)`: the exact conditional of the atoms given `Π` (and `u`). Given
 ///    them, the labels restricted to the occupied atoms have conditional law
 ///    `∝ Π_i w_{z_i} f(x_i | θ_{z_i})` on labellings that leave no atom empty. All labels are
-///    drawn independently in parallel from `w_k f(x_i | θ_k)`; the draw is kept if no
-///    cluster empties and discarded otherwise — an independence Metropolis-Hastings step whose
-///    ratio is exactly that indicator, so the pass leaves the restricted conditional, hence
-///    `p(Π | X)`, invariant.
-/// 2. *Split/merge proposals*, [`SubClusterOptions::proposals`] of them. A fair coin picks a
-///    split (a uniformly chosen cluster) or a merge (a uniformly chosen pair). The set `S`
-///    (the cluster, or the union of the pair) gets a launch: a uniformly random bisection,
-///    then [`SubClusterOptions::launch_iters`] sub-cluster Gibbs iterations — sub-weights
-///    `(π̄_ℓ, π̄_r) ~ Dir(N_ℓ + a, N_r + a)` with `a = κ(1,u)/2` (`α/2` for the DP), sub-parameters
-///    `θ̄_s ~ p(θ | X_s)`, sub-labels `∝ π̄_s f(x_i | θ̄_s)` in parallel — and one last draw
-///    of `(π̄, θ̄)`. This gives each point of `S` independent side probabilities `b_i(s)`. A
-///    split draws the sides from `b` and proposes `{A, B}` with probability
-///    `q = Π_A b_i(ℓ) Π_B b_i(r) + Π_A b_i(r) Π_B b_i(ℓ)` (both orientations give the same
-///    partition); a merge evaluates the same `q` of its two clusters. With
-///    `h(c) = ln κ(n_c, u) + ln m(X_c)`, the split's log ratio is
-///    `h(A) + h(B) - h(S) + ln(2/((K+1)K)) - ln(1/K) - ln q`, the merge's its mirror image.
-///    The launch law depends only on `S` (its points are sorted first), so for every launch
-///    the pair of moves is in detailed balance, exactly as Jain & Neal's (MATH §6.2).
+///    drawn independently in parallel from `w_k f(x_i | θ_k)`; then, block by block of
+///    [`super::engine::CHUNK`] points in index order, a block's drawn labels are kept unless
+///    they would leave a cluster empty given every other point's current label — one
+///    independence Metropolis-Hastings step per block, whose ratio is exactly that
+///    indicator, so each leaves the restricted conditional, hence `p(Π | X)`, invariant (the
+///    draws do not depend on the current labels, so drawing them all first is the same as
+///    drawing each block at its turn). A small cluster about to empty thus freezes one
+///    block, not the whole pass.
+/// 2. *Split/merge proposals*, [`SubClusterOptions::proposals`] of them, each from one of two
+///    families chosen by a fair coin. In both, a fair coin picks a split (a uniformly chosen
+///    cluster, `S` its points) or a merge (a uniformly chosen ordered pair, `S` the union),
+///    and with `h(c) = ln κ(n_c, u) + ln m(X_c)` the log target ratio of a split of `S` into
+///    `{A, B}` is `h(A) + h(B) - h(S)`, a merge's its mirror image.
+///    * *Launch family* (Chang & Fisher's sub-clusters). `S` (its points sorted) gets a
+///      launch: two distinct anchor points drawn uniformly from `S` seed the sub-parameters
+///      `θ̄_ℓ, θ̄_r` (each drawn from the posterior given its anchor alone, so the
+///      sub-clusters differ from the first scan on), then
+///      [`SubClusterOptions::launch_iters`] sub-cluster Gibbs iterations — sub-labels
+///      `∝ π̄_s f(x_i | θ̄_s)` in parallel, then sub-weights
+///      `(π̄_ℓ, π̄_r) ~ Dir(N_ℓ + a, N_r + a)` with `a = κ(1,u)/2` (`α/2` for the DP) and
+///      `θ̄_s ~ p(θ | X_s)`. These iterations run on `S` itself when `|S|` is at most the
+///      launch sample ([`LAUNCH_SAMPLE`] by default, [`SubCluster::with_launch_sample`]) and
+///      otherwise on that many points drawn uniformly from `S` with replacement. One final
+///      scan of all of `S` gives each point independent side probabilities `b_i(s)`. A split
+///      draws the sides from `b` and proposes `{A, B}` with probability
+///      `q = Π_A b_i(ℓ) Π_B b_i(r) + Π_A b_i(r) Π_B b_i(ℓ)` (both orientations give the same
+///      partition); a merge evaluates the same `q` of its two clusters. The split's log
+///      ratio is `h(A) + h(B) - h(S) + ln(2/((K+1)K)) - ln(1/K) - ln q`. The launch law
+///      depends only on `S`, so for every launch the pair of moves is in detailed balance,
+///      exactly as Jain & Neal's (MATH §6.2).
+///    * *Allocation family* (a blocked form of Dahl's SAMS, MATH §6.3, for which a merge's
+///      reverse probability adapts to the clusters it merges). Anchors: a split draws an
+///      ordered pair of distinct points of `S` uniformly; a merge of the ordered pair
+///      `(x, y)` draws one point of `x` and one of `y` uniformly. The anchors seed groups 0
+///      and 1; the other points of `S`, in a uniformly random order, are allocated to a
+///      group with probability `b ∝ κ_join(n_g) p(x_i | X_g)` (collapsed predictive): the
+///      first [`ALLOCATION_EARLY`] one at a time with the defensive mixture
+///      `½ b + ¼` (a predictive from one or two points is overconfident under a tight
+///      prior, which would make replaying a merge's clusters improbable), then blocks of
+///      doubling length, each allocated in parallel given the groups before it. A split
+///      proposes the groups with `q` the product of the allocation probabilities; a merge
+///      replays the allocation forced to its two clusters. The split's log ratio is
+///      `h(A) + h(B) - h(S) - ln((K+1)K) - ln(|A||B|) + ln K + ln(|S|(|S|-1)) - ln q`
+///      (anchors and order are auxiliary variables drawn the same way in both directions),
+///      the merge's its mirror image. Launch-family proposals find splits of well-separated
+///      groups; allocation-family merges reunite pieces of one cluster that a split or the
+///      restricted pass left apart, whose launch-family reverse probability is negligible
+///      for large sets.
 ///
-/// Both parallel passes run on the [`super::engine`], so a chain is bit-identical for any number of
-/// threads. The exact variant keeps no state between steps.
+/// All parallel passes run on the [`super::engine`], so a chain is bit-identical for any
+/// number of threads. The exact variant keeps no state between steps.
 ///
 /// **DPMM.jl-faithful variant** ([`SubCluster::dpmm`], DP only): see there.
 ///
-/// Cost per step: O(N K) likelihood evaluations (O(N K d²) for Normal-Wishart) for the
-/// restricted pass, plus, per proposal, O((launch_iters + 1) |S|) evaluations of two
-/// sub-cluster likelihoods and one statistic per point of `S`.
+/// Cost per step: O(N K) likelihood evaluations (O(N K d²) for Normal-Wishart; no `exp` for
+/// clusters more than e⁴⁴ less likely than the best, [`super::engine::draw_log_mut`]) for the
+/// restricted pass; per launch-family proposal, O(launch_iters · min(|S|, launch sample))
+/// evaluations of two sub-cluster likelihoods plus one final scan of `S` (two likelihoods,
+/// one `exp`, one `ln_1p` per point); per allocation-family proposal, two predictive
+/// evaluations per point of `S` and its batch statistics; and O(N) to collect a large `S`.
 #[derive(Clone, Debug)]
 pub struct SubCluster<K: ParametricKernel> {
     variant: Variant,
+    /// Exact variant: how many points of `S` a launch fits its sub-clusters on.
+    launch_sample: usize,
     params: Vec<K::Param>,
     labels: Vec<u32>,
     /// Faithful variant: sub-label (0 = ℓ, 1 = r) of every point.
@@ -141,22 +191,38 @@ pub struct SubCluster<K: ParametricKernel> {
     history: BTreeMap<usize, Vec<f64>>,
 }
 
-/// What a launch leaves: per point of `S`, the log side probabilities `(ln b_ℓ, ln b_r)`.
-type SideProbs = Vec<[f64; 2]>;
-
 impl<K: ParametricKernel> SubCluster<K> {
     /// The exact sub-cluster sampler. Any options are valid: with 0 launch iterations the
-    /// launch is one parameter draw from a random bisection; with 0 proposals the move is the
-    /// restricted Gibbs pass alone (which never changes the number of clusters).
+    /// launch's side probabilities come from the anchors' parameters alone; with 0 proposals
+    /// the move is the restricted Gibbs pass alone (which never changes the number of
+    /// clusters).
     pub fn new(options: SubClusterOptions) -> Self {
         SubCluster {
             variant: Variant::Exact(options),
+            launch_sample: LAUNCH_SAMPLE,
             params: Vec::new(),
             labels: Vec::new(),
             sub: Vec::new(),
             last_key: Vec::new(),
             history: BTreeMap::new(),
         }
+    }
+
+    /// The exact sampler fitting each launch's sub-clusters on at most `points` points of the
+    /// set `S` (drawn uniformly with replacement when `|S|` exceeds it; all of `S`
+    /// otherwise). The default is [`LAUNCH_SAMPLE`]. Any value `≥ 2` keeps the move exact
+    /// (the launch law still depends only on `S`); smaller values make launches on large
+    /// sets cheaper and noisier. Errors if `points < 2`. No effect on the faithful variant.
+    pub fn with_launch_sample(mut self, points: usize) -> Result<Self> {
+        if points < 2 {
+            return Err(Error::param(
+                "launch sample",
+                points as f64,
+                "at least 2 points",
+            ));
+        }
+        self.launch_sample = points;
+        Ok(self)
     }
 
     /// The DPMM.jl-faithful sub-cluster sampler (DP only; NGGP is rejected with an error at
@@ -223,7 +289,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 for (k, slot) in w.iter_mut().enumerate() {
                     *slot = ln_w[k] + kernel.ln_f(i, &params[k]);
                 }
-                *out = draw_log(w, rng)?.0 as u32;
+                *out = draw_log_mut(w, rng)? as u32;
                 Ok(())
             },
         )
@@ -244,86 +310,351 @@ impl<K: ParametricKernel> SubCluster<K> {
         }
         self.draw_cluster_params(kernel, &state.partition, &slots, rng)?;
         self.label_pass(kernel, &ln_w, rng.next_u64())?;
-        let counts = group_counts(&self.labels, slots.len());
-        if counts.contains(&0) {
-            return Ok(());
+        let partition = &state.partition;
+        let mut index_of = vec![u32::MAX; partition.slot_capacity()];
+        for (j, &s) in slots.iter().enumerate() {
+            index_of[s] = j as u32;
+        }
+        let mut counts: Vec<usize> = slots
+            .iter()
+            .map(|&s| partition.cluster(s).expect("live").size())
+            .collect();
+        // One independence Metropolis-Hastings step per block of points, in block order:
+        // the block's drawn labels are kept unless they would leave a cluster empty given
+        // the labels of every other point.
+        for start in (0..self.labels.len()).step_by(CHUNK) {
+            let end = (start + CHUNK).min(self.labels.len());
+            for i in start..end {
+                let (old, new) = (index_of[partition.slot_of(i)], self.labels[i]);
+                counts[old as usize] -= 1;
+                counts[new as usize] += 1;
+            }
+            if counts.contains(&0) {
+                for i in start..end {
+                    let old = index_of[partition.slot_of(i)];
+                    counts[self.labels[i] as usize] -= 1;
+                    counts[old as usize] += 1;
+                    self.labels[i] = old;
+                }
+            }
         }
         apply_labels(kernel, &mut state.partition, &slots, &self.labels);
         Ok(())
     }
 
-    /// The launch on the sorted points `s` (see the type's documentation): returns the side
-    /// probabilities of each point.
+    /// The launch on the sorted points `s` (see the type's documentation). Fills `out` with
+    /// each point's log side probabilities `(ln b_ℓ, ln b_r)` and, when `draw` is set, a side
+    /// drawn from them (otherwise 0). Needs `|s| ≥ 2`.
+    #[allow(clippy::too_many_arguments)]
     fn launch<P: NrmPrior>(
         &mut self,
         kernel: &K,
         prior: &P,
         s: &[usize],
         iters: usize,
+        draw: bool,
         rng: &mut NrmmRng,
-    ) -> Result<SideProbs> {
+        out: &mut Vec<([f64; 2], u8)>,
+    ) -> Result<()> {
         let a = 0.5 * prior.ln_kappa_new().exp();
-        let mut sides = vec![0u32; s.len()];
-        for_each_point(
-            rng.next_u64(),
-            &mut sides,
-            || (),
-            |_, out, _, rng| {
-                *out = (rng.next_u64() >> 63) as u32;
-                Ok(())
-            },
-        )?;
         let mut theta = [kernel.new_param(), kernel.new_param()];
+        // Two distinct anchor points, uniformly from S, each seeding one sub-cluster with a
+        // draw from the posterior given that point alone: the sub-clusters differ from the
+        // first scan on, where a random bisection of a large S gives two near-identical
+        // sub-clusters whose symmetry takes many scans to break.
+        let first = uniform_index(rng, s.len());
+        let mut second = uniform_index(rng, s.len() - 1);
+        if second >= first {
+            second += 1;
+        }
+        for (side, &j) in [first, second].iter().enumerate() {
+            let mut m = kernel.new_moments();
+            kernel.moments_add(&mut m, s[j]);
+            kernel.sample_moments(&m, rng, &mut theta[side])?;
+        }
         let mut ln_pi = [0.0; 2];
-        let mut draw_sub_params =
-            |sides: &[u32], rng: &mut NrmmRng| -> Result<([f64; 2], [K::Param; 2])> {
-                let stats = group_stats(kernel, Some(s), sides, 2);
-                for side in 0..2 {
-                    ln_pi[side] = ln_gamma_variate(kernel.count(&stats[side]) as f64 + a, rng)?;
-                    kernel.sample_posterior(&stats[side], rng, &mut theta[side])?;
-                }
-                Ok((ln_pi, theta.clone()))
-            };
+        // The scans that fit the sub-clusters run on a uniform sample of S (with
+        // replacement) when S is large; only the final scan below visits all of S.
+        let sample: Vec<usize>;
+        let fit: &[usize] = if iters == 0 || s.len() <= self.launch_sample {
+            s
+        } else {
+            sample = (0..self.launch_sample)
+                .map(|_| s[uniform_index(rng, s.len())])
+                .collect();
+            &sample
+        };
+        let mut sides = vec![0u32; if iters > 0 { fit.len() } else { 0 }];
         for _ in 0..iters {
-            let (lp, th) = draw_sub_params(&sides, rng)?;
+            let (lp, th) = (ln_pi, &theta);
             for_each_point(
                 rng.next_u64(),
                 &mut sides,
                 || (),
-                |j, out, _, rng| {
-                    let i = s[j];
-                    let w = [
-                        lp[0] + kernel.ln_f(i, &th[0]),
-                        lp[1] + kernel.ln_f(i, &th[1]),
-                    ];
-                    *out = draw_log(&w, rng)?.0 as u32;
+                |j, o, _, rng| {
+                    let i = fit[j];
+                    let w0 = lp[0] + kernel.ln_f(i, &th[0]);
+                    let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+                    *o = u32::from(draw_side(w0, w1, rng)?.0);
                     Ok(())
                 },
             )?;
+            let moments = group_moments(kernel, Some(fit), &sides, 2);
+            for side in 0..2 {
+                let count = kernel.moments_count(&moments[side]) as f64;
+                ln_pi[side] = ln_gamma_variate(count + a, rng)?;
+                kernel.sample_moments(&moments[side], rng, &mut theta[side])?;
+            }
         }
-        let (lp, th) = draw_sub_params(&sides, rng)?;
-        let mut probs = vec![[0.0; 2]; s.len()];
+        out.clear();
+        out.resize(s.len(), ([0.0; 2], 0));
+        let (lp, th) = (ln_pi, &theta);
+        let seed = if draw { rng.next_u64() } else { 0 };
         for_each_point(
-            0,
-            &mut probs,
+            seed,
+            out,
             || (),
-            |j, out, _, _| {
+            |j, o, _, rng| {
                 let i = s[j];
-                let w = [
-                    lp[0] + kernel.ln_f(i, &th[0]),
-                    lp[1] + kernel.ln_f(i, &th[1]),
-                ];
-                let total = ln_add_exp(w[0], w[1]);
-                if !total.is_finite() {
-                    return Err(Error::Numerical(format!(
-                        "sub-cluster side weights of point {i} are not finite: {w:?}"
-                    )));
-                }
-                *out = [w[0] - total, w[1] - total];
+                let w0 = lp[0] + kernel.ln_f(i, &th[0]);
+                let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+                *o = if draw {
+                    let (side, ln_b) = draw_side(w0, w1, rng)?;
+                    (ln_b, side)
+                } else {
+                    (side_log_probs(w0, w1)?, 0)
+                };
                 Ok(())
             },
-        )?;
-        Ok(probs)
+        )
+    }
+
+    /// The blocked sequential allocation of the sorted points `s` to two groups seeded by
+    /// the anchors `s[first]` (group 0) and `s[second]` (group 1); see [`SubCluster`].
+    /// With `forced`, replays the allocation forced to those sides instead of drawing.
+    /// Returns the sides and `ln q`, the log probability of the allocation; stops early,
+    /// returning the partial sum, once that falls to `stop_below` or less (every further
+    /// term is `≤ 0`, so the caller's decision is already made). Cost:
+    /// O(|s|) predictive evaluations and statistic additions, parallel within blocks.
+    #[allow(clippy::too_many_arguments)]
+    fn allocate<P: NrmPrior>(
+        &mut self,
+        kernel: &K,
+        prior: &P,
+        s: &[usize],
+        first: usize,
+        second: usize,
+        forced: Option<&[u8]>,
+        stop_below: f64,
+        rng: &mut NrmmRng,
+    ) -> Result<(Vec<u8>, f64)> {
+        let n = s.len();
+        let mut order: Vec<usize> = (0..n).filter(|&j| j != first && j != second).collect();
+        for j in (1..order.len()).rev() {
+            order.swap(j, uniform_index(rng, j + 1));
+        }
+        let mut sides = vec![0u8; n];
+        sides[second] = 1;
+        let mut stats = [kernel.stat_of(&[s[first]]), kernel.stat_of(&[s[second]])];
+        let mut drawn: Vec<(u8, f64)> = vec![(0, 0.0); order.len()];
+        let mut block_points: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+        // The first points go to either side with probability ½ (see the type's
+        // documentation); then blocks of doubling length, each allocated in parallel.
+        let early = order.len().min(ALLOCATION_EARLY);
+        for (p, &j) in order[..early].iter().enumerate() {
+            let i = s[j];
+            let w0 =
+                prior.ln_kappa_join(kernel.count(&stats[0])) + kernel.ln_predictive(i, &stats[0]);
+            let w1 =
+                prior.ln_kappa_join(kernel.count(&stats[1])) + kernel.ln_predictive(i, &stats[1]);
+            let pred = side_log_probs(w0, w1)?;
+            let b1 = 0.25 + 0.5 * pred[1].exp();
+            let side = match forced {
+                Some(f) => f[j],
+                None => u8::from(crate::rng::uniform_open01(rng) < b1),
+            };
+            drawn[p] = (side, if side == 1 { b1.ln() } else { (1.0 - b1).ln() });
+            sides[j] = side;
+            kernel.add(&mut stats[side as usize], i);
+        }
+        let mut ln_q: f64 = drawn[..early].iter().map(|d| d.1).sum();
+        let (mut start, mut len) = (early, early);
+        while start < order.len() && ln_q > stop_below {
+            let end = (start + len).min(order.len());
+            let ln_w = [
+                prior.ln_kappa_join(kernel.count(&stats[0])),
+                prior.ln_kappa_join(kernel.count(&stats[1])),
+            ];
+            let seed = if forced.is_none() { rng.next_u64() } else { 0 };
+            let (st, ord) = (&stats, &order[start..end]);
+            for_each_point(
+                seed,
+                &mut drawn[start..end],
+                || (),
+                |p, o, _, rng| {
+                    let j = ord[p];
+                    let i = s[j];
+                    let w0 = ln_w[0] + kernel.ln_predictive(i, &st[0]);
+                    let w1 = ln_w[1] + kernel.ln_predictive(i, &st[1]);
+                    *o = match forced {
+                        Some(f) => {
+                            let side = f[j];
+                            (side, side_log_probs(w0, w1)?[side as usize])
+                        }
+                        None => {
+                            let (side, ln_b) = draw_side(w0, w1, rng)?;
+                            (side, ln_b[side as usize])
+                        }
+                    };
+                    Ok(())
+                },
+            )?;
+            for side_points in &mut block_points {
+                side_points.clear();
+            }
+            for (p, &j) in order[start..end].iter().enumerate() {
+                let side = drawn[start + p].0;
+                sides[j] = side;
+                block_points[side as usize].push(s[j]);
+            }
+            for (t, points) in stats.iter_mut().zip(&block_points) {
+                if points.len() < 8 {
+                    for &i in points {
+                        kernel.add(t, i);
+                    }
+                } else {
+                    kernel.merge(t, &kernel.stat_of(points));
+                }
+            }
+            ln_q += drawn[start..end].iter().map(|d| d.1).sum::<f64>();
+            start = end;
+            len = 2 * len.max(1);
+        }
+        Ok((sides, ln_q))
+    }
+
+    /// One split or merge proposal of the allocation family (see [`SubCluster`]).
+    fn allocation_split_merge<P: NrmPrior>(
+        &mut self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        chooser: &mut dyn Chooser,
+    ) -> Result<StepInfo> {
+        let k = state.partition.n_clusters();
+        let slots: Vec<Slot> = state.partition.slots().collect();
+        let split = chooser.choose_uniform(2) == 0;
+        let rejected = StepInfo {
+            proposed: 1,
+            accepted: 0,
+            ln_accept_sum: f64::NEG_INFINITY,
+        };
+        let prior = state.prior.clone();
+        let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
+        let pairs = |n: usize| ((n * (n - 1)) as f64).ln();
+        if split {
+            let slot = slots[chooser.choose_uniform(k)];
+            let c = state.partition.cluster(slot).expect("live");
+            if c.size() < 2 {
+                return Ok(rejected);
+            }
+            let (s, _) = sorted_members(&state.partition, slot, None);
+            let h_s = h(c.size(), c.ln_marginal());
+            let rng = chain_rng(chooser, "subcluster")?;
+            let first = uniform_index(rng, s.len());
+            let mut second = uniform_index(rng, s.len() - 1);
+            if second >= first {
+                second += 1;
+            }
+            let (sides, ln_q) = self.allocate(
+                kernel,
+                &prior,
+                &s,
+                first,
+                second,
+                None,
+                f64::NEG_INFINITY,
+                rng,
+            )?;
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for (&i, &v) in s.iter().zip(&sides) {
+                if v == 1 {
+                    b.push(i);
+                } else {
+                    a.push(i);
+                }
+            }
+            let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
+            let proposal = Proposal {
+                ln_q_fwd: ln_q - (k as f64).ln() - pairs(s.len()),
+                ln_q_rev: -pairs(k + 1) - ((a.len() * b.len()) as f64).ln(),
+                ln_target_ratio: h(a.len(), kernel.ln_marginal(&sa))
+                    + h(b.len(), kernel.ln_marginal(&sb))
+                    - h_s,
+            };
+            let (accepted, info) = metropolis_hastings(&proposal, chooser);
+            if accepted {
+                state.partition.split_off(kernel, slot, &b);
+            }
+            Ok(info)
+        } else {
+            if k < 2 {
+                return Ok(rejected);
+            }
+            let x = chooser.choose_uniform(k);
+            let mut y = chooser.choose_uniform(k - 1);
+            if y >= x {
+                y += 1;
+            }
+            let (sx, sy) = (slots[x], slots[y]);
+            let (cx, cy) = (
+                state.partition.cluster(sx).expect("live"),
+                state.partition.cluster(sy).expect("live"),
+            );
+            let (nx, ny) = (cx.size(), cy.size());
+            let ln_target_ratio = h(nx + ny, kernel.ln_marginal_pair(cx.stat(), cy.stat()))
+                - h(nx, cx.ln_marginal())
+                - h(ny, cy.ln_marginal());
+            // ln A = ln_rest + ln q with ln q ≤ 0: the uniform of the decision is drawn first
+            // so that a hopeless merge stops as soon as its partial ln q decides it.
+            let ln_rest = ln_target_ratio - ((k - 1) as f64).ln() - pairs(nx + ny)
+                + pairs(k)
+                + ((nx * ny) as f64).ln();
+            let rng = chain_rng(chooser, "subcluster")?;
+            let ln_u = uniform_open01(rng).ln();
+            if ln_rest <= ln_u {
+                return Ok(decide(ln_rest, ln_u));
+            }
+            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
+            // The anchors: the r-th point of each cluster in index order.
+            let nth = |side: u8, r: usize| {
+                sides
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &v)| v == side)
+                    .nth(r)
+                    .map(|(j, _)| j)
+                    .expect("the cluster has that many points")
+            };
+            let first = nth(0, uniform_index(rng, nx));
+            let second = nth(1, uniform_index(rng, ny));
+            let stop_below = ln_u - ln_rest;
+            let (_, ln_q) = self.allocate(
+                kernel,
+                &prior,
+                &points,
+                first,
+                second,
+                Some(&sides),
+                stop_below,
+                rng,
+            )?;
+            let info = decide(ln_rest + ln_q, ln_u);
+            if info.accepted == 1 {
+                state.partition.merge_clusters(kernel, sx, sy);
+            }
+            Ok(info)
+        }
     }
 
     /// One split or merge proposal of the exact variant.
@@ -344,39 +675,31 @@ impl<K: ParametricKernel> SubCluster<K> {
         };
         let prior = state.prior.clone();
         let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
+        let mut launched = Vec::new();
         if split {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
             if c.size() < 2 {
                 return Ok(rejected);
             }
-            let mut s = c.members().to_vec();
-            s.sort_unstable();
+            let (s, _) = sorted_members(&state.partition, slot, None);
             let (h_s, n_s) = (h(c.size(), c.ln_marginal()), c.size());
             let rng = chain_rng(chooser, "subcluster")?;
-            let probs = self.launch(kernel, &prior, &s, iters, rng)?;
-            let seed = rng.next_u64();
-            let mut sides = vec![0u8; s.len()];
-            let mut rng_draw = crate::rng::SeedPlan::new(seed).task(0, 0, 0);
-            for (side, p) in sides.iter_mut().zip(&probs) {
-                *side = draw_log(p, &mut rng_draw)?.0 as u8;
-            }
-            let ln_q = side_prob(&probs, &sides);
-            let b: Vec<usize> = s
-                .iter()
-                .zip(&sides)
-                .filter(|(_, &v)| v == 1)
-                .map(|(&i, _)| i)
-                .collect();
-            if b.is_empty() || b.len() == n_s {
+            self.launch(kernel, &prior, &s, iters, true, rng, &mut launched)?;
+            let ln_q = side_prob(&launched);
+            let n_b = launched.iter().filter(|o| o.1 == 1).count();
+            if n_b == 0 || n_b == n_s {
                 return Ok(rejected);
             }
-            let a: Vec<usize> = s
-                .iter()
-                .zip(&sides)
-                .filter(|(_, &v)| v == 0)
-                .map(|(&i, _)| i)
-                .collect();
+            let mut a = Vec::with_capacity(n_s - n_b);
+            let mut b = Vec::with_capacity(n_b);
+            for (&i, o) in s.iter().zip(&launched) {
+                if o.1 == 1 {
+                    b.push(i);
+                } else {
+                    a.push(i);
+                }
+            }
             let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
             let proposal = Proposal {
                 ln_q_fwd: ln_q - (k as f64).ln(),
@@ -404,29 +727,27 @@ impl<K: ParametricKernel> SubCluster<K> {
                 state.partition.cluster(sx).expect("live"),
                 state.partition.cluster(sy).expect("live"),
             );
-            let mut s: Vec<(usize, u8)> = cx
-                .members()
-                .iter()
-                .map(|&i| (i, 0u8))
-                .chain(cy.members().iter().map(|&i| (i, 1u8)))
-                .collect();
-            s.sort_unstable();
-            let points: Vec<usize> = s.iter().map(|p| p.0).collect();
-            let sides: Vec<u8> = s.iter().map(|p| p.1).collect();
             let ln_m_union = kernel.ln_marginal_pair(cx.stat(), cy.stat());
-            let ln_target_ratio = h(points.len(), ln_m_union)
+            let ln_target_ratio = h(cx.size() + cy.size(), ln_m_union)
                 - h(cx.size(), cx.ln_marginal())
                 - h(cy.size(), cy.ln_marginal());
+            // ln A = ln_rest + ln q with ln q ≤ ln 2 (two orientations, each ≤ 1): the
+            // uniform of the decision is drawn first, and a merge that this bound already
+            // rejects skips its launch.
+            let ln_rest =
+                ln_target_ratio - ((k - 1) as f64).ln() - (2.0 / (k * (k - 1)) as f64).ln();
             let rng = chain_rng(chooser, "subcluster")?;
-            let probs = self.launch(kernel, &prior, &points, iters, rng)?;
-            let ln_q = side_prob(&probs, &sides);
-            let proposal = Proposal {
-                ln_q_fwd: (2.0 / (k * (k - 1)) as f64).ln(),
-                ln_q_rev: ln_q - ((k - 1) as f64).ln(),
-                ln_target_ratio,
-            };
-            let (accepted, info) = metropolis_hastings(&proposal, chooser);
-            if accepted {
+            let ln_u = uniform_open01(rng).ln();
+            if ln_rest + std::f64::consts::LN_2 <= ln_u {
+                return Ok(decide(ln_rest + std::f64::consts::LN_2, ln_u));
+            }
+            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
+            self.launch(kernel, &prior, &points, iters, false, rng, &mut launched)?;
+            for (o, &side) in launched.iter_mut().zip(&sides) {
+                o.1 = side;
+            }
+            let info = decide(ln_rest + side_prob(&launched), ln_u);
+            if info.accepted == 1 {
                 state.partition.merge_clusters(kernel, sx, sy);
             }
             Ok(info)
@@ -518,12 +839,13 @@ impl<K: ParametricKernel> SubCluster<K> {
         let groups: Vec<u32> = (0..state.partition.n())
             .map(|i| 2 * slot_index[state.partition.slot_of(i)] + u32::from(self.sub[i]))
             .collect();
-        let sub_stats = group_stats(kernel, None, &groups, 2 * k);
+        let sub_stats = group_moments(kernel, None, &groups, 2 * k);
         let mut sub_params: Vec<K::Param> = (0..2 * k).map(|_| kernel.new_param()).collect();
         let mut sub_ln_w = vec![0.0; 2 * k];
         for g in 0..2 * k {
-            sub_ln_w[g] = ln_gamma_variate(kernel.count(&sub_stats[g]) as f64 + alpha / 2.0, rng)?;
-            kernel.sample_posterior(&sub_stats[g], rng, &mut sub_params[g])?;
+            let count = kernel.moments_count(&sub_stats[g]) as f64;
+            sub_ln_w[g] = ln_gamma_variate(count + alpha / 2.0, rng)?;
+            kernel.sample_moments(&sub_stats[g], rng, &mut sub_params[g])?;
         }
         // Joint pass: label, then sub-label given the label.
         let n = state.partition.n();
@@ -537,13 +859,13 @@ impl<K: ParametricKernel> SubCluster<K> {
                 for (j, slot) in w.iter_mut().enumerate() {
                     *slot = ln_w[j] + kernel.ln_f(i, &params[j]);
                 }
-                let z = draw_log(w, rng)?.0;
+                let z = draw_log_mut(w, rng)?;
                 let f = [
                     kernel.ln_f(i, &sub_params[2 * z]),
                     kernel.ln_f(i, &sub_params[2 * z + 1]),
                 ];
-                let sw = [sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1]];
-                let v = draw_log(&sw, rng)?.0;
+                let v =
+                    draw_side(sub_ln_w[2 * z] + f[0], sub_ln_w[2 * z + 1] + f[1], rng)?.0 as usize;
                 *o = (z as u32, v as u8, f[v]);
                 Ok(())
             },
@@ -684,14 +1006,72 @@ impl<K: ParametricKernel> SubCluster<K> {
     }
 }
 
-/// `ln [Π_j b_j(side_j) + Π_j b_j(1 - side_j)]`, summed in index order.
-fn side_prob(probs: &[[f64; 2]], sides: &[u8]) -> f64 {
+/// The Metropolis-Hastings decision with the uniform `u` drawn by the caller: accept when
+/// `ln A > ln u` (probability `min(1, A)`; a NaN ratio rejects, MATH P12). The merges draw
+/// `u` before their expensive part so that they can stop once an upper bound of `ln A`
+/// falls to `ln u`; the recorded `min(0, ln A)` is then that bound.
+fn decide(ln_a: f64, ln_u: f64) -> StepInfo {
+    let accepted = ln_a > ln_u;
+    StepInfo {
+        proposed: 1,
+        accepted: usize::from(accepted),
+        ln_accept_sum: if ln_a.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            ln_a.min(0.0)
+        },
+    }
+}
+
+/// `ln [Π_j b_j(side_j) + Π_j b_j(1 - side_j)]` from `((ln b_j(0), ln b_j(1)), side_j)`,
+/// summed in index order.
+fn side_prob(launched: &[([f64; 2], u8)]) -> f64 {
     let (mut same, mut swapped) = (0.0, 0.0);
-    for (p, &v) in probs.iter().zip(sides) {
-        same += p[v as usize];
-        swapped += p[1 - v as usize];
+    for (p, v) in launched {
+        same += p[*v as usize];
+        swapped += p[1 - *v as usize];
     }
     ln_add_exp(same, swapped)
+}
+
+/// The points of the cluster at `slot` (and of the cluster at `other`, if given) in
+/// increasing order, with 0 for a point of `slot` and 1 for one of `other`. A large set is
+/// collected by one scan of the labels (O(n)), a small one by sorting its members
+/// (O(m log m)); both give the same result.
+fn sorted_members<K: ParametricKernel>(
+    partition: &Partition<K>,
+    slot: Slot,
+    other: Option<Slot>,
+) -> (Vec<usize>, Vec<u8>) {
+    let size = |s: Slot| partition.cluster(s).expect("live").size();
+    let m = size(slot) + other.map_or(0, size);
+    let mut points = Vec::with_capacity(m);
+    let mut sides = Vec::with_capacity(m);
+    if m * 16 >= partition.n() {
+        for i in 0..partition.n() {
+            let s = partition.slot_of(i);
+            if s == slot {
+                points.push(i);
+                sides.push(0);
+            } else if Some(s) == other {
+                points.push(i);
+                sides.push(1);
+            }
+        }
+    } else {
+        let mut tagged: Vec<(usize, u8)> = Vec::with_capacity(m);
+        let members = |s: Slot| partition.cluster(s).expect("live").members();
+        tagged.extend(members(slot).iter().map(|&i| (i, 0u8)));
+        if let Some(o) = other {
+            tagged.extend(members(o).iter().map(|&i| (i, 1u8)));
+        }
+        tagged.sort_unstable();
+        for (i, v) in tagged {
+            points.push(i);
+            sides.push(v);
+        }
+    }
+    (points, sides)
 }
 
 /// The shape of the jump posterior of an occupied atom with `n` points:
@@ -734,7 +1114,12 @@ impl<K: ParametricKernel, P: NrmPrior> Move<K, P> for SubCluster<K> {
                 self.restricted_gibbs(kernel, state, rng)?;
                 let mut info = StepInfo::default();
                 for _ in 0..opts.proposals {
-                    info.absorb(self.split_merge(kernel, state, chooser, opts.launch_iters)?);
+                    let step = if chooser.choose_uniform(2) == 0 {
+                        self.split_merge(kernel, state, chooser, opts.launch_iters)?
+                    } else {
+                        self.allocation_split_merge(kernel, state, chooser)?
+                    };
+                    info.absorb(step);
                 }
                 Ok(info)
             }
@@ -802,10 +1187,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn launch_sample_below_two_is_an_error() {
+        let mv = SubCluster::<crate::kernel::NormalWishart>::new(SubClusterOptions::default());
+        assert!(mv.clone().with_launch_sample(1).is_err());
+        assert_eq!(mv.with_launch_sample(2).unwrap().launch_sample, 2);
+    }
+
+    #[test]
     fn side_probability_counts_both_orientations() {
-        let probs = [[0.3f64.ln(), 0.7f64.ln()], [0.9f64.ln(), 0.1f64.ln()]];
-        let got = side_prob(&probs, &[0, 1]).exp();
+        let p = |a: f64, b: f64| [a.ln(), b.ln()];
+        let probs = [(p(0.3, 0.7), 0u8), (p(0.9, 0.1), 1u8)];
+        let got = side_prob(&probs).exp();
         assert!((got - (0.3 * 0.1 + 0.7 * 0.9)).abs() < 1e-15);
-        assert_eq!(side_prob(&probs, &[0, 1]), side_prob(&probs, &[1, 0]));
+        let flipped = [(p(0.3, 0.7), 1u8), (p(0.9, 0.1), 0u8)];
+        assert_eq!(side_prob(&probs), side_prob(&flipped));
     }
 }

@@ -1,0 +1,150 @@
+//! One-step invariance of the exact sub-cluster sampler (MATH §6.4), checked directly by Monte
+//! Carlo on tiny inputs.
+//!
+//! The launches draw continuous sub-cluster parameters, which path enumeration cannot follow,
+//! so the Hastings ratios of the split/merge proposals are checked through their consequence:
+//! if every ratio is right, one step started from the exact posterior `p(Π | X)` ends in
+//! `p(Π | X)`. Each trial draws a start partition from the enumerated posterior of the 7
+//! points of data set B (MATH §5.3; 877 partitions), applies one step of the move with its
+//! own seeded stream, and records the end partition. The `TRIALS` ends are independent, so
+//! their counts are multinomial and the Pearson statistic `X²` over the cells with at least
+//! 5 expected visits (the rest pooled into one cell) has mean `df` and standard deviation
+//! `√(2 df)` when the move is invariant; the tests require `X² ≤ df + 5√(2 df)`. A wrong
+//! factor anywhere in a ratio (a proposal probability, a launch or allocation probability, a
+//! prior term) moves mass between partitions and, at this sample size, `X²` far above that
+//! bound: the last test shows it for the DPMM.jl-faithful variant, whose ratios are known to
+//! be inexact, and doubling one proposal probability of one family gives `X²` about 7 times
+//! `df` on data set A's first 5 points.
+//!
+//! Both proposal families run (each proposal picks one by a fair coin), with the launch
+//! fitting its sub-clusters on the whole set and, in a second configuration, on a sample of
+//! 2 points (so the subsampled launch of large sets is covered too).
+
+mod support;
+
+use nrmm::data::generate::data_set_b;
+use nrmm::exact::{ExactPosterior, Rgs};
+use nrmm::kernel::NormalWishart;
+use nrmm::partition::Partition;
+use nrmm::prior::{Dp, Nggp, Prior};
+use nrmm::rng::{uniform_open01, SeedPlan};
+use nrmm::sampler::{DpmmOptions, Move, RngChooser, State, SubCluster, SubClusterOptions};
+use support::{exact_posterior, nw_reference};
+
+/// Independent one-step trials per configuration (about 2 s each in release).
+const TRIALS: usize = 200_000;
+
+fn kernel() -> NormalWishart {
+    nw_reference(data_set_b())
+}
+
+/// Pearson's statistic of `counts` against `TRIALS · probs` and its degrees of freedom, cells
+/// with fewer than 5 expected visits pooled.
+fn pearson(counts: &[u64], probs: &[f64]) -> (f64, usize) {
+    let total = TRIALS as f64;
+    let (mut x2, mut cells) = (0.0, 0);
+    let (mut pooled_obs, mut pooled_exp) = (0.0, 0.0);
+    for (&c, &p) in counts.iter().zip(probs) {
+        let e = total * p;
+        if e >= 5.0 {
+            x2 += (c as f64 - e).powi(2) / e;
+            cells += 1;
+        } else {
+            pooled_obs += c as f64;
+            pooled_exp += e;
+        }
+    }
+    if pooled_exp > 0.0 {
+        x2 += (pooled_obs - pooled_exp).powi(2) / pooled_exp;
+        cells += 1;
+    }
+    (x2, cells - 1)
+}
+
+/// Runs the trials of `make()` under `prior` and returns `(X², df)`.
+fn one_step_chi2(
+    prior: Prior,
+    make: impl Fn() -> Box<dyn Move<NormalWishart, Prior>>,
+    seed: u64,
+) -> (f64, usize) {
+    let kernel = kernel();
+    let post: ExactPosterior = exact_posterior(&kernel, &prior);
+    let probs = post.probabilities().to_vec();
+    let plan = SeedPlan::new(seed);
+    let mut counts = vec![0u64; probs.len()];
+    let mut mv = make();
+    for t in 0..TRIALS {
+        let mut rng = plan.chain(t as u64);
+        // The start: inverse CDF of the exact posterior.
+        let u = uniform_open01(&mut rng);
+        let mut acc = 0.0;
+        let mut start = probs.len() - 1;
+        for (s, &p) in probs.iter().enumerate() {
+            acc += p;
+            if u < acc {
+                start = s;
+                break;
+            }
+        }
+        let rgs = post.rgs_at(start).unwrap();
+        let mut state = State {
+            partition: Partition::from_labels(&kernel, rgs.labels()).unwrap(),
+            prior: prior.clone(),
+        };
+        let mut chooser = RngChooser::new(&mut rng);
+        mv.step(&kernel, &mut state, &mut chooser).unwrap();
+        let end = Rgs::from_labels(&state.partition.canonical_labels()).unwrap();
+        counts[post.index_of(&end).unwrap()] += 1;
+    }
+    pearson(&counts, &probs)
+}
+
+fn bound(df: usize) -> f64 {
+    df as f64 + 5.0 * (2.0 * df as f64).sqrt()
+}
+
+fn exact_move(sample: Option<usize>) -> Box<dyn Move<NormalWishart, Prior>> {
+    let mv = SubCluster::new(SubClusterOptions {
+        launch_iters: 2,
+        proposals: 2,
+    });
+    match sample {
+        Some(m) => Box::new(mv.with_launch_sample(m).unwrap()),
+        None => Box::new(mv),
+    }
+}
+
+#[test]
+fn one_step_from_the_posterior_stays_there_dp() {
+    let prior: Prior = Dp::new(1.0).unwrap().into();
+    for (sample, seed) in [(None, 11), (Some(2), 12)] {
+        let (x2, df) = one_step_chi2(prior.clone(), || exact_move(sample), seed);
+        println!("DP, launch sample {sample:?}: X² {x2:.1}, df {df}");
+        assert!(x2 <= bound(df), "X² {x2:.1} above {:.1}", bound(df));
+    }
+}
+
+#[test]
+fn one_step_from_the_posterior_stays_there_nggp_given_u() {
+    let prior: Prior = Nggp::fixed(1.0, 0.5, 2.0).unwrap().into();
+    let (x2, df) = one_step_chi2(prior, || exact_move(Some(2)), 13);
+    println!("NGGP given u: X² {x2:.1}, df {df}");
+    assert!(x2 <= bound(df), "X² {x2:.1} above {:.1}", bound(df));
+}
+
+#[test]
+fn the_check_rejects_an_inexact_move() {
+    let prior: Prior = Dp::new(1.0).unwrap().into();
+    let (x2, df) = one_step_chi2(
+        prior,
+        || {
+            Box::new(SubCluster::dpmm(DpmmOptions {
+                merge_factor: 1.0,
+                splittable: false,
+            }))
+        },
+        14,
+    );
+    println!("DPMM.jl-faithful (Chang-Fisher ratios): X² {x2:.1}, df {df}");
+    assert!(x2 > bound(df), "X² {x2:.1} within {:.1}", bound(df));
+}
