@@ -7,8 +7,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Command, Stdio};
 
 use nrmm::data::generate::data_set_b;
 use nrmm::data::load;
@@ -17,116 +16,14 @@ use nrmm::partition::Partition;
 use nrmm::prior::{Dp, Prior};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nrmm");
-
-/// A fresh directory under the system temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nrmm-cli-{}-{tag}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create a temporary directory");
-        TempDir(dir)
-    }
-
-    /// The path of `name` inside the directory, as a command-line argument.
-    fn arg(&self, name: &str) -> String {
-        self.0
-            .join(name)
-            .to_str()
-            .expect("temporary paths are UTF-8")
-            .to_string()
-    }
-
-    /// Writes `text` to `name` and returns its path as an argument.
-    fn write(&self, name: &str, text: &str) -> String {
-        std::fs::write(self.0.join(name), text).expect("write a test file");
-        self.arg(name)
-    }
-
-    fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.0.join(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn nrmm<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the nrmm binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Runs `nrmm args`, asserts success with nothing on standard error (no progress bar off a
-/// terminal), and returns standard output.
-fn ok(args: &[&str]) -> String {
-    let out = nrmm(args);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(
-        out.status.success(),
-        "nrmm {args:?} failed ({}): {stderr}",
-        out.status
-    );
-    assert!(stderr.is_empty(), "nrmm {args:?} wrote to stderr: {stderr}");
-    stdout
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{fails_no_stdout, nrmm, ok, text, TempDir, BIN};
 
 /// Runs `nrmm args` and parses its standard output as JSON.
 fn ok_json(args: &[&str]) -> Value {
     let stdout = ok(args);
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("nrmm {args:?}: {e}: {stdout}"))
-}
-
-/// Asserts that `nrmm args` fails with exit status `code` and exactly one line on standard
-/// error, `error: ...`, containing every needle, with nothing on standard output; returns the
-/// line.
-fn fails(args: &[&str], code: i32, needles: &[&str]) -> String {
-    let out = nrmm(args);
-    let stderr = text(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "nrmm {args:?}: status {} with stderr {stderr}",
-        out.status
-    );
-    assert!(
-        !stderr.contains("panicked"),
-        "nrmm {args:?} panicked: {stderr}"
-    );
-    assert!(
-        out.stdout.is_empty(),
-        "nrmm {args:?} wrote to stdout: {}",
-        text(&out.stdout)
-    );
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "nrmm {args:?}: not one line: {stderr}"
-    );
-    assert!(stderr.starts_with("error: "), "nrmm {args:?}: {stderr}");
-    for needle in needles {
-        assert!(
-            stderr.contains(needle),
-            "nrmm {args:?}: {stderr:?} lacks {needle:?}"
-        );
-    }
-    stderr
 }
 
 fn data_dir() -> PathBuf {
@@ -446,12 +343,12 @@ fn exact_and_check_exact_refuse_too_many_points() {
     ok(&[
         "generate", "gaussian", "--n", "13", "--d", "2", "--k", "2", "--seed", "1", "--out", &x13,
     ]);
-    fails(&["exact", "--data", &x13], 1, &["13 points", "at most 12"]);
+    fails_no_stdout(&["exact", "--data", &x13], 1, &["13 points", "at most 12"]);
     let x11 = dir.arg("x11.txt");
     ok(&[
         "generate", "gaussian", "--n", "11", "--d", "2", "--k", "2", "--seed", "1", "--out", &x11,
     ]);
-    fails(
+    fails_no_stdout(
         &["check-exact", "--data", &x11, "--sweeps", "200"],
         1,
         &["11 points", "at most 10"],
@@ -888,70 +785,70 @@ fn readme_examples_work() {
 
 #[test]
 fn malformed_command_lines_exit_2_with_one_line() {
-    fails(
+    fails_no_stdout(
         &[],
         2,
         &["no verb given", "loglik, exact, generate, run, check-exact"],
     );
-    fails(&["cluster"], 2, &["'cluster'", "expected one of loglik"]);
-    fails(
+    fails_no_stdout(&["cluster"], 2, &["'cluster'", "expected one of loglik"]);
+    fails_no_stdout(
         &["run", "--out", "x", "--sampler", "gibs"],
         2,
         &["--sampler", "gibbs, jain-neal, sams"],
     );
-    fails(
+    fails_no_stdout(
         &["loglik", "--labels", "y", "--kernel", "gauss"],
         2,
         &["--kernel", "nw, md"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--prior", "pitman-yor"],
         2,
         &["--prior", "dp, nggp"],
     );
-    fails(&["loglik"], 2, &["--labels"]);
-    fails(&["run"], 2, &["--out"]);
-    fails(
+    fails_no_stdout(&["loglik"], 2, &["--labels"]);
+    fails_no_stdout(&["run"], 2, &["--out"]);
+    fails_no_stdout(
         &["generate", "gaussian", "--n", "5"],
         2,
         &["--d", "--seed", "--out"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "generate", "images", "--n", "5", "--d", "2", "--seed", "1", "--out", "x",
         ],
         2,
         &["gaussian, counts"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--out", "x", "--init", "random"],
         2,
         &["--init", "single, singletons or labels:FILE"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--out", "x", "--init", "labels:"],
         2,
         &["labels:FILE"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--out", "x", "--sweeps", "3", "--seconds", "1"],
         2,
         &["--sweeps", "--seconds"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--out", "x", "--chains", "-1"],
         2,
         &["--chains", "-1"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--out", "x", "--sweeps", "many"],
         2,
         &["--sweeps", "many"],
     );
-    fails(&["exact", "--alpha", "one"], 2, &["--alpha", "one"]);
-    fails(&["exact", "--nw-psi", "1,x,0,1"], 2, &["--nw-psi", "x"]);
-    fails(&["exact", "--unknown-flag"], 2, &["--unknown-flag"]);
-    fails(
+    fails_no_stdout(&["exact", "--alpha", "one"], 2, &["--alpha", "one"]);
+    fails_no_stdout(&["exact", "--nw-psi", "1,x,0,1"], 2, &["--nw-psi", "x"]);
+    fails_no_stdout(&["exact", "--unknown-flag"], 2, &["--unknown-flag"]);
+    fails_no_stdout(
         &[
             "generate", "gaussian", "--n", "9", "--d", "2", "--k", "2", "--alpha", "1", "--seed",
             "1", "--out", "x",
@@ -978,17 +875,17 @@ fn unreadable_and_malformed_files_are_named() {
     let missing = dir.arg("missing.txt");
     let good = dir.write("good.txt", "0 0\n1 0.5\n0.3 2\n");
     let labels3 = dir.write("y3.txt", "1\n1\n2\n");
-    fails(
+    fails_no_stdout(
         &["loglik", "--data", &missing, "--labels", &labels3],
         1,
         &["cannot read", "missing.txt"],
     );
-    fails(
+    fails_no_stdout(
         &["loglik", "--data", &good, "--labels", &missing],
         1,
         &["cannot read", "missing.txt"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "run",
             "--data",
@@ -1001,74 +898,74 @@ fn unreadable_and_malformed_files_are_named() {
         1,
         &["cannot read", "missing.txt"],
     );
-    fails(&["exact", "--data", &dir.arg("")], 1, &["cannot read"]);
+    fails_no_stdout(&["exact", "--data", &dir.arg("")], 1, &["cannot read"]);
 
     let nan = dir.write("nan.txt", "0 0\n1 NaN\n0.3 2\n");
-    fails(
+    fails_no_stdout(
         &["loglik", "--data", &nan, "--labels", &labels3],
         1,
         &["nan.txt:2", "NaN"],
     );
     let ragged = dir.write("ragged.txt", "0 0\n1\n0.3 2\n");
-    fails(
+    fails_no_stdout(
         &["loglik", "--data", &ragged, "--labels", &labels3],
         1,
         &["ragged.txt:2", "expected 2"],
     );
     let word = dir.write("word.txt", "0 0\n1 x\n0.3 2\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &word, "--format", "dense"],
         1,
         &["word.txt:2"],
     );
     let empty = dir.write("empty.txt", "");
-    fails(&["exact", "--data", &empty], 1, &["empty.txt", "empty"]);
+    fails_no_stdout(&["exact", "--data", &empty], 1, &["empty.txt", "empty"]);
 
     // Docword: too few entries, ids out of range, a non-integer count.
     let short = dir.write("short.docword", "3\n5\n3\n1 1 1\n3 5 2\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &short, "--format", "docword"],
         1,
         &["short.docword", "NNZ = 3"],
     );
     let word_id = dir.write("id.docword", "3\n5\n2\n1 1 1\n3 6 2\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &word_id, "--format", "docword"],
         1,
         &["id.docword:5", "word id 6"],
     );
     let doc_id = dir.write("doc.docword", "3\n5\n2\n1 1 1\n4 5 2\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &doc_id, "--format", "docword"],
         1,
         &["doc.docword:5", "document id 4"],
     );
     let count = dir.write("count.docword", "3\n5\n2\n1 1 1\n3 5 2.5\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &count, "--format", "docword"],
         1,
         &["count.docword:5", "2.5"],
     );
     let idx = dir.write("not.idx", "this is text\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &idx, "--format", "idx"],
         1,
         &["not.idx", "IDX"],
     );
 
     let bad_labels = dir.write("bad-labels.txt", "1\ntwo\n3\n");
-    fails(
+    fails_no_stdout(
         &["loglik", "--data", &good, "--labels", &bad_labels],
         1,
         &["bad-labels.txt:2"],
     );
     let labels2 = dir.write("y2.txt", "1\n2\n");
-    fails(
+    fails_no_stdout(
         &["loglik", "--data", &good, "--labels", &labels2],
         1,
         &["2 labels", "3 points"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "run",
             "--data",
@@ -1081,12 +978,12 @@ fn unreadable_and_malformed_files_are_named() {
         1,
         &["2 labels", "3 points"],
     );
-    fails(
+    fails_no_stdout(
         &["loglik", "--labels", &labels2],
         1,
         &["2 labels", "1300 points"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--format", "dense"],
         1,
         &["--format needs --data"],
@@ -1098,22 +995,22 @@ fn kernel_and_data_must_agree() {
     let dir = TempDir::new("kernel-data");
     let dense = dir.write("x.txt", "0 0\n1 0.5\n0.3 2\n");
     let counts = dir.write("c.docword", "3\n5\n3\n1 1 1\n2 2 4\n3 5 2\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &dense, "--kernel", "md"],
         1,
         &["--kernel md", "count data"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &counts, "--kernel", "nw"],
         1,
         &["--kernel nw", "counts"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &counts, "--nw-r", "2"],
         1,
         &["--nw-*", "counts"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &dense, "--beta", "0.5"],
         1,
         &["--beta", "real matrix"],
@@ -1127,23 +1024,23 @@ fn kernel_and_data_must_agree() {
 
 #[test]
 fn impossible_hyperparameters_name_their_flag() {
-    fails(
+    fails_no_stdout(
         &["exact", "--sigma", "0.5"],
         1,
         &["--sigma", "--prior nggp"],
     );
-    fails(&["exact", "--u", "2"], 1, &["--u", "--prior nggp"]);
+    fails_no_stdout(&["exact", "--u", "2"], 1, &["--u", "--prior nggp"]);
     for alpha in ["0", "-1", "NaN", "inf"] {
-        fails(&["exact", "--alpha", alpha], 1, &["--alpha", "> 0"]);
+        fails_no_stdout(&["exact", "--alpha", alpha], 1, &["--alpha", "> 0"]);
     }
     for sigma in ["0", "1", "1.5", "-0.2", "nan"] {
-        fails(
+        fails_no_stdout(
             &["exact", "--prior", "nggp", "--sigma", sigma],
             1,
             &["--sigma", "(0, 1)"],
         );
     }
-    fails(
+    fails_no_stdout(
         &[
             "exact",
             "--prior",
@@ -1155,51 +1052,51 @@ fn impossible_hyperparameters_name_their_flag() {
         1,
         &["--sigma", "[0.01, 0.99]"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--prior", "nggp", "--u", "0"],
         1,
         &["--u", "> 0"],
     );
     // The built-in data set B is 2-D: ν must exceed 1.
-    fails(&["exact", "--nw-nu", "1"], 1, &["--nw-nu", "> d - 1 = 1"]);
-    fails(&["exact", "--nw-nu", "-3"], 1, &["--nw-nu"]);
-    fails(&["exact", "--nw-r", "0"], 1, &["--nw-r", "> 0"]);
-    fails(
+    fails_no_stdout(&["exact", "--nw-nu", "1"], 1, &["--nw-nu", "> d - 1 = 1"]);
+    fails_no_stdout(&["exact", "--nw-nu", "-3"], 1, &["--nw-nu"]);
+    fails_no_stdout(&["exact", "--nw-r", "0"], 1, &["--nw-r", "> 0"]);
+    fails_no_stdout(
         &["exact", "--nw-psi", "1,2,2,1"],
         1,
         &["--nw-psi", "positive definite"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--nw-psi", "1,2,3,1"],
         1,
         &["--nw-psi[1][0]", "symmetric"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--nw-psi", "1,0,0"],
         1,
         &["--nw-psi", "3 values", "4 comma-separated"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--nw-psi", "1,0,0,1,0"],
         1,
         &["--nw-psi", "5 values"],
     );
-    fails(
+    fails_no_stdout(
         &["exact", "--nw-xi", "0,0,0"],
         1,
         &["--nw-xi", "3 values", "2 comma-separated"],
     );
-    fails(&["exact", "--nw-xi", "0,inf"], 1, &["--nw-xi[1]", "finite"]);
+    fails_no_stdout(&["exact", "--nw-xi", "0,inf"], 1, &["--nw-xi[1]", "finite"]);
     let dir = TempDir::new("hyper");
     let counts = dir.write("c.docword", "2\n4\n2\n1 1 1\n2 2 4\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &counts, "--beta", "0"],
         1,
         &["--beta", "> 0"],
     );
     // Collinear points leave no data-based Normal-Wishart default; explicit ones work.
     let line = dir.write("line.txt", "1 2\n2 4\n3 6\n");
-    fails(
+    fails_no_stdout(
         &["exact", "--data", &line],
         1,
         &["sample covariance", "give --nw-xi and --nw-psi"],
@@ -1214,34 +1111,34 @@ fn impossible_hyperparameters_name_their_flag() {
 fn run_budget_and_settings_are_checked_before_sampling() {
     let dir = TempDir::new("run-budget");
     let out = dir.arg("o");
-    fails(
+    fails_no_stdout(
         &["run", "--chains", "0", "--out", &out],
         1,
         &["--chains", "at least 1"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--sweeps", "0", "--out", &out],
         1,
         &["--sweeps", "at least 1"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--thin", "0", "--out", &out],
         1,
         &["--thin", "at least 1"],
     );
     for seconds in ["0", "-1", "NaN", "inf"] {
-        fails(
+        fails_no_stdout(
             &["run", "--seconds", seconds, "--out", &out],
             1,
             &["--seconds", "> 0"],
         );
     }
-    fails(
+    fails_no_stdout(
         &["run", "--gibbs-subset", "0", "--sweeps", "1", "--out", &out],
         1,
         &["--gibbs-subset"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "run",
             "--sampler",
@@ -1256,7 +1153,7 @@ fn run_budget_and_settings_are_checked_before_sampling() {
         1,
         &["--proposals 0", "--gibbs-sweeps 0"],
     );
-    fails(
+    fails_no_stdout(
         &["check-exact", "--sweeps", "10"],
         1,
         &["--sweeps", "at least 100"],
@@ -1281,7 +1178,7 @@ fn generate_parameters_name_their_flag() {
     };
     let check = |args: Vec<String>, needles: &[&str]| {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        fails(&args, 1, needles);
+        fails_no_stdout(&args, 1, needles);
     };
     check(g(&["--n", "0", "--d", "2"]), &["--n", "at least 1"]);
     check(g(&["--n", "10", "--d", "0"]), &["--d", "at least 1"]);
@@ -1322,7 +1219,7 @@ fn generate_parameters_name_their_flag() {
             "generate", "counts", "--seed", "1", "--out", &out, "--n", "10", "--d", "20",
         ];
         args.extend_from_slice(extra);
-        fails(&args, 1, &[extra[0]]);
+        fails_no_stdout(&args, 1, &[extra[0]]);
     };
     c(&["--doc-length", "0"]);
     c(&["--doc-length", "nan"]);
@@ -1339,14 +1236,14 @@ fn outputs_that_cannot_be_written_are_named() {
     // A path below a regular file cannot be created, whatever the user's permissions.
     let file = dir.write("file", "not a directory\n");
     let below = format!("{file}/x.txt");
-    fails(
+    fails_no_stdout(
         &[
             "generate", "gaussian", "--n", "5", "--d", "2", "--seed", "1", "--out", &below,
         ],
         1,
         &["cannot write", "file/x.txt"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "generate",
             "gaussian",
@@ -1364,7 +1261,7 @@ fn outputs_that_cannot_be_written_are_named() {
         1,
         &["cannot write", "file/x.txt"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "generate",
             "counts",
@@ -1380,12 +1277,12 @@ fn outputs_that_cannot_be_written_are_named() {
         1,
         &["cannot write"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--sweeps", "1", "--out", &file],
         1,
         &["cannot create directory", "file"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--sweeps", "1", "--out", &format!("{file}/run")],
         1,
         &["cannot create directory", "file/run"],
@@ -1393,7 +1290,7 @@ fn outputs_that_cannot_be_written_are_named() {
     // An existing directory where the trace goes.
     let run = dir.arg("run");
     std::fs::create_dir_all(dir.0.join("run/chain-0/trace.csv")).expect("a blocking directory");
-    fails(
+    fails_no_stdout(
         &["run", "--sweeps", "1", "--out", &run],
         1,
         &["cannot write", "trace.csv"],
@@ -1460,7 +1357,7 @@ fn a_failing_chain_stops_the_others() {
     let dir = TempDir::new("chain-fails");
     std::fs::create_dir_all(dir.0.join("run/chain-0/trace.csv")).expect("a blocking directory");
     let start = std::time::Instant::now();
-    fails(
+    fails_no_stdout(
         &[
             "run",
             "--seconds",
@@ -1730,13 +1627,13 @@ fn checkpoint_and_resume_mistakes_are_one_line() {
     let base = resume_flags(&x);
     let a = dir.arg("a");
     ok(&with(&base, &["--sweeps", "20", "--out", &a]));
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &dir.arg("absent")],
         1,
         &["absent", "is not a directory"],
     );
     std::fs::create_dir_all(dir.0.join("empty")).expect("a directory");
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &dir.arg("empty")],
         1,
         &["empty", "not a run directory", "run.json"],
@@ -1750,28 +1647,28 @@ fn checkpoint_and_resume_mistakes_are_one_line() {
         "--out",
         &dir.arg("plain"),
     ]);
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &dir.arg("plain")],
         1,
         &["without --checkpoint-every"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &a, "--data", &x],
         2,
         &["--resume", "--data"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &a, "--seed", "3"],
         2,
         &["--resume", "--seed"],
     );
-    fails(&["run"], 2, &["--out"]);
-    fails(
+    fails_no_stdout(&["run"], 2, &["--out"]);
+    fails_no_stdout(
         &["run", "--checkpoint-every", "0", "--out", &dir.arg("o")],
         1,
         &["--checkpoint-every"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "run",
             "--burn-in",
@@ -1784,12 +1681,12 @@ fn checkpoint_and_resume_mistakes_are_one_line() {
         1,
         &["--burn-in", "5 of each chain"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &a, "--sweeps", "10"],
         1,
         &["checkpointed at sweep 20", "--sweeps 20"],
     );
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &a, "--burn-in", "30"],
         1,
         &["--burn-in"],
@@ -1803,13 +1700,13 @@ fn checkpoint_and_resume_mistakes_are_one_line() {
     let checkpoint = |run: &str| dir.0.join(format!("{run}/chain-0/checkpoint.json"));
     let own = std::fs::read(checkpoint("a")).expect("a checkpoint");
     std::fs::copy(checkpoint("other"), checkpoint("a")).expect("copy a checkpoint");
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &a],
         1,
         &["checkpoint.json", "belongs to another run"],
     );
     std::fs::write(checkpoint("a"), "{\"format\": 3").expect("damage a checkpoint");
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &a],
         1,
         &["checkpoint.json", "is not a checkpoint"],
@@ -1821,13 +1718,13 @@ fn checkpoint_and_resume_mistakes_are_one_line() {
         .expect("the data")
         .replacen('.', "1", 1);
     std::fs::write(&x, changed).expect("change the data");
-    fails(
+    fails_no_stdout(
         &["run", "--resume", &a],
         1,
         &["differ from those", "same data"],
     );
     std::fs::write(dir.0.join("a/run.json"), "{\"format\": \"nrmm-run/0\"}").expect("write");
-    fails(&["run", "--resume", &a], 1, &["run.json", "nrmm-run/0"]);
+    fails_no_stdout(&["run", "--resume", &a], 1, &["run.json", "nrmm-run/0"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1905,7 +1802,7 @@ fn chains_run_apart_merge_into_one_run() {
     for file in ["summary.json", "estimate.txt", "map.txt"] {
         assert!(dir.0.join("merged").join(file).is_file(), "{file}");
     }
-    fails(
+    fails_no_stdout(
         &["diagnose", &p0, &all],
         1,
         &["chain 0", "same chain", "--chain-offset"],
@@ -1930,10 +1827,10 @@ fn chains_run_apart_merge_into_one_run() {
         "--out",
         &o,
     ]);
-    fails(&["diagnose", &p0, &o], 1, &["different data"]);
+    fails_no_stdout(&["diagnose", &p0, &o], 1, &["different data"]);
     std::fs::create_dir_all(dir.0.join("nothing")).expect("a directory");
-    fails(&["diagnose", &dir.arg("nothing")], 1, &["holds no run"]);
-    fails(&["diagnose"], 2, &["DIR"]);
+    fails_no_stdout(&["diagnose", &dir.arg("nothing")], 1, &["holds no run"]);
+    fails_no_stdout(&["diagnose"], 2, &["DIR"]);
     // A diagnosis of an interrupted chain reads what there is.
     std::fs::remove_file(dir.0.join("p1/chain-2/end.json")).expect("remove end.json");
     let text = ok(&["diagnose", &p1]);
@@ -2008,7 +1905,7 @@ fn predict_writes_labels_and_probabilities() {
     ok(&[
         "generate", "gaussian", "--n", "5", "--d", "3", "--k", "1", "--seed", "1", "--out", &x3,
     ]);
-    fails(
+    fails_no_stdout(
         &["predict", "--run", &run, "--data", &x3],
         1,
         &["x3.txt", "dimension 3", "dimension 2"],
@@ -2017,27 +1914,27 @@ fn predict_writes_labels_and_probabilities() {
     ok(&[
         "generate", "counts", "--n", "5", "--d", "10", "--k", "1", "--seed", "1", "--out", &counts,
     ]);
-    fails(
+    fails_no_stdout(
         &["predict", "--run", &run, "--data", &counts],
         1,
         &["c.txt", "counts"],
     );
-    fails(
+    fails_no_stdout(
         &["predict", "--run", &dir.arg("none"), "--data", &x],
         1,
         &["none", "not a directory"],
     );
-    fails(
+    fails_no_stdout(
         &["predict", "--run", &run, "--data", &dir.arg("missing.txt")],
         1,
         &["missing.txt"],
     );
-    fails(
+    fails_no_stdout(
         &["predict", "--run", &run, "--data", &x, "--burn-in", "60"],
         1,
         &["no partition draws", "--burn-in"],
     );
-    fails(&["predict", "--data", &x], 2, &["--run"]);
+    fails_no_stdout(&["predict", "--data", &x], 2, &["--run"]);
 }
 
 /// An SVG file that is not empty and parses as XML with an `svg` root.
@@ -2123,23 +2020,23 @@ fn compare_runs_samplers_side_by_side() {
     let plotted = ok(&["plot", &out, "--out", &dir.arg("plots")]);
     assert_eq!(plotted.lines().count(), 4, "{plotted}");
 
-    fails(
+    fails_no_stdout(
         &["compare", "--samplers", "gibbs,gibs", "--out", &out],
         2,
         &["'gibs'", "gibbs, jain-neal, sams"],
     );
-    fails(
+    fails_no_stdout(
         &["compare", "--samplers", "sams,sams", "--out", &out],
         1,
         &["--samplers", "sams twice"],
     );
-    fails(&["compare", "--seeds", "0", "--out", &out], 1, &["--seeds"]);
-    fails(
+    fails_no_stdout(&["compare", "--seeds", "0", "--out", &out], 1, &["--seeds"]);
+    fails_no_stdout(
         &["compare", "--seconds", "0", "--out", &out],
         1,
         &["--seconds"],
     );
-    fails(
+    fails_no_stdout(
         &[
             "compare",
             "--data",
@@ -2152,7 +2049,7 @@ fn compare_runs_samplers_side_by_side() {
         1,
         &["x.txt"],
     );
-    fails(&["compare", "--samplers", "gibbs"], 2, &["--out"]);
+    fails_no_stdout(&["compare", "--samplers", "gibbs"], 2, &["--out"]);
 }
 
 #[test]
@@ -2214,6 +2111,6 @@ fn plot_draws_what_the_run_has() {
     let said = ok(&["plot", &run2]);
     assert_eq!(said.matches("wrote ").count(), 3, "{said}");
     assert!(said.contains("note: no scatter"), "{said}");
-    fails(&["plot", &dir.arg("none")], 1, &["none"]);
-    fails(&["plot"], 2, &["DIR"]);
+    fails_no_stdout(&["plot", &dir.arg("none")], 1, &["none"]);
+    fails_no_stdout(&["plot"], 2, &["DIR"]);
 }

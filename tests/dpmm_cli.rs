@@ -2,91 +2,12 @@
 //! `direct`, `quasi-direct` and `quasi-collapsed` in `run` and `check-exact`, and the
 //! rejection of NGGP by the samplers that support only the Dirichlet process.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use nrmm::data::generate::data_set_b;
 use nrmm::data::load;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nrmm");
-
-/// A fresh directory under the system temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nrmm-dpmm-cli-{}-{tag}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create a temporary directory");
-        TempDir(dir)
-    }
-
-    fn arg(&self, name: &str) -> String {
-        self.0.join(name).to_str().expect("UTF-8 path").to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn nrmm(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the nrmm binary runs")
-}
-
-/// Runs `nrmm args`, asserts success with a silent standard error, returns standard output.
-fn ok(args: &[&str]) -> String {
-    let out = nrmm(args);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(out.status.success(), "nrmm {args:?} failed: {stderr}");
-    assert!(stderr.is_empty(), "nrmm {args:?} wrote to stderr: {stderr}");
-    stdout
-}
-
-/// Runs `nrmm args`, asserts the exit status and one `error:` line containing every `needle`.
-fn fails(args: &[&str], status: i32, needles: &[&str]) {
-    let out = nrmm(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(status), "nrmm {args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    for n in needles {
-        assert!(stderr.contains(n), "{stderr} lacks {n}");
-    }
-}
-
-/// Data set B written as a dense file.
-fn set_b(dir: &TempDir) -> String {
-    let path = dir.arg("b.txt");
-    load::write_dense(&path, &data_set_b()).unwrap();
-    path
-}
-
-fn check_exact_json(args: &[&str]) -> (f64, f64) {
-    let mut all = vec!["check-exact", "--json", "--sweeps", "20000", "--seed", "4"];
-    all.extend_from_slice(args);
-    let v: Value = serde_json::from_str(&ok(&all)).unwrap();
-    (
-        v["tv"].as_f64().unwrap(),
-        v["tv_noise_floor"].as_f64().unwrap(),
-    )
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{check_exact_json, fails, ok, set_b, TempDir};
 
 /// `nrmm run` of `sampler` on data set B: two chains of 30 sweeps, labels and summary written.
 fn run_sampler(sampler: &str) {

@@ -3,86 +3,11 @@
 //! labels, and every user mistake ending as one `error:` line on standard error with a
 //! non-zero exit status, never a panic.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nrmm");
-
-/// A fresh directory under the system temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nrmm-sva-cli-{}-{tag}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create a temporary directory");
-        TempDir(dir)
-    }
-
-    fn arg(&self, name: &str) -> String {
-        self.0.join(name).to_str().expect("UTF-8 path").to_string()
-    }
-
-    fn write(&self, name: &str, text: &str) -> String {
-        std::fs::write(self.0.join(name), text).expect("write a test file");
-        self.arg(name)
-    }
-
-    fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.0.join(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn nrmm(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the nrmm binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = nrmm(args);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "nrmm {args:?} failed: {stderr}");
-    assert!(stderr.is_empty(), "nrmm {args:?} wrote to stderr: {stderr}");
-    stdout
-}
-
-/// Asserts that `nrmm args` fails with `status` and one `error:` line containing every
-/// fragment, without a panic.
-fn fails(args: &[&str], status: i32, fragments: &[&str]) {
-    let out = nrmm(args);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(status), "nrmm {args:?}: {stderr}");
-    assert!(
-        !stderr.contains("panicked"),
-        "nrmm {args:?} panicked: {stderr}"
-    );
-    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr}");
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    for f in fragments {
-        assert!(stderr.contains(f), "nrmm {args:?}: {stderr:?} lacks {f:?}");
-    }
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{fails, ok, TempDir};
 
 /// A 2-D data set of three well-separated blobs (with its 1-based labels).
 fn blobs(dir: &TempDir) -> (String, String) {
