@@ -7,7 +7,7 @@
 //! cargo run --release --example paper-dpmm-jl                 # convergence + scaling (~12 min)
 //! cargo run --release --example paper-dpmm-jl -- --headline   # N = 1,000,000 headline only
 //! cargo run --release --example paper-dpmm-jl -- --report     # tables, figures from the CSVs
-//! cargo run --release --example paper-dpmm-jl -- --smoke --out /tmp/dpmm   # seconds, for CI
+//! cargo run --release --example paper-dpmm-jl -- --smoke --out runs/dpmm-smoke   # seconds, for CI
 //! ```
 //!
 //! The experiments write `results/*.csv`; the report stage (always run last) reads every CSV

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release --example paper-fast-collapsed-gibbs            # full run, rewrites the README
-//! cargo run --release --example paper-fast-collapsed-gibbs -- --smoke --out /tmp/fcg
+//! cargo run --release --example paper-fast-collapsed-gibbs -- --smoke --out runs/fcg-smoke
 //! ```
 //!
 //! Two kernels run the library's collapsed Gibbs move ([`nrmm::sampler::Gibbs`]) on the same

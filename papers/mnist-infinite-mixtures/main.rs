@@ -4,9 +4,9 @@
 //!
 //! ```text
 //! cargo run --release --example paper-mnist-infinite-mixtures            # full run, rewrites the README
-//! cargo run --release --example paper-mnist-infinite-mixtures -- --smoke --out /tmp/mnist
+//! cargo run --release --example paper-mnist-infinite-mixtures -- --smoke --out runs/mnist-smoke
 //! cargo run --release --example paper-mnist-infinite-mixtures -- --data DIR --sweeps 400
-//! cargo run --release --example paper-mnist-infinite-mixtures -- --smoke --synthetic --out /tmp/m
+//! cargo run --release --example paper-mnist-infinite-mixtures -- --smoke --synthetic --out runs/m-smoke
 //! ```
 //!
 //! Pipeline: the 10,000 digits of `../shared/data/mnist10k` (IDX, already shuffled with a

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release --example paper-sva-nips2013                 # full run (~3 CPU min)
-//! cargo run --release --example paper-sva-nips2013 -- --smoke --out /tmp/sva
+//! cargo run --release --example paper-sva-nips2013 -- --smoke --out runs/sva-smoke
 //! ```
 //!
 //! Options: `--out DIR` (default `papers/sva-nips2013`), `--smoke` (tiny budgets),
