@@ -11,7 +11,7 @@
 //! environment variable `NRMM_DATA_DIR` overrides the folder), started from the partition in
 //! `gt_labels.txt` next to it, or, without a label file, from a collapsed Gibbs burn-in that
 //! starts with one cluster. When a data set is absent the benchmark says so and uses a seeded
-//! stand-in of the same shape instead: [`toy_like`] for `toy`, and for `10k` a Normal-Wishart
+//! stand-in of the same shape instead: `toy_like` for `toy`, and for `10k` a Normal-Wishart
 //! mixture of 10000 points in 6 dimensions over a Chinese-restaurant partition with about 120
 //! clusters, started from its generating labels.
 //!
@@ -23,18 +23,15 @@
 //! inflate them less. The data-parallel DPMM.jl-style samplers run in a one-thread rayon pool
 //! whose worker is the thread timed, so their figures are single-core costs.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 #[path = "../examples/support/cpu_clock.rs"]
 mod cpu_clock;
 use cpu_clock::CpuClock;
+#[path = "support/mod.rs"]
+mod support;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use nrmm::data::generate::{gaussian_mixture, partition_crp, toy_like, NormalWishartSampler};
-use nrmm::data::load::{load_dense, load_labels};
-use nrmm::data::DenseData;
-use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
+use nrmm::kernel::{ConjugateKernel, NormalWishart};
 use nrmm::partition::Partition;
 use nrmm::prior::Dp;
 use nrmm::rng::SeedPlan;
@@ -48,26 +45,11 @@ type NwState = State<NormalWishart, Dp>;
 
 /// The kernel and start state for data set `name`, from `../shared/data` or a stand-in.
 fn setup(name: &str) -> (NormalWishart, NwState) {
-    let dir = data_root().join(name);
-    let x_path = dir.join("X.txt");
-    let (data, labels) = if x_path.exists() {
-        let data = load_dense(&x_path).expect("readable data set");
-        let labels_path = dir.join("gt_labels.txt");
-        let labels = labels_path.exists().then(|| {
-            let raw = load_labels(&labels_path, data.n()).expect("readable labels");
-            nrmm::data::canonical_labels(&raw)
-        });
-        (data, labels)
-    } else {
-        eprintln!(
-            "{} not found: benchmarking a seeded stand-in for {name}",
-            x_path.display()
-        );
-        let (data, labels) = stand_in(name);
+    let (data, labels) = support::read(name).unwrap_or_else(|| {
+        let (data, labels) = support::stand_in(name);
         (data, Some(labels))
-    };
-    let hyper = NwHyper::from_data(&data).expect("reference hyperparameters");
-    let kernel = NormalWishart::new(Arc::new(data), hyper).expect("kernel");
+    });
+    let kernel = support::reference_kernel(data);
     let prior = Dp::new(1.0).expect("alpha = 1");
     let state = match labels {
         Some(labels) => State {
@@ -77,31 +59,6 @@ fn setup(name: &str) -> (NormalWishart, NwState) {
         None => burn_in(&kernel, prior),
     };
     (kernel, state)
-}
-
-/// The shared data folder: `$NRMM_DATA_DIR` if set, else `../shared/data` from the
-/// repository root.
-fn data_root() -> PathBuf {
-    std::env::var_os("NRMM_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"))
-}
-
-/// A seeded data set shaped like `name` with its generating labels.
-fn stand_in(name: &str) -> (DenseData, Vec<usize>) {
-    if name == "toy" {
-        return toy_like(1);
-    }
-    let d = 6;
-    let mut rng = SeedPlan::new(10_000).chain(0);
-    let labels = partition_crp(10_000, 19.0, &mut rng).expect("valid CRP");
-    let psi: Vec<f64> = (0..d * d)
-        .map(|k| if k % (d + 1) == 0 { 1.0 } else { 0.0 })
-        .collect();
-    let prior = NormalWishartSampler::new(&vec![0.0; d], &psi, 0.01, d as f64 + 6.0)
-        .expect("valid Normal-Wishart prior");
-    let (data, _) = gaussian_mixture(&labels, &prior, &mut rng).expect("mixture");
-    (data, labels)
 }
 
 /// Collapsed Gibbs sweeps from one cluster until 20 sweeps in a row fail to raise the best

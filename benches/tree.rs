@@ -21,25 +21,22 @@
 //! Data come from `../shared/data/{toy,10k}/X.txt` with `gt_labels.txt` (relative to the
 //! repository root; the environment variable `NRMM_DATA_DIR` overrides the folder). When a
 //! data set is absent the benchmark says so and uses a seeded stand-in of the same shape:
-//! [`toy_like`] for `toy`, and for `10k` a Normal-Wishart mixture of 10000 points in 6
+//! `toy_like` for `toy`, and for `10k` a Normal-Wishart mixture of 10000 points in 6
 //! dimensions over a Chinese-restaurant partition with about 120 clusters.
 //!
 //! Times are this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID` on Linux, wall time
 //! elsewhere), like the reference figures.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[path = "../examples/support/cpu_clock.rs"]
 mod cpu_clock;
 use cpu_clock::CpuClock;
+#[path = "support/mod.rs"]
+mod support;
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
-use nrmm::data::generate::{gaussian_mixture, partition_crp, toy_like, NormalWishartSampler};
-use nrmm::data::load::{load_dense, load_labels};
-use nrmm::data::DenseData;
-use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
+use nrmm::kernel::{ConjugateKernel, NormalWishart};
 use nrmm::partition::Partition;
 use nrmm::prior::Dp;
 use nrmm::rng::SeedPlan;
@@ -55,53 +52,15 @@ struct Set {
 
 /// The kernel and labels of data set `name`, from the shared data folder or a stand-in.
 fn setup(name: &'static str) -> Set {
-    let dir = data_root().join(name);
-    let x_path = dir.join("X.txt");
-    let labels_path = dir.join("gt_labels.txt");
-    let (data, labels) = if x_path.exists() && labels_path.exists() {
-        let data = load_dense(&x_path).expect("readable data set");
-        let raw = load_labels(&labels_path, data.n()).expect("readable labels");
-        let labels = nrmm::data::canonical_labels(&raw);
-        (data, labels)
-    } else {
-        eprintln!(
-            "{} not found: benchmarking a seeded stand-in for {name}",
-            x_path.display()
-        );
-        stand_in(name)
+    let (data, labels) = match support::read(name) {
+        Some((data, Some(labels))) => (data, labels),
+        _ => support::stand_in(name),
     };
-    let hyper = NwHyper::from_data(&data).expect("reference hyperparameters");
-    let kernel = NormalWishart::new(Arc::new(data), hyper).expect("kernel");
     Set {
         name,
-        kernel,
+        kernel: support::reference_kernel(data),
         labels,
     }
-}
-
-/// The shared data folder: `$NRMM_DATA_DIR` if set, else `../shared/data` from the
-/// repository root.
-fn data_root() -> PathBuf {
-    std::env::var_os("NRMM_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"))
-}
-
-/// A seeded data set shaped like `name` with its generating labels.
-fn stand_in(name: &str) -> (DenseData, Vec<usize>) {
-    if name == "toy" {
-        return toy_like(1);
-    }
-    let d = 6;
-    let mut rng = SeedPlan::new(10_000).chain(0);
-    let labels = partition_crp(10_000, 19.0, &mut rng).expect("valid CRP");
-    let psi: Vec<f64> = (0..d * d)
-        .map(|k| if k % (d + 1) == 0 { 1.0 } else { 0.0 })
-        .collect();
-    let prior = NormalWishartSampler::new(&vec![0.0; d], &psi, 0.01, d as f64 + 6.0)
-        .expect("valid Normal-Wishart prior");
-    let (data, _) = gaussian_mixture(&labels, &prior, &mut rng).expect("mixture");
-    (data, labels)
 }
 
 fn dp() -> Dp {

@@ -2,29 +2,13 @@
 //! real MNIST digits (`../shared/data/mnist10k`; the test prints a message and returns when
 //! the folder is absent, `NRMM_DATA_DIR` points it at another copy).
 
-use std::path::{Path, PathBuf};
-
 use nrmm::data::load::load_idx_images;
 use nrmm::data::pca::Pca;
 use nrmm::data::DenseData;
 use proptest::prelude::*;
 
-fn data_dir(sub: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("NRMM_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let dir = root.join(sub);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: real data folder {} is absent (expected at ../shared/data/{sub}, or set \
-             NRMM_DATA_DIR)",
-            dir.display()
-        );
-        None
-    }
-}
+mod support;
+use support::data_dir;
 
 /// Mean over points of the squared distance between each point and its reconstruction.
 fn mean_squared_residual(x: &DenseData, pca: &Pca) -> f64 {

@@ -1,28 +1,12 @@
 //! Loading the real data sets of `../shared/data` (see its README). Each test prints a message
 //! and returns when its folder is absent; `NRMM_DATA_DIR` points the tests at another copy.
 
-use std::path::{Path, PathBuf};
+mod support;
+use support::data_dir;
 
 use nrmm::data::generate::toy_like;
 use nrmm::data::load::*;
 use nrmm::data::{canonical_labels, Dataset, DenseData};
-
-fn data_dir(sub: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("NRMM_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let dir = root.join(sub);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: real data folder {} is absent (expected at ../shared/data/{sub}, or set \
-             NRMM_DATA_DIR)",
-            dir.display()
-        );
-        None
-    }
-}
 
 fn mean_and_covariance(x: &DenseData) -> (Vec<f64>, Vec<f64>) {
     let (n, d) = (x.n(), x.d());

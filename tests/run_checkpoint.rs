@@ -2,37 +2,18 @@
 //! JSON and read back) continues exactly as the chain that wrote it, sweep for sweep and bit for
 //! bit, for every sampler, both kernels and both priors with their hyperparameters resampled.
 
-use nrmm::data::generate::{self, DocLengths, NormalWishartSampler};
-use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
+use nrmm::kernel::ConjugateKernel;
 use nrmm::partition::Partition;
 use nrmm::prior::{AlphaUpdate, Dp, GammaPrior, Nggp, NggpHyperPriors, Prior};
 use nrmm::rng::SeedPlan;
-use nrmm::run::{Chain, ChainCheckpoint, Scheduled, SweepRecord};
+use nrmm::run::{Chain, ChainCheckpoint, Scheduled};
 use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Sams, State};
-use std::sync::Arc;
 
-fn nw_kernel() -> NormalWishart {
-    let mut rng = SeedPlan::new(3).chain(0);
-    let labels = generate::partition_uniform(60, 4, &mut rng).unwrap();
-    let nw = NormalWishartSampler::new(&[0.0, 0.0], &[1.0, 0.0, 0.0, 1.0], 0.05, 5.0).unwrap();
-    let (x, _) = generate::gaussian_mixture(&labels, &nw, &mut rng).unwrap();
-    let hyper = NwHyper::from_data(&x).unwrap();
-    NormalWishart::new(Arc::new(x), hyper).unwrap()
-}
-
-fn md_kernel() -> MultinomialDirichlet {
-    let mut rng = SeedPlan::new(4).chain(0);
-    let labels = generate::partition_uniform(50, 3, &mut rng).unwrap();
-    let (c, _) = generate::bag_of_words(
-        &labels,
-        40,
-        0.2,
-        DocLengths::Poisson { mean: 15.0 },
-        &mut rng,
-    )
-    .unwrap();
-    MultinomialDirichlet::new(Arc::new(c), 0.1).unwrap()
-}
+#[path = "support/checkpoint.rs"]
+mod checkpoint;
+use checkpoint::{
+    assert_resumes_are_the_straight_run, md_kernel, nw_kernel, through_json, timeless,
+};
 
 fn priors() -> Vec<Prior> {
     vec![
@@ -79,14 +60,6 @@ fn schedule<K: ConjugateKernel + 'static>(sampler: &str) -> Vec<Scheduled<K, Pri
     moves
 }
 
-/// A record without its timing, which is the only thing allowed to differ.
-fn timeless(r: &SweepRecord) -> SweepRecord {
-    SweepRecord {
-        seconds: 0.0,
-        ..r.clone()
-    }
-}
-
 /// Runs `before` sweeps, checkpoints through JSON, and checks that `after` more sweeps of the
 /// original chain and of a resumed one agree exactly.
 fn check_resume<K: ConjugateKernel + 'static>(kernel: &K, prior: &Prior, sampler: &str) {
@@ -101,9 +74,7 @@ fn check_resume<K: ConjugateKernel + 'static>(kernel: &K, prior: &Prior, sampler
     }
     let checkpoint = chain.checkpoint().unwrap();
     chain.state().partition.validate(kernel, 1e-12).unwrap();
-    let json = serde_json::to_string(&checkpoint).unwrap();
-    let back: ChainCheckpoint<Prior> = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, checkpoint, "{sampler}: the checkpoint survives JSON");
+    let back = through_json(&checkpoint, sampler);
     let mut resumed = Chain::resume(kernel, back, schedule(sampler)).unwrap();
     assert_eq!(resumed.sweeps_done(), before);
     assert_eq!(resumed.seconds(), chain.seconds());
@@ -153,37 +124,7 @@ fn resumed_multinomial_dirichlet_chains_continue_exactly() {
 fn a_chain_of_resumes_is_the_straight_run() {
     let kernel = nw_kernel();
     let prior = priors().pop().unwrap();
-    let fresh = || State {
-        partition: Partition::single(&kernel),
-        prior: prior.clone(),
-    };
-    let mut straight = Chain::new(
-        &kernel,
-        fresh(),
-        SeedPlan::new(1).chain(0),
-        schedule("sams"),
-    );
-    let mut hopping = Chain::new(
-        &kernel,
-        fresh(),
-        SeedPlan::new(1).chain(0),
-        schedule("sams"),
-    );
-    for sweep in 1..=40u64 {
-        let a = straight.sweep().unwrap();
-        let b = hopping.sweep().unwrap();
-        assert_eq!(timeless(&a), timeless(&b), "sweep {sweep}");
-        if sweep % 7 == 0 {
-            straight.checkpoint().unwrap();
-            let text = serde_json::to_string(&hopping.checkpoint().unwrap()).unwrap();
-            hopping = Chain::resume(
-                &kernel,
-                serde_json::from_str(&text).unwrap(),
-                schedule("sams"),
-            )
-            .unwrap();
-        }
-    }
+    assert_resumes_are_the_straight_run(&kernel, &prior, 1, || schedule("sams"), "sams");
 }
 
 #[test]

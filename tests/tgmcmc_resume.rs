@@ -9,38 +9,19 @@
 //!   shapes, and the resumed chain continues exactly. Resuming without the saved trees
 //!   (rebuilding them from the partition) changes the chain.
 
-use nrmm::data::generate::{self, DocLengths, NormalWishartSampler};
-use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
+use nrmm::kernel::{ConjugateKernel, NormalWishart};
 use nrmm::partition::Partition;
 use nrmm::prior::{AlphaUpdate, Dp, GammaPrior, Nggp, NggpHyperPriors, NrmPrior, Prior};
 use nrmm::rng::SeedPlan;
-use nrmm::run::{Chain, ChainCheckpoint, Scheduled, SweepRecord};
+use nrmm::run::{Chain, ChainCheckpoint, Scheduled};
 use nrmm::sampler::tgmcmc::{tgmcmc_paper_schedule, tgmcmc_schedule};
 use nrmm::sampler::{GibbsScan, Move, RngChooser, State, TgmcmcPaper};
-use std::sync::Arc;
 
-fn nw_kernel() -> NormalWishart {
-    let mut rng = SeedPlan::new(3).chain(0);
-    let labels = generate::partition_uniform(60, 4, &mut rng).unwrap();
-    let nw = NormalWishartSampler::new(&[0.0, 0.0], &[1.0, 0.0, 0.0, 1.0], 0.05, 5.0).unwrap();
-    let (x, _) = generate::gaussian_mixture(&labels, &nw, &mut rng).unwrap();
-    let hyper = NwHyper::from_data(&x).unwrap();
-    NormalWishart::new(Arc::new(x), hyper).unwrap()
-}
-
-fn md_kernel() -> MultinomialDirichlet {
-    let mut rng = SeedPlan::new(4).chain(0);
-    let labels = generate::partition_uniform(50, 3, &mut rng).unwrap();
-    let (c, _) = generate::bag_of_words(
-        &labels,
-        40,
-        0.2,
-        DocLengths::Poisson { mean: 15.0 },
-        &mut rng,
-    )
-    .unwrap();
-    MultinomialDirichlet::new(Arc::new(c), 0.1).unwrap()
-}
+#[path = "support/checkpoint.rs"]
+mod checkpoint;
+use checkpoint::{
+    assert_resumes_are_the_straight_run, md_kernel, nw_kernel, through_json, timeless,
+};
 
 /// Priors whose hyperparameters are resampled.
 fn priors() -> Vec<Prior> {
@@ -62,14 +43,6 @@ fn schedule<K: ConjugateKernel + 'static>(
         "tgmcmc" => tgmcmc_schedule(reference, 3, GibbsScan::Subset(20), 1, true).unwrap(),
         "tgmcmc-paper" => tgmcmc_paper_schedule(3, 2, true),
         other => panic!("no sampler {other}"),
-    }
-}
-
-/// A record without its timing, which is the only thing allowed to differ.
-fn timeless(r: &SweepRecord) -> SweepRecord {
-    SweepRecord {
-        seconds: 0.0,
-        ..r.clone()
     }
 }
 
@@ -95,10 +68,7 @@ fn checkpointed<'k, K: ConjugateKernel + 'static>(
         chain.sweep().unwrap();
     }
     let checkpoint = chain.checkpoint().unwrap();
-    let json = serde_json::to_string(&checkpoint).unwrap();
-    let back: ChainCheckpoint<Prior> = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, checkpoint, "the checkpoint survives JSON");
-    (chain, back)
+    (chain, through_json(&checkpoint, sampler))
 }
 
 /// Whether `after` sweeps of `a` and `b` agree exactly (records, partitions, priors, streams).
@@ -162,32 +132,16 @@ fn a_chain_of_tree_guided_resumes_is_the_straight_run() {
     let kernel = nw_kernel();
     let prior = priors().pop().unwrap();
     for sampler in ["tgmcmc", "tgmcmc-paper"] {
-        let fresh = || State {
-            partition: Partition::single(&kernel),
-            prior: prior.clone(),
-        };
-        let rng = || SeedPlan::new(2).chain(0);
-        let mut straight = Chain::new(&kernel, fresh(), rng(), schedule(sampler, &prior));
-        let mut hopping = Chain::new(&kernel, fresh(), rng(), schedule(sampler, &prior));
-        for sweep in 1..=40u64 {
-            let (a, b) = (straight.sweep().unwrap(), hopping.sweep().unwrap());
-            assert_eq!(timeless(&a), timeless(&b), "{sampler}: sweep {sweep}");
-            if sweep % 7 == 0 {
-                straight.checkpoint().unwrap();
-                let text = serde_json::to_string(&hopping.checkpoint().unwrap()).unwrap();
-                hopping = Chain::resume(
-                    &kernel,
-                    serde_json::from_str(&text).unwrap(),
-                    schedule(sampler, &prior),
-                )
-                .unwrap();
-            }
-        }
+        assert_resumes_are_the_straight_run(
+            &kernel,
+            &prior,
+            2,
+            || schedule(sampler, &prior),
+            sampler,
+        );
     }
 }
 
-/// The bug the explicit reference prior fixes: a resumed TG-SAMS that took the checkpoint's
-/// prior as its reference builds other trees and leaves the straight run.
 #[test]
 fn a_resumed_tgmcmc_with_the_resumed_prior_as_reference_diverges() {
     let kernel = nw_kernel();

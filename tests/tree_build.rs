@@ -5,7 +5,9 @@
 
 mod tree_support;
 
-use std::path::{Path, PathBuf};
+mod support;
+use support::data_dir;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -335,23 +337,6 @@ fn forests_rebuild_from_their_shapes() {
 // ---------------------------------------------------------------------------------------------
 // Timing on the paper's data (ignored: run with
 // `cargo test --release --test tree_build -- --ignored --nocapture`).
-
-fn data_dir(sub: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("NRMM_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let dir = root.join(sub);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: real data folder {} is absent (expected at ../shared/data/{sub}, or set \
-             NRMM_DATA_DIR)",
-            dir.display()
-        );
-        None
-    }
-}
 
 /// Exact and noisy IBHC construction time on `../shared/data/{toy,10k}` under the reference
 /// model (DP α = 1, data-dependent Normal-Wishart), three orders each; prints seconds, the
