@@ -197,35 +197,14 @@ pub fn group_moments<K: ParametricKernel>(
     groups: &[u32],
     n_groups: usize,
 ) -> Vec<K::Moments> {
-    let accumulate = |c: usize, chunk: &[u32]| {
-        let mut m: Vec<K::Moments> = (0..n_groups).map(|_| kernel.new_moments()).collect();
-        let base = c * STAT_CHUNK;
-        for (j, &g) in chunk.iter().enumerate() {
-            if g != NO_GROUP {
-                let i = points.map_or(base + j, |p| p[base + j]);
-                kernel.moments_add(&mut m[g as usize], i);
-            }
-        }
-        m
-    };
-    if groups.len() <= STAT_CHUNK {
-        return accumulate(0, groups);
-    }
-    let partials: Vec<Vec<K::Moments>> = groups
-        .par_chunks(STAT_CHUNK)
-        .enumerate()
-        .map(|(c, chunk)| accumulate(c, chunk))
-        .collect();
-    let mut iter = partials.into_iter();
-    let mut total = iter
-        .next()
-        .unwrap_or_else(|| (0..n_groups).map(|_| kernel.new_moments()).collect());
-    for part in iter {
-        for (t, p) in total.iter_mut().zip(&part) {
-            kernel.moments_merge(t, p);
-        }
-    }
-    total
+    grouped(
+        points,
+        groups,
+        n_groups,
+        || kernel.new_moments(),
+        |m, i| kernel.moments_add(m, i),
+        |t, p| kernel.moments_merge(t, p),
+    )
 }
 
 /// The statistics of `n_groups` groups: point `points[j]` (or `j` when `points` is `None`)
@@ -239,21 +218,42 @@ pub fn group_stats<K: ConjugateKernel>(
     groups: &[u32],
     n_groups: usize,
 ) -> Vec<K::Stat> {
+    grouped(
+        points,
+        groups,
+        n_groups,
+        || kernel.empty_stat(),
+        |s, i| kernel.add(s, i),
+        |t, p| kernel.merge(t, p),
+    )
+}
+
+/// The reduction behind [`group_stats`] and [`group_moments`]: per chunk of [`STAT_CHUNK`]
+/// entries, one accumulator per group filled in index order (chunks in parallel), then the
+/// chunk accumulators merged in chunk order.
+fn grouped<T: Send>(
+    points: Option<&[usize]>,
+    groups: &[u32],
+    n_groups: usize,
+    empty: impl Fn() -> T + Sync,
+    add: impl Fn(&mut T, usize) + Sync,
+    merge: impl Fn(&mut T, &T),
+) -> Vec<T> {
     let accumulate = |c: usize, chunk: &[u32]| {
-        let mut stats: Vec<K::Stat> = (0..n_groups).map(|_| kernel.empty_stat()).collect();
+        let mut acc: Vec<T> = (0..n_groups).map(|_| empty()).collect();
         let base = c * STAT_CHUNK;
         for (j, &g) in chunk.iter().enumerate() {
             if g != NO_GROUP {
                 let i = points.map_or(base + j, |p| p[base + j]);
-                kernel.add(&mut stats[g as usize], i);
+                add(&mut acc[g as usize], i);
             }
         }
-        stats
+        acc
     };
     if groups.len() <= STAT_CHUNK {
         return accumulate(0, groups);
     }
-    let partials: Vec<Vec<K::Stat>> = groups
+    let partials: Vec<Vec<T>> = groups
         .par_chunks(STAT_CHUNK)
         .enumerate()
         .map(|(c, chunk)| accumulate(c, chunk))
@@ -261,10 +261,10 @@ pub fn group_stats<K: ConjugateKernel>(
     let mut iter = partials.into_iter();
     let mut total = iter
         .next()
-        .unwrap_or_else(|| (0..n_groups).map(|_| kernel.empty_stat()).collect());
+        .unwrap_or_else(|| (0..n_groups).map(|_| empty()).collect());
     for part in iter {
         for (t, p) in total.iter_mut().zip(&part) {
-            kernel.merge(t, p);
+            merge(t, p);
         }
     }
     total
