@@ -543,11 +543,6 @@ impl<K: ParametricKernel> SubCluster<K> {
         let k = state.partition.n_clusters();
         let slots: Vec<Slot> = state.partition.slots().collect();
         let split = chooser.choose_uniform(2) == 0;
-        let rejected = StepInfo {
-            proposed: 1,
-            accepted: 0,
-            ln_accept_sum: f64::NEG_INFINITY,
-        };
         let prior = state.prior.clone();
         let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
         let pairs = |n: usize| ((n * (n - 1)) as f64).ln();
@@ -555,7 +550,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
             if c.size() < 2 {
-                return Ok(rejected);
+                return Ok(REJECTED);
             }
             let (s, _) = sorted_members(&state.partition, slot, None);
             let h_s = h(c.size(), c.ln_marginal());
@@ -575,37 +570,24 @@ impl<K: ParametricKernel> SubCluster<K> {
                 f64::NEG_INFINITY,
                 rng,
             )?;
-            let mut a = Vec::new();
-            let mut b = Vec::new();
-            for (&i, &v) in s.iter().zip(&sides) {
-                if v == 1 {
-                    b.push(i);
-                } else {
-                    a.push(i);
-                }
-            }
-            let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
-            let proposal = Proposal {
-                ln_q_fwd: ln_q - (k as f64).ln() - pairs(s.len()),
-                ln_q_rev: -pairs(k + 1) - ((a.len() * b.len()) as f64).ln(),
-                ln_target_ratio: h(a.len(), kernel.ln_marginal(&sa))
-                    + h(b.len(), kernel.ln_marginal(&sb))
-                    - h_s,
-            };
-            let (accepted, info) = metropolis_hastings(&proposal, chooser);
-            if accepted {
-                state.partition.split_off(kernel, slot, &b);
-            }
-            Ok(info)
+            let pairs_k1 = pairs(k + 1);
+            split_by_sides(
+                kernel,
+                state,
+                &prior,
+                slot,
+                &s,
+                |j| sides[j] == 1,
+                ln_q - (k as f64).ln() - pairs(s.len()),
+                |na, nb| -pairs_k1 - ((na * nb) as f64).ln(),
+                h_s,
+                chooser,
+            )
         } else {
             if k < 2 {
-                return Ok(rejected);
+                return Ok(REJECTED);
             }
-            let x = chooser.choose_uniform(k);
-            let mut y = chooser.choose_uniform(k - 1);
-            if y >= x {
-                y += 1;
-            }
+            let (x, y) = pick_pair(chooser, k);
             let (sx, sy) = (slots[x], slots[y]);
             let (cx, cy) = (
                 state.partition.cluster(sx).expect("live"),
@@ -668,11 +650,6 @@ impl<K: ParametricKernel> SubCluster<K> {
         let k = state.partition.n_clusters();
         let slots: Vec<Slot> = state.partition.slots().collect();
         let split = chooser.choose_uniform(2) == 0;
-        let rejected = StepInfo {
-            proposed: 1,
-            accepted: 0,
-            ln_accept_sum: f64::NEG_INFINITY,
-        };
         let prior = state.prior.clone();
         let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
         let mut launched = Vec::new();
@@ -680,7 +657,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
             if c.size() < 2 {
-                return Ok(rejected);
+                return Ok(REJECTED);
             }
             let (s, _) = sorted_members(&state.partition, slot, None);
             let (h_s, n_s) = (h(c.size(), c.ln_marginal()), c.size());
@@ -689,39 +666,25 @@ impl<K: ParametricKernel> SubCluster<K> {
             let ln_q = side_prob(&launched);
             let n_b = launched.iter().filter(|o| o.1 == 1).count();
             if n_b == 0 || n_b == n_s {
-                return Ok(rejected);
+                return Ok(REJECTED);
             }
-            let mut a = Vec::with_capacity(n_s - n_b);
-            let mut b = Vec::with_capacity(n_b);
-            for (&i, o) in s.iter().zip(&launched) {
-                if o.1 == 1 {
-                    b.push(i);
-                } else {
-                    a.push(i);
-                }
-            }
-            let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
-            let proposal = Proposal {
-                ln_q_fwd: ln_q - (k as f64).ln(),
-                ln_q_rev: (2.0 / ((k + 1) * k) as f64).ln(),
-                ln_target_ratio: h(a.len(), kernel.ln_marginal(&sa))
-                    + h(b.len(), kernel.ln_marginal(&sb))
-                    - h_s,
-            };
-            let (accepted, info) = metropolis_hastings(&proposal, chooser);
-            if accepted {
-                state.partition.split_off(kernel, slot, &b);
-            }
-            Ok(info)
+            split_by_sides(
+                kernel,
+                state,
+                &prior,
+                slot,
+                &s,
+                |j| launched[j].1 == 1,
+                ln_q - (k as f64).ln(),
+                |_, _| (2.0 / ((k + 1) * k) as f64).ln(),
+                h_s,
+                chooser,
+            )
         } else {
             if k < 2 {
-                return Ok(rejected);
+                return Ok(REJECTED);
             }
-            let x = chooser.choose_uniform(k);
-            let mut y = chooser.choose_uniform(k - 1);
-            if y >= x {
-                y += 1;
-            }
+            let (x, y) = pick_pair(chooser, k);
             let (sx, sy) = (slots[x], slots[y]);
             let (cx, cy) = (
                 state.partition.cluster(sx).expect("live"),
@@ -1004,6 +967,65 @@ impl<K: ParametricKernel> SubCluster<K> {
         self.history.retain(|key, _| keys.contains(key));
         Ok(info)
     }
+}
+
+/// A proposal that could not be made (a singleton to split, a single cluster to merge, a
+/// launch that left a side empty): counted as proposed and rejected.
+const REJECTED: StepInfo = StepInfo {
+    proposed: 1,
+    accepted: 0,
+    ln_accept_sum: f64::NEG_INFINITY,
+};
+
+/// Two distinct positions out of `k`, the ordered pair uniformly (the merge partners).
+fn pick_pair(chooser: &mut dyn Chooser, k: usize) -> (usize, usize) {
+    let x = chooser.choose_uniform(k);
+    let mut y = chooser.choose_uniform(k - 1);
+    if y >= x {
+        y += 1;
+    }
+    (x, y)
+}
+
+/// The split of the cluster at `slot` (its points `members`, in order) into the points `j`
+/// with `in_b(j)` and the rest, accepted by Metropolis-Hastings with forward log probability
+/// `ln_q_fwd`, reverse `ln_q_rev(|a|, |b|)` and the target ratio from `h_s = ln κ(n) + ln m`
+/// of the whole cluster. Both proposal families end here. Cost: two `stat_of` and two
+/// marginals.
+#[allow(clippy::too_many_arguments)]
+fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
+    kernel: &K,
+    state: &mut State<K, P>,
+    prior: &P,
+    slot: Slot,
+    members: &[usize],
+    in_b: impl Fn(usize) -> bool,
+    ln_q_fwd: f64,
+    ln_q_rev: impl Fn(usize, usize) -> f64,
+    h_s: f64,
+    chooser: &mut dyn Chooser,
+) -> Result<StepInfo> {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (j, &i) in members.iter().enumerate() {
+        if in_b(j) {
+            b.push(i);
+        } else {
+            a.push(i);
+        }
+    }
+    let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
+    let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
+    let proposal = Proposal {
+        ln_q_fwd,
+        ln_q_rev: ln_q_rev(a.len(), b.len()),
+        ln_target_ratio: h(a.len(), kernel.ln_marginal(&sa)) + h(b.len(), kernel.ln_marginal(&sb))
+            - h_s,
+    };
+    let (accepted, info) = metropolis_hastings(&proposal, chooser);
+    if accepted {
+        state.partition.split_off(kernel, slot, &b);
+    }
+    Ok(info)
 }
 
 /// The Metropolis-Hastings decision with the uniform `u` drawn by the caller: accept when
