@@ -18,7 +18,7 @@
 mod support;
 
 use nrmm::data::generate::{data_set_a, data_set_b};
-use nrmm::exact::{EmpiricalPartitions, ExactPosterior, Rgs};
+use nrmm::exact::{ExactPosterior, Rgs};
 use nrmm::kernel::NormalWishart;
 use nrmm::partition::Partition;
 use nrmm::prior::{Dp, Nggp, NggpHyperPriors, Prior};
@@ -118,12 +118,10 @@ fn run(sampler: Sampler, data: DataSet, case: Case, sweeps: usize, seed: u64) ->
     });
     let prior = case.build();
     let post: ExactPosterior = exact_posterior(&kernel, &prior);
-    let n_part = post.n_partitions();
     let burn_in = sweeps / 10;
     let batch_len = (sweeps - burn_in) / BATCHES;
     let plan = SeedPlan::new(seed);
-    let mut batches: Vec<Vec<u32>> = Vec::new();
-    let mut totals = vec![0u64; n_part];
+    let mut visited: Vec<Vec<usize>> = Vec::with_capacity(CHAINS);
     for c in 0..CHAINS {
         let partition = if c % 2 == 0 {
             Partition::single(&kernel)
@@ -143,49 +141,19 @@ fn run(sampler: Sampler, data: DataSet, case: Case, sweeps: usize, seed: u64) ->
         for _ in 0..burn_in {
             chain.sweep().unwrap();
         }
-        for _ in 0..BATCHES {
-            let mut counts = vec![0u32; n_part];
-            for _ in 0..batch_len {
-                chain.sweep().unwrap();
-                let labels = chain.state().partition.canonical_labels();
-                counts[post.index_of(&Rgs::from_labels(&labels).unwrap()).unwrap()] += 1;
-            }
-            for (t, &k) in totals.iter_mut().zip(&counts) {
-                *t += u64::from(k);
-            }
-            batches.push(counts);
+        let mut v = Vec::with_capacity(BATCHES * batch_len);
+        for _ in 0..BATCHES * batch_len {
+            chain.sweep().unwrap();
+            let labels = chain.state().partition.canonical_labels();
+            v.push(post.index_of(&Rgs::from_labels(&labels).unwrap()).unwrap());
         }
+        visited.push(v);
     }
-    let draws: u64 = totals.iter().sum();
-    let (mut var_sum, mut iid_sum) = (0.0, 0.0);
-    for s in 0..n_part {
-        if totals[s] == 0 {
-            continue;
-        }
-        let p = totals[s] as f64 / draws as f64;
-        var_sum += batches
-            .iter()
-            .map(|b| (f64::from(b[s]) / batch_len as f64 - p).powi(2))
-            .sum::<f64>()
-            / (batches.len() - 1) as f64;
-        iid_sum += p * (1.0 - p);
-    }
-    let tau = (batch_len as f64 * var_sum / iid_sum).max(1e-9);
-    let n_eff = draws as f64 / tau;
-    let empirical = EmpiricalPartitions::from_counts(
-        7,
-        totals
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| (post.rgs_at(i).unwrap(), c)),
-    )
-    .unwrap();
+    let measured = post.chain_tv(&visited, BATCHES).unwrap();
+    let n_eff = measured.n_eff;
     let o = Outcome {
-        tv: post.tv_distance(&empirical).unwrap(),
-        expected_tv: post
-            .expected_tv_exact(n_eff.round().max(1.0) as u64)
-            .unwrap(),
+        tv: measured.tv,
+        expected_tv: measured.expected_tv,
     };
     println!(
         "{sampler:?} {data:?} {case:?}: sweeps {sweeps} N_eff {n_eff:.0} TV {:.4} E[TV] {:.4}",
