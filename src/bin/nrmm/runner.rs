@@ -8,7 +8,7 @@ use crate::output::create_dir;
 use crate::progress::Progress;
 use crate::rundir::{chain_dir, RunSettings, CHECKPOINT_FORMAT};
 use nrmm::data::load;
-use nrmm::kernel::{ConjugateKernel, ParametricKernel};
+use nrmm::kernel::ParametricKernel;
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
 use nrmm::run::{
@@ -16,6 +16,7 @@ use nrmm::run::{
     Scheduled, TraceWriter,
 };
 use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, State};
+use nrmm::sva::SvaKernel;
 use nrmm::{Error, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -134,7 +135,7 @@ impl Init {
 
     /// The initial partition of chain `chain` over `kernel`'s data (an IBHC build or an SVA
     /// pass draws its order from the chain's own stream of `seed`).
-    pub fn partition<K: ConjugateKernel + 'static>(
+    pub fn partition<K: SvaKernel + 'static>(
         &self,
         kernel: &K,
         prior: &Prior,
@@ -228,7 +229,7 @@ pub struct Shared<'a> {
 /// Runs every job in parallel (each chain on its own stream, so results do not depend on the
 /// number of threads) and returns their ends in job order; the first error in job order is
 /// returned once every chain has stopped (a failure stops the others at their next sweep).
-pub fn launch<K: ConjugateKernel + 'static>(
+pub fn launch<K: SvaKernel + 'static>(
     kernel: &K,
     jobs: Vec<(ChainJob<'_>, Vec<Scheduled<K, Prior>>)>,
     shared: &Shared<'_>,
@@ -314,7 +315,7 @@ pub fn load_checkpoint(
 }
 
 /// Runs one chain to its budget (see [`launch`]).
-fn run_chain<K: ConjugateKernel + 'static>(
+fn run_chain<K: SvaKernel + 'static>(
     kernel: &K,
     job: ChainJob<'_>,
     moves: Vec<Scheduled<K, Prior>>,

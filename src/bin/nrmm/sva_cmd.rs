@@ -8,7 +8,7 @@ use clap::Args;
 use nrmm::data::load::{self, Format};
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{adjusted_rand_index, normalized_mutual_information};
-use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart};
+use nrmm::kernel::ConjugateKernel;
 use nrmm::model::AnyKernel;
 use nrmm::partition::Partition;
 use nrmm::prior::{NrmPrior, Prior};
@@ -294,7 +294,7 @@ fn sva_labels<K: SvaKernel>(kernel: &K, alpha: f64, seed: u64, chain: usize) -> 
 
 /// The initial partition of `--init sva` for chain `chain` (see [`sva_labels`]). The kernel
 /// is one of the two conjugate kernels of the command line.
-pub fn sva_partition<K: ConjugateKernel + 'static>(
+pub fn sva_partition<K: SvaKernel>(
     kernel: &K,
     prior: &Prior,
     seed: u64,
@@ -305,15 +305,6 @@ pub fn sva_partition<K: ConjugateKernel + 'static>(
         .into_iter()
         .find(|(name, _)| *name == "alpha")
         .map_or(1.0, |(_, v)| v);
-    let any = kernel as &dyn std::any::Any;
-    let labels = if let Some(k) = any.downcast_ref::<NormalWishart>() {
-        sva_labels(k, alpha, seed, chain)?
-    } else if let Some(k) = any.downcast_ref::<MultinomialDirichlet>() {
-        sva_labels(k, alpha, seed, chain)?
-    } else {
-        return Err(Error::Usage(
-            "--init sva needs the Normal-Wishart or the Multinomial-Dirichlet kernel".into(),
-        ));
-    };
+    let labels = sva_labels(kernel, alpha, seed, chain)?;
     Partition::from_labels(kernel, &labels)
 }
