@@ -34,6 +34,17 @@ pub const DOWNDATE_MIN_DET_RATIO: f64 = 1e-10;
 /// Errors with [`Error::DimensionMismatch`] if `a.len() != d²`.
 pub fn cholesky_in_place(a: &mut [f64], d: usize, name: &str) -> Result<()> {
     check_len(a.len(), d, name)?;
+    factor_in_place(a, d).map_err(|(j, pivot)| {
+        Error::NotPositiveDefinite(format!("{name} (pivot {} of {d} is {pivot:e})", j + 1))
+    })
+}
+
+/// The factorisation of [`cholesky_in_place`] without its checks and report, for callers
+/// that pass `a.len() == d²` (with `d` a constant in the kernels' unrolled hot paths) and
+/// handle a failure themselves: `Err((j, pivot))` names the first pivot that is not strictly
+/// positive and finite, and `a` is then partially overwritten.
+#[inline(always)]
+pub(crate) fn factor_in_place(a: &mut [f64], d: usize) -> std::result::Result<(), (usize, f64)> {
     for j in 0..d {
         let (done, rest) = a.split_at_mut(j * d);
         let col_j = &mut rest[..d];
@@ -48,10 +59,7 @@ pub fn cholesky_in_place(a: &mut [f64], d: usize, name: &str) -> Result<()> {
         }
         let pivot = col_j[j];
         if !(pivot > 0.0 && pivot.is_finite()) {
-            return Err(Error::NotPositiveDefinite(format!(
-                "{name} (pivot {} of {d} is {pivot:e})",
-                j + 1
-            )));
+            return Err((j, pivot));
         }
         let ljj = pivot.sqrt();
         let inv = 1.0 / ljj;

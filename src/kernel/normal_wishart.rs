@@ -26,8 +26,8 @@
 use std::sync::Arc;
 
 use super::cholesky::{
-    cholesky, cholesky_in_place, ln_det, rank1_downdate, rank1_update, shifted_solve_norm2,
-    DOWNDATE_MIN_DET_RATIO,
+    cholesky, cholesky_in_place, factor_in_place, ln_det, rank1_downdate, rank1_update,
+    shifted_solve_norm2, DOWNDATE_MIN_DET_RATIO,
 };
 use super::scratch::{out_of_line, with_scratch};
 use super::ConjugateKernel;
@@ -307,7 +307,17 @@ impl Clone for NwStat {
         self.pred_offset = source.pred_offset;
         self.pred_scale = source.pred_scale;
         self.pred_power = source.pred_power;
-        self.buf.clone_from(&source.buf);
+        if self.buf.len() == source.buf.len() {
+            // A copy of a length known at compile time for the common small dimensions is a
+            // few register moves instead of a call to the library's memcpy; trees copy a
+            // statistic for every node they make.
+            with_small_dim!(self.d, |d| {
+                let len = 3 * d + 2 * d * d;
+                self.buf[..len].copy_from_slice(&source.buf[..len]);
+            });
+        } else {
+            self.buf.clone_from(&source.buf);
+        }
     }
 }
 
@@ -398,6 +408,57 @@ pub struct NormalWishart {
     ln_det_psi: f64,
     marg_const: Arc<[f64]>,
     pred_const: Arc<[f64]>,
+    factors: Arc<[SizeFactors]>,
+}
+
+/// At most this many sizes have their [`SizeFactors`] tabulated (the rest are computed per
+/// call): the table pays where clusters are small and updates frequent, and stays small
+/// (under 1.5 MB) on large data sets.
+const FACTOR_TABLE_SIZES: usize = 1 << 14;
+
+/// The size-dependent factors of the rank-1 updates and of the predictive cache for a
+/// statistic of `n` points, with `r_n = r + n`. Each is the expression the update would
+/// evaluate, computed once per size: a table entry and a direct evaluation agree to the bit,
+/// and the updates drop a chain of divisions and a square root from their critical path.
+#[derive(Clone, Copy, Debug)]
+struct SizeFactors {
+    /// `n / r_n`: the shrinkage of the mean into `ξ_n`.
+    shrink: f64,
+    /// `r_n / (r_n + 1)`: the predictive's scale, and the square of the add's.
+    pred_scale: f64,
+    /// `√(r_n / (r_n + 1))`: the scale of an added point's update vector.
+    add_scale: f64,
+    /// `n / (n + 1)`: the Welford weight of an added point.
+    add_weight: f64,
+    /// `1 / (n + 1)`: the mean's step for an added point.
+    add_inv: f64,
+    /// `√(r_n / (r_n - 1))`: the scale of a removed point's downdate vector.
+    remove_scale: f64,
+    /// `n / (n - 1)`: the Welford weight of a removed point.
+    remove_weight: f64,
+    /// `1 / (n - 1)`: the mean's step for a removed point.
+    remove_inv: f64,
+    /// `(ν + n + 1) / 2`: the predictive's exponent.
+    pred_power: f64,
+}
+
+impl SizeFactors {
+    fn at(hyper: &NwHyper, n: usize) -> Self {
+        let nf = n as f64;
+        let rn = hyper.r + nf;
+        let pred_scale = rn / (rn + 1.0);
+        SizeFactors {
+            shrink: nf / rn,
+            pred_scale,
+            add_scale: pred_scale.sqrt(),
+            add_weight: nf / (nf + 1.0),
+            add_inv: 1.0 / (nf + 1.0),
+            remove_scale: (rn / (rn - 1.0)).sqrt(),
+            remove_weight: nf / (nf - 1.0),
+            remove_inv: 1.0 / (nf - 1.0),
+            pred_power: 0.5 * (hyper.nu + nf + 1.0),
+        }
+    }
 }
 
 impl std::fmt::Debug for NormalWishart {
@@ -451,6 +512,9 @@ impl NormalWishart {
             .flat_map(|row| row.iter().zip(&hyper.xi).map(|(v, m)| v - m))
             .collect();
         let (marg_const, pred_const) = size_tables(&hyper, ln_det_psi, data.n() + 1);
+        let factors = (0..=(data.n() + 1).min(FACTOR_TABLE_SIZES))
+            .map(|n| SizeFactors::at(&hyper, n))
+            .collect();
         Ok(NormalWishart {
             data,
             hyper,
@@ -460,6 +524,7 @@ impl NormalWishart {
             ln_det_psi,
             marg_const: marg_const.into(),
             pred_const: pred_const.into(),
+            factors,
         })
     }
 
@@ -539,6 +604,15 @@ impl NormalWishart {
         }
     }
 
+    /// The update and predictive factors for a statistic of `n` points.
+    #[inline]
+    fn factors(&self, n: usize) -> SizeFactors {
+        match self.factors.get(n) {
+            Some(&f) => f,
+            None => SizeFactors::at(&self.hyper, n),
+        }
+    }
+
     /// Size-dependent constant of `ln p(x | X_S)` for `|S| = n`.
     #[inline]
     fn pred_const(&self, n: usize) -> f64 {
@@ -578,17 +652,15 @@ impl NormalWishart {
     /// [`NormalWishart::refresh_predictive`] for dimension `d` (see `with_small_dim`).
     #[inline(always)]
     fn refresh_predictive_dim(&self, s: &mut NwStat, d: usize) {
-        let n = s.n as f64;
-        let rn = self.hyper.r + n;
-        let shrink = n / rn;
+        let f = self.factors(s.n);
         s.pred_offset = self.pred_const(s.n) - 0.5 * s.ln_det;
-        s.pred_scale = rn / (rn + 1.0);
-        s.pred_power = 0.5 * (self.hyper.nu + n + 1.0);
+        s.pred_scale = f.pred_scale;
+        s.pred_power = f.pred_power;
         let (mean, rest) = s.buf.split_at_mut(d);
         let (chol, cache) = rest[d * d..].split_at_mut(d * d);
         let (centre, inv_diag) = cache.split_at_mut(d);
         for (c, &m) in centre.iter_mut().zip(mean.iter()) {
-            *c = shrink * m;
+            *c = f.shrink * m;
         }
         for (j, v) in inv_diag.iter_mut().enumerate() {
             *v = 1.0 / chol[j * d + j];
@@ -624,31 +696,57 @@ impl NormalWishart {
         self.refresh_predictive(s);
     }
 
+    /// `ln |Ψ_{A∪B}|` for [`ConjugateKernel::ln_marginal_pair`] of two non-empty statistics,
+    /// for dimension `d` (see `with_small_dim`), with `buf` a scratch of `d² + d` values; NaN
+    /// if the matrix cannot be factorised.
+    #[inline(always)]
+    fn ln_det_union_dim(&self, a: &NwStat, b: &NwStat, d: usize, buf: &mut [f64]) -> f64 {
+        let (na, nb) = (a.n as f64, b.n as f64);
+        let n = na + nb;
+        let c_between = na * nb / n;
+        let r = self.hyper.r;
+        let c_prior = r * n / (r + n);
+        let (mean_a, mean_b) = (&a.buf[..d], &b.buf[..d]);
+        let (m2_a, m2_b) = (&a.buf[d..d + d * d], &b.buf[d..d + d * d]);
+        let psi = &self.hyper.psi[..d * d];
+        let (p, pooled) = buf.split_at_mut(d * d);
+        for ((m, &ma), &mb) in pooled.iter_mut().zip(mean_a).zip(mean_b) {
+            *m = (na * ma + nb * mb) / n;
+        }
+        for j in 0..d {
+            let dj = c_between * (mean_b[j] - mean_a[j]);
+            let mj = c_prior * pooled[j];
+            for i in j..d {
+                let k = j * d + i;
+                p[k] = psi[k] + m2_a[k] + m2_b[k] + (mean_b[i] - mean_a[i]) * dj + pooled[i] * mj;
+            }
+        }
+        match factor_in_place(p, d) {
+            Ok(()) => ln_det(p, d),
+            Err(_) => f64::NAN,
+        }
+    }
+
     /// [`ConjugateKernel::add`] for dimension `d`, with `v` a scratch vector of length `d`
     /// (see `with_small_dim`).
     #[inline(always)]
     fn add_dim(&self, s: &mut NwStat, i: usize, d: usize, v: &mut [f64]) {
         let y = self.point_dim(i, d);
-        let n = s.n as f64;
-        let rn = self.hyper.r + n;
-        let shrink = n / rn;
-        let scale = (rn / (rn + 1.0)).sqrt();
-        let weight = n / (n + 1.0);
+        let f = self.factors(s.n);
         let (mean, m2, chol) = s.parts_mut_dim(d);
         for ((v, &y), &m) in v.iter_mut().zip(y).zip(mean.iter()) {
-            *v = scale * (y - shrink * m);
+            *v = f.add_scale * (y - f.shrink * m);
         }
         let delta_ln_det = rank1_update(chol, d, v);
         for j in 0..d {
-            let dj = weight * (y[j] - mean[j]);
+            let dj = f.add_weight * (y[j] - mean[j]);
             let col = &mut m2[j * d + j..(j + 1) * d];
             for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
                 *m += (yi - mi) * dj;
             }
         }
-        let inv = 1.0 / (n + 1.0);
         for (m, &y) in mean.iter_mut().zip(y) {
-            *m += (y - *m) * inv;
+            *m += (y - *m) * f.add_inv;
         }
         s.n += 1;
         s.ln_det += delta_ln_det;
@@ -660,31 +758,26 @@ impl NormalWishart {
     #[inline(always)]
     fn remove_dim(&self, s: &mut NwStat, i: usize, d: usize, v: &mut [f64]) {
         let y = self.point_dim(i, d);
-        let n = s.n as f64;
-        let rn = self.hyper.r + n;
-        let shrink = n / rn;
-        let scale = (rn / (rn - 1.0)).sqrt();
+        let f = self.factors(s.n);
         let leaves_one = s.n == 2;
         let (mean, m2, chol) = s.parts_mut_dim(d);
         for ((v, &y), &m) in v.iter_mut().zip(y).zip(mean.iter()) {
-            *v = scale * (y - shrink * m);
+            *v = f.remove_scale * (y - f.shrink * m);
         }
         let downdate = rank1_downdate(chol, d, v);
         if leaves_one {
             m2.fill(0.0);
         } else {
-            let weight = n / (n - 1.0);
             for j in 0..d {
-                let dj = weight * (y[j] - mean[j]);
+                let dj = f.remove_weight * (y[j] - mean[j]);
                 let col = &mut m2[j * d + j..(j + 1) * d];
                 for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
                     *m -= (yi - mi) * dj;
                 }
             }
         }
-        let inv = 1.0 / (n - 1.0);
         for (m, &y) in mean.iter_mut().zip(y) {
-            *m -= (y - *m) * inv;
+            *m -= (y - *m) * f.remove_inv;
         }
         s.n -= 1;
         match downdate {
@@ -847,32 +940,15 @@ impl ConjugateKernel for NormalWishart {
         if b.n == 0 {
             return self.ln_marginal(a);
         }
-        let d = self.d;
-        let (na, nb) = (a.n as f64, b.n as f64);
-        let n = na + nb;
-        let c_between = na * nb / n;
-        let r = self.hyper.r;
-        let c_prior = r * n / (r + n);
-        let (mean_a, mean_b) = (a.mean(), b.mean());
-        let (m2_a, m2_b) = (a.scatter(), b.scatter());
-        let psi = &self.hyper.psi;
-        let ln_det_union = with_scratch(d * d + d, |buf| {
-            let (p, pooled) = buf.split_at_mut(d * d);
-            for ((m, &ma), &mb) in pooled.iter_mut().zip(mean_a).zip(mean_b) {
-                *m = (na * ma + nb * mb) / n;
-            }
-            for j in 0..d {
-                let dj = c_between * (mean_b[j] - mean_a[j]);
-                let mj = c_prior * pooled[j];
-                for i in j..d {
-                    let k = j * d + i;
-                    p[k] =
-                        psi[k] + m2_a[k] + m2_b[k] + (mean_b[i] - mean_a[i]) * dj + pooled[i] * mj;
-                }
-            }
-            match cholesky_in_place(p, d, "Psi_n of a union") {
-                Ok(()) => ln_det(p, d),
-                Err(_) => f64::NAN,
+        let n = (a.n + b.n) as f64;
+        // The unrolled arms (d ≤ 8) take their scratch on the stack of this frame; larger d
+        // run in a frame of their own, so that small-d calls do not carry its size.
+        let ln_det_union = with_small_dim!(self.d, |d| {
+            let union = |buf: &mut [f64]| self.ln_det_union_dim(a, b, d, buf);
+            if d <= 8 {
+                with_scratch(d * d + d, union)
+            } else {
+                out_of_line(|| with_scratch(d * d + d, union))
             }
         });
         self.marg_const(a.n + b.n) - 0.5 * (self.hyper.nu + n) * ln_det_union

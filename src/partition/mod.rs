@@ -6,6 +6,8 @@
 //! canonical key of a cluster is its smallest member index, used wherever an order must not
 //! depend on the history (output labels, ordered merges).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::prior::NrmPrior;
@@ -51,6 +53,15 @@ impl<S> Cluster<S> {
     }
 }
 
+/// The source of [`Partition::revision`] numbers, shared by every partition of the process
+/// so that two partitions with different histories never share a number.
+static REVISIONS: AtomicU64 = AtomicU64::new(0);
+
+/// A revision number never handed out before.
+fn fresh_revision() -> u64 {
+    REVISIONS.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Labels plus per-cluster statistics for a data set held by a kernel `K`.
 ///
 /// Invariants (checked by [`Partition::validate`]): every point is in exactly one live
@@ -63,6 +74,7 @@ pub struct Partition<K: ConjugateKernel> {
     slots: Vec<Option<Cluster<K::Stat>>>,
     free: Vec<Slot>,
     n_clusters: usize,
+    revision: u64,
 }
 
 impl<K: ConjugateKernel> Partition<K> {
@@ -102,6 +114,7 @@ impl<K: ConjugateKernel> Partition<K> {
             slots,
             free: Vec::new(),
             n_clusters: k,
+            revision: fresh_revision(),
         })
     }
 
@@ -119,6 +132,16 @@ impl<K: ConjugateKernel> Partition<K> {
     /// Number of points.
     pub fn n(&self) -> usize {
         self.label.len()
+    }
+
+    /// An identifier of which points share clusters: every change of a point's cluster
+    /// (remove, insert, split, merge) gives the partition a number never used before by any
+    /// partition of this process, and a clone keeps its original's. Equal revisions therefore
+    /// mean equal clusters (in the same slots), which lets a move that keeps structures of
+    /// its own in step with the partition (such as trees) check in O(1) that nothing else
+    /// changed it. Statistics and member order are not covered. Cost: O(1).
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// Number of non-empty clusters.
@@ -196,6 +219,7 @@ impl<K: ConjugateKernel> Partition<K> {
     /// Removes point `i` from its cluster, freeing the slot if it empties; returns the slot.
     /// The point is then unassigned until [`Partition::insert`] or [`Partition::insert_new`].
     pub fn remove(&mut self, kernel: &K, i: usize) -> Slot {
+        self.revision = fresh_revision();
         let s = self.label[i];
         let c = self.slots[s].as_mut().expect("point's cluster is live");
         let p = self.pos[i];
@@ -217,6 +241,7 @@ impl<K: ConjugateKernel> Partition<K> {
 
     /// Adds unassigned point `i` to the live cluster in `slot`.
     pub fn insert(&mut self, kernel: &K, i: usize, slot: Slot) {
+        self.revision = fresh_revision();
         let c = self.slots[slot].as_mut().expect("target cluster is live");
         self.pos[i] = c.members.len();
         c.members.push(i);
@@ -239,6 +264,7 @@ impl<K: ConjugateKernel> Partition<K> {
     /// Puts unassigned point `i` in a new cluster; returns its slot (the most recently freed
     /// slot, else a new one).
     pub fn insert_new(&mut self, kernel: &K, i: usize) -> Slot {
+        self.revision = fresh_revision();
         let stat = kernel.stat_of(&[i]);
         let ln_m = kernel.ln_marginal(&stat);
         let cluster = Cluster {
@@ -281,6 +307,7 @@ impl<K: ConjugateKernel> Partition<K> {
     /// Moves every point of the cluster at `src` into the cluster at `dst` and frees `src`.
     /// Cost: one statistic merge plus O(n_src) bookkeeping.
     pub fn merge_clusters(&mut self, kernel: &K, dst: Slot, src: Slot) {
+        self.revision = fresh_revision();
         let gone = self.slots[src].take().expect("source cluster is live");
         self.free.push(src);
         self.n_clusters -= 1;

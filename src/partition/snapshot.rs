@@ -7,7 +7,7 @@
 //! restored partition continues exactly as the original would. Labels and positions follow
 //! from the member lists; statistics are rebuilt from the members.
 
-use super::{Cluster, Partition, Slot};
+use super::{fresh_revision, Cluster, Partition, Slot};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 
@@ -114,6 +114,7 @@ impl<K: ConjugateKernel> Partition<K> {
             slots,
             free: snapshot.free.clone(),
             n_clusters,
+            revision: fresh_revision(),
         })
     }
 }

@@ -28,6 +28,18 @@ pub trait Chooser {
         self.choose_log(&ln_w)
     }
 
+    /// [`Chooser::choose_weights`] given also the running sums `prefix[i] = w[0] + … + w[i]`,
+    /// added left to right (as `choose_weights` adds them), for a caller that draws
+    /// repeatedly from the same weights and keeps their sums: the same draw and probability
+    /// as `choose_weights(w)`, found by bisection. `prefix` must be the running sums of `w`,
+    /// and `w` must meet `choose_weights`'s conditions, which the caller checked when it
+    /// made the sums. The default calls `choose_weights(w)`. Cost: O(log n) for
+    /// [`RngChooser`].
+    fn choose_prefix(&mut self, w: &[f64], prefix: &[f64]) -> Result<(usize, f64)> {
+        debug_assert_eq!(w.len(), prefix.len());
+        self.choose_weights(w)
+    }
+
     /// Chooses uniformly among `n > 0` options.
     fn choose_uniform(&mut self, n: usize) -> usize;
 
@@ -143,6 +155,28 @@ impl Chooser for RngChooser<'_> {
         // Rounding can leave `target` at or just past the last cumulative sum: the last
         // positive weight is then the draw.
         let i = pick.expect("a positive weight exists");
+        Ok((i, (w[i] / total).ln()))
+    }
+
+    /// The draw of [`RngChooser::choose_weights`] by bisection of the running sums: the walk
+    /// stops at the first index whose running sum exceeds the target, which is the first
+    /// sum above it (a zero weight repeats the sum before it, so it is never the first),
+    /// else at the last positive weight.
+    fn choose_prefix(&mut self, w: &[f64], prefix: &[f64]) -> Result<(usize, f64)> {
+        debug_assert_eq!(w.len(), prefix.len());
+        debug_assert!(check_linear(w).is_ok_and(|t| prefix.last() == Some(&t)));
+        let total = *prefix.last().ok_or_else(|| {
+            Error::Numerical("cannot choose among an empty set of weights".into())
+        })?;
+        let target = uniform_open01(self.rng) * total;
+        let i = prefix.partition_point(|&s| s <= target);
+        let i = if i < w.len() {
+            i
+        } else {
+            w.iter()
+                .rposition(|&x| x > 0.0)
+                .expect("a positive weight exists")
+        };
         Ok((i, (w[i] / total).ln()))
     }
 

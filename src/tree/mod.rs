@@ -110,6 +110,9 @@ pub struct Node<S> {
     children: Option<[NodeKey; 2]>,
     /// Deleted under an open undo record: unreachable, kept until the record is closed.
     dead: bool,
+    /// Made under the open undo record: a rollback deletes it, so its own changes need no
+    /// journal entries.
+    fresh: bool,
     /// The forest's stamp counter when the node's contents last changed. Every change below
     /// a node also changes the node (operations refresh the whole path to the root), so
     /// `(key, stamp)` identifies the subtree's contents; an undo record restores old stamps
@@ -232,6 +235,7 @@ pub struct Forest<K: ConjugateKernel> {
     leaf_cache: Option<LeafCache<K::Stat>>,
     stamps: u64,
     sub_cache: BTreeMap<(NodeKey, Candidates), sample::SubEntry>,
+    pair_cache: BTreeMap<(NodeKey, NodeKey), (u64, u64, f64)>,
 }
 
 impl<K: ConjugateKernel> Forest<K> {
@@ -262,6 +266,7 @@ impl<K: ConjugateKernel> Forest<K> {
             leaf_cache: None,
             stamps: 0,
             sub_cache: BTreeMap::new(),
+            pair_cache: BTreeMap::new(),
         };
         forest.ln_kappa.extend((0..=n).map(ln_kappa));
         forest
@@ -546,6 +551,7 @@ impl<K: ConjugateKernel> Forest<K> {
             parent: None,
             children: None,
             dead: false,
+            fresh: false,
             stamp: 0,
         });
         if self.live_leaf[i].is_none() {
@@ -711,6 +717,42 @@ impl<K: ConjugateKernel> Forest<K> {
         Ok(self.pair_stats(kernel, a, b)?.ln_d)
     }
 
+    /// [`Forest::ln_d_pair`], remembered for the ordered pair `(a, b)` while neither node
+    /// changes (their stamps; every change below a node changes the node, and a recompute
+    /// changes every node): the global move of tree-guided MCMC weighs its pick against every
+    /// other tree, and after a rejected proposal the trees are as before. The value is the
+    /// one a fresh evaluation gives, bit for bit (the pair statistic depends on the order of
+    /// its arguments in the last bits, hence ordered pairs).
+    ///
+    /// Errors as [`Forest::pair_stats`]. Cost: O(log of the cache) when remembered, one pair
+    /// marginal otherwise; the cache holds at most about four entries per pair of registered
+    /// trees.
+    pub fn ln_d_pair_cached(&mut self, kernel: &K, a: NodeKey, b: NodeKey) -> Result<f64> {
+        let stamps = (
+            self.get(a, "ln_d_pair_cached")?.stamp,
+            self.get(b, "ln_d_pair_cached")?.stamp,
+        );
+        if let Some(&(sa, sb, ln_d)) = self.pair_cache.get(&(a, b)) {
+            if (sa, sb) == stamps {
+                return Ok(ln_d);
+            }
+        }
+        let ln_d = self.pair_stats(kernel, a, b)?.ln_d;
+        let limit = 64 + 4 * self.roots.len() * self.roots.len();
+        if self.pair_cache.len() >= limit {
+            let nodes = &self.nodes;
+            self.pair_cache.retain(|&(ka, kb), &mut (sa, sb, _)| {
+                nodes.get(ka).is_some_and(|n| n.stamp == sa)
+                    && nodes.get(kb).is_some_and(|n| n.stamp == sb)
+            });
+            if self.pair_cache.len() >= limit / 2 {
+                self.pair_cache.clear();
+            }
+        }
+        self.pair_cache.insert((a, b), (stamps.0, stamps.1, ln_d));
+        Ok(ln_d)
+    }
+
     /// Adds the points of `item` to the statistic `stat` (one `add` for a leaf, which is
     /// O(d²) for Normal-Wishart, a `merge` otherwise).
     fn absorb_stat(kernel: &K, stat: &mut K::Stat, item: &Node<K::Stat>) {
@@ -738,6 +780,7 @@ impl<K: ConjugateKernel> Forest<K> {
             parent: None,
             children: Some([a, b]),
             dead: false,
+            fresh: false,
             stamp: 0,
         });
         self.set_parent(a, Some(key));
@@ -894,7 +937,7 @@ impl<K: ConjugateKernel> Forest<K> {
             .children
             .expect("refresh_d on an internal node");
         let sum = self.nodes[l].ln_phi + self.nodes[r].ln_phi;
-        if self.recording {
+        if self.journals(key) {
             let n = &self.nodes[key];
             self.undo
                 .push(undo::Undo::Potentials(key, n.ln_d, n.ln_phi, n.stamp));

@@ -32,16 +32,18 @@ pub enum StocChoice {
 const CACHED_SUBTREE: usize = 16;
 
 /// At most this many subtrees keep their SampleSub weights (plus two per registered tree);
-/// beyond it the cache starts afresh, dropping entries of nodes that no longer exist.
+/// beyond it the entries of subtrees that changed are dropped, and if that does not free
+/// half of the room the cache starts afresh.
 const CACHED_SUBTREES: usize = 64;
 
-/// The candidates of a SampleSub and their weights, kept for a subtree while its top node's
-/// stamp says it is unchanged.
+/// The candidates of a SampleSub, their weights and the running sums of the weights, kept
+/// for a subtree while its top node's stamp says it is unchanged.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SubEntry {
     stamp: u64,
     keys: Vec<NodeKey>,
     weights: Vec<f64>,
+    prefix: Vec<f64>,
 }
 
 impl<K: ConjugateKernel> Forest<K> {
@@ -55,12 +57,14 @@ impl<K: ConjugateKernel> Forest<K> {
     ///
     /// The candidates and weights of a subtree of at least 16 candidates are kept between
     /// draws while the subtree is unchanged (its top node's stamp; every change below a node
-    /// refreshes the node), so that the local move, which weighs every tree each sweep, only
-    /// pays for trees that changed; the draw is the same as from weights computed afresh.
+    /// refreshes the node), with their running sums, so that the local move and the split,
+    /// which weigh the same trees again and again, only pay for trees that changed and draw
+    /// by bisection ([`Chooser::choose_prefix`]); the draw is the same as from weights
+    /// computed afresh.
     ///
     /// Errors if `top` is unknown or the chooser rejects the weights (a NaN `ln d`). Cost:
-    /// O(size of the subtree), or O(log of the cache) plus the draw for an unchanged cached
-    /// subtree; no allocation once the forest's buffers have grown.
+    /// O(size of the subtree), or O(log of the cache + log of the subtree) for an unchanged
+    /// cached subtree; no allocation once the forest's buffers have grown.
     pub fn sample_sub(
         &mut self,
         top: NodeKey,
@@ -76,7 +80,7 @@ impl<K: ConjugateKernel> Forest<K> {
             if let Some(e) = self.sub_cache.get(&(top, candidates)) {
                 if e.stamp == stamp {
                     return chooser
-                        .choose_weights(&e.weights)
+                        .choose_prefix(&e.weights, &e.prefix)
                         .map(|(i, lp)| (e.keys[i], lp));
                 }
             }
@@ -87,13 +91,25 @@ impl<K: ConjugateKernel> Forest<K> {
         let drawn = chooser.choose_weights(&weights);
         let out = drawn.map(|(i, lp)| (keys[i], lp));
         if size >= CACHED_SUBTREE && out.is_ok() {
-            if self.sub_cache.len() >= CACHED_SUBTREES + 2 * self.roots.len() {
-                self.sub_cache.clear();
+            let limit = CACHED_SUBTREES + 2 * self.roots.len();
+            if self.sub_cache.len() >= limit {
+                // Entries of changed or deleted subtrees can never be used again.
+                let nodes = &self.nodes;
+                self.sub_cache
+                    .retain(|&(k, _), e| nodes.get(k).is_some_and(|n| n.stamp == e.stamp));
+                if self.sub_cache.len() >= limit / 2 {
+                    self.sub_cache.clear();
+                }
             }
             let e = self.sub_cache.entry((top, candidates)).or_default();
             e.stamp = stamp;
             std::mem::swap(&mut e.keys, &mut keys);
             std::mem::swap(&mut e.weights, &mut weights);
+            e.prefix.clear();
+            e.prefix.extend(e.weights.iter().scan(0.0, |acc, &w| {
+                *acc += w;
+                Some(*acc)
+            }));
         }
         self.scratch_keys = keys;
         self.scratch_w = weights;

@@ -2,7 +2,8 @@
 //! what it overwrote, so that a rejected proposal is taken back exactly by replaying the
 //! journal backwards ([`Forest::rollback`]) instead of being made on a copy of its tree.
 //! Nodes deleted while a record is open stay in the arena, unreachable, until
-//! [`Forest::commit`]; statistics of deleted nodes and journaled images are kept as spare
+//! [`Forest::commit`]. Nodes made while it is open are deleted by a rollback whatever they
+//! went through, so their own changes are not journaled. Statistics of deleted nodes and journaled images are kept as spare
 //! buffers that later nodes reuse, so that proposals allocate nothing once warm.
 
 use super::{Forest, Node, NodeKey};
@@ -71,10 +72,18 @@ impl<K: ConjugateKernel> Forest<K> {
         self.recording = false;
         let mut undo = std::mem::take(&mut self.undo);
         for entry in undo.drain(..) {
-            if let Undo::Removed(k) = entry {
-                if let Some(node) = self.nodes.remove(k) {
-                    self.recycle(node.stat);
+            match entry {
+                Undo::Removed(k) => {
+                    if let Some(node) = self.nodes.remove(k) {
+                        self.recycle(node.stat);
+                    }
                 }
+                Undo::Created(k) => {
+                    if let Some(node) = self.nodes.get_mut(k) {
+                        node.fresh = false;
+                    }
+                }
+                _ => {}
             }
         }
         self.undo = undo;
@@ -150,9 +159,16 @@ impl<K: ConjugateKernel> Forest<K> {
         }
     }
 
+    /// Whether a change to node `k` must be journaled: a record is open and the node existed
+    /// before it (a node made under the record is deleted by its rollback).
+    #[inline]
+    pub(super) fn journals(&self, k: NodeKey) -> bool {
+        self.recording && !self.nodes[k].fresh
+    }
+
     /// Journals node `k`'s whole image before its contents change.
     pub(super) fn save_image(&mut self, k: NodeKey) {
-        if self.recording {
+        if self.journals(k) {
             let stat = self.clone_stat(k);
             let n = &self.nodes[k];
             let image = Node {
@@ -168,6 +184,7 @@ impl<K: ConjugateKernel> Forest<K> {
                 parent: n.parent,
                 children: n.children,
                 dead: n.dead,
+                fresh: n.fresh,
                 stamp: n.stamp,
             };
             self.images.push(image);
@@ -177,7 +194,7 @@ impl<K: ConjugateKernel> Forest<K> {
 
     /// Sets node `k`'s parent link.
     pub(super) fn set_parent(&mut self, k: NodeKey, parent: Option<NodeKey>) {
-        if self.recording {
+        if self.journals(k) {
             self.undo.push(Undo::Parent(k, self.nodes[k].parent));
         }
         self.nodes[k].parent = parent;
@@ -185,7 +202,7 @@ impl<K: ConjugateKernel> Forest<K> {
 
     /// Sets node `k`'s children.
     pub(super) fn set_children(&mut self, k: NodeKey, children: Option<[NodeKey; 2]>) {
-        if self.recording {
+        if self.journals(k) {
             self.undo.push(Undo::Children(k, self.nodes[k].children));
         }
         self.nodes[k].children = children;
@@ -194,6 +211,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// Puts a new node in the arena, with a fresh stamp.
     pub(super) fn insert_node(&mut self, mut node: Node<K::Stat>) -> NodeKey {
         node.stamp = self.next_stamp();
+        node.fresh = self.recording;
         let key = self.nodes.insert(node);
         if self.recording {
             self.undo.push(Undo::Created(key));
@@ -201,9 +219,10 @@ impl<K: ConjugateKernel> Forest<K> {
         key
     }
 
-    /// Deletes node `k` (deferred to the commit while a record is open).
+    /// Deletes node `k` (deferred to the commit while a record is open, unless the node was
+    /// made under it).
     pub(super) fn remove_node(&mut self, k: NodeKey) {
-        if self.recording {
+        if self.journals(k) {
             self.nodes[k].dead = true;
             self.undo.push(Undo::Removed(k));
         } else if let Some(node) = self.nodes.remove(k) {

@@ -80,6 +80,9 @@ pub struct TgmcmcPaper<K: ConjugateKernel> {
     depth: usize,
     hyper: bool,
     forest: Option<Forest<K>>,
+    /// The partition's [`Partition::revision`] when the forest was last known to hold its
+    /// clusters.
+    synced: Option<u64>,
     hyper_seen: Option<Vec<(&'static str, f64)>>,
     rebuild: Cell<bool>,
     empty: Option<K::Stat>,
@@ -108,6 +111,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             depth,
             hyper: false,
             forest: None,
+            synced: None,
             hyper_seen: None,
             rebuild: Cell::new(false),
             empty: None,
@@ -139,6 +143,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     /// otherwise it is rebuilt (see the type's documentation).
     pub fn with_forest(mut self, forest: Forest<K>) -> Self {
         self.forest = Some(forest);
+        self.synced = None;
         self.hyper_seen = None;
         self.rebuild.set(false);
         self
@@ -162,7 +167,8 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     /// Makes the forest match `state`: rebuilt from its own shapes if a checkpoint was taken
     /// since the last step (see the type's documentation), rebuilt from the partition if its
     /// trees are not the partition's clusters, recomputed if the prior's hyperparameters
-    /// changed. Cost: O(n) when nothing changed.
+    /// changed. Cost: O(1) plus the comparison of the hyperparameters when the partition is
+    /// the one the move left ([`Partition::revision`]); O(n) to check the trees otherwise.
     pub fn sync<P: NrmPrior>(&mut self, kernel: &K, state: &State<K, P>) -> Result<()> {
         if self.rebuild.replace(false) {
             if let Some(f) = &self.forest {
@@ -172,6 +178,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         }
         let part = &state.partition;
         let fits = match &self.forest {
+            Some(f) if self.synced == Some(part.revision()) => f.n_points() == part.n(),
             Some(f) => f.n_points() == part.n() && trees_match(f, part, &mut self.points)?,
             None => false,
         };
@@ -199,14 +206,18 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     ) -> Result<StepInfo> {
         self.sync(kernel, state)?;
         let out = self.global_inner(kernel, state, chooser);
-        self.remember(out.is_ok());
+        self.remember(out.is_ok(), &state.partition);
         out
     }
 
-    /// Drops the forest after an error, so that the next step rebuilds it from the partition.
-    fn remember(&mut self, ok: bool) {
-        if !ok {
+    /// After a step: notes the partition's revision, which the forest now matches, or drops
+    /// the forest after an error so that the next step rebuilds it from the partition.
+    fn remember(&mut self, ok: bool, part: &Partition<K>) {
+        if ok {
+            self.synced = Some(part.revision());
+        } else {
             self.forest = None;
+            self.synced = None;
         }
     }
 
@@ -219,7 +230,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     ) -> Result<StepInfo> {
         self.sync(kernel, state)?;
         let out = self.local_inner(kernel, state, chooser);
-        self.remember(out.is_ok());
+        self.remember(out.is_ok(), &state.partition);
         out.map(|()| StepInfo::default())
     }
 
@@ -244,7 +255,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             if c == c_star {
                 continue;
             }
-            let (ln_b, ln_1mb) = ln_b_pair(forest.pair_stats(kernel, c_star, c)?.ln_d);
+            let (ln_b, ln_1mb) = ln_b_pair(forest.ln_d_pair_cached(kernel, c_star, c)?);
             let (pick, ln_p) = chooser.choose_log(&[ln_b, ln_1mb])?;
             ln_q_fwd += ln_p;
             if pick == 0 {
@@ -533,6 +544,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgmcmcPaper<K> {
             ))
         })?;
         self.forest = Some(Forest::from_shapes(kernel, &state.prior, &aux.trees)?);
+        self.synced = None;
         self.hyper_seen = Some(state.prior.hyper_values());
         self.rebuild.set(false);
         Ok(())
@@ -553,7 +565,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgmcmcPaper<K> {
             self.local_inner(kernel, state, chooser)
         };
         let out = moves();
-        self.remember(out.is_ok());
+        self.remember(out.is_ok(), &state.partition);
         out?;
         if self.hyper {
             let sizes = state.partition.sizes();
