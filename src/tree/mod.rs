@@ -113,6 +113,8 @@ pub struct Node<S> {
     /// Made under the open undo record: a rollback deletes it, so its own changes need no
     /// journal entries.
     fresh: bool,
+    /// The root of a registered tree: mirrors the registry, so that asking costs no lookup.
+    registered: bool,
     /// The forest's stamp counter when the node's contents last changed. Every change below
     /// a node also changes the node (operations refresh the whole path to the root), so
     /// `(key, stamp)` identifies the subtree's contents; an undo record restores old stamps
@@ -381,11 +383,9 @@ impl<K: ConjugateKernel> Forest<K> {
         self.roots.values().copied()
     }
 
-    /// Whether `key` is a registered root. Cost: O(log K).
+    /// Whether `key` is a registered root. Cost: O(1).
     pub fn is_registered(&self, key: NodeKey) -> bool {
-        self.nodes.get(key).is_some_and(|n| {
-            n.parent.is_none() && self.roots.get(&n.min_point).is_some_and(|&k| k == key)
-        })
+        self.nodes.get(key).is_some_and(|n| n.registered)
     }
 
     /// Registers the loose tree `root` as a cluster of the forest. Errors if `root` has a
@@ -412,7 +412,9 @@ impl<K: ConjugateKernel> Forest<K> {
     /// Unregisters `key` if it is a registered root; returns whether it was.
     fn unregister(&mut self, key: NodeKey) -> bool {
         if self.is_registered(key) {
-            let min = self.nodes[key].min_point;
+            let node = &mut self.nodes[key];
+            node.registered = false;
+            let min = node.min_point;
             self.roots.remove(&min);
             if self.recording {
                 self.undo.push(undo::Undo::Unregistered(min, key));
@@ -431,8 +433,9 @@ impl<K: ConjugateKernel> Forest<K> {
         match self.roots.entry(min) {
             std::collections::btree_map::Entry::Vacant(e) => {
                 e.insert(key);
+                self.nodes[key].registered = true;
                 if self.recording {
-                    self.undo.push(undo::Undo::Registered(min));
+                    self.undo.push(undo::Undo::Registered(min, key));
                 }
                 Ok(())
             }
@@ -552,6 +555,7 @@ impl<K: ConjugateKernel> Forest<K> {
             children: None,
             dead: false,
             fresh: false,
+            registered: false,
             stamp: 0,
         });
         if self.live_leaf[i].is_none() {
@@ -781,6 +785,7 @@ impl<K: ConjugateKernel> Forest<K> {
             children: Some([a, b]),
             dead: false,
             fresh: false,
+            registered: false,
             stamp: 0,
         });
         self.set_parent(a, Some(key));
@@ -842,6 +847,7 @@ impl<K: ConjugateKernel> Forest<K> {
                 } else {
                     n.parent.map(|p| map[p])
                 },
+                registered: false,
                 ..*n
             };
             let new = self.insert_node(node);

@@ -29,8 +29,8 @@ pub(super) enum Undo {
     Created(NodeKey),
     /// A node was deleted (it stays in the arena until the record is committed).
     Removed(NodeKey),
-    /// A tree was registered under this smallest point.
-    Registered(usize),
+    /// The tree `key` was registered under this smallest point.
+    Registered(usize, NodeKey),
     /// The tree `key` registered under this smallest point was unregistered.
     Unregistered(usize, NodeKey),
     /// A point's live leaf was set; the old one.
@@ -125,11 +125,17 @@ impl<K: ConjugateKernel> Forest<K> {
                     }
                 }
                 Undo::Removed(k) => self.nodes[k].dead = false,
-                Undo::Registered(min) => {
+                Undo::Registered(min, k) => {
                     self.roots.remove(&min);
+                    if let Some(node) = self.nodes.get_mut(k) {
+                        node.registered = false;
+                    }
                 }
                 Undo::Unregistered(min, k) => {
                     self.roots.insert(min, k);
+                    if let Some(node) = self.nodes.get_mut(k) {
+                        node.registered = true;
+                    }
                 }
                 Undo::LiveLeaf(i, leaf) => self.live_leaf[i] = leaf,
                 Undo::Theta(table, epoch) => {
@@ -185,6 +191,7 @@ impl<K: ConjugateKernel> Forest<K> {
                 children: n.children,
                 dead: n.dead,
                 fresh: n.fresh,
+                registered: n.registered,
                 stamp: n.stamp,
             };
             self.images.push(image);

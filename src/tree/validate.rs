@@ -38,10 +38,11 @@ impl<K: ConjugateKernel> Forest<K> {
         let mut n_nodes = 0;
         for (&key, &root) in &self.roots {
             let node = self.get(root, "validate")?;
-            if node.min_point != key || node.parent.is_some() {
+            if node.min_point != key || node.parent.is_some() || !node.registered {
                 return Err(violation(format!(
-                    "registry key {key} maps to a node with smallest point {} and parent {:?}",
-                    node.min_point, node.parent
+                    "registry key {key} maps to a node with smallest point {}, parent {:?} and \
+                     registered flag {}",
+                    node.min_point, node.parent, node.registered
                 )));
             }
             self.validate_tree(kernel, prior, root)?;
@@ -60,6 +61,13 @@ impl<K: ConjugateKernel> Forest<K> {
                 }
                 cur = self.preorder_next(k, root);
             }
+        }
+        let flagged = self.nodes.values().filter(|n| n.registered).count();
+        if flagged != self.roots.len() {
+            return Err(violation(format!(
+                "{flagged} nodes are flagged as registered roots, but {} trees are registered",
+                self.roots.len()
+            )));
         }
         if n_nodes != self.nodes.len() {
             return Err(violation(format!(
