@@ -737,3 +737,77 @@ proptest! {
         exercise(&md_kernel(6, &docs, 0.4), &ops, seed);
     }
 }
+
+/// Nodes made under an open record have their own changes left out of its journal (the
+/// rollback deletes them); once the record is committed they are ordinary nodes, whose
+/// changes a later record journals and takes back.
+#[test]
+fn nodes_made_under_a_committed_record_are_journaled_afterwards() {
+    let kernel = nw_kernel(&data_b());
+    let prior = Dp::new(1.0).unwrap();
+    let mut f = Forest::new(&kernel, &prior);
+    let empty = fingerprint(&f);
+    for keep in [false, true] {
+        f.begin_undo().unwrap();
+        let mut root = f.make_leaf(&kernel, 0).unwrap();
+        for i in 1..kernel.n_points() {
+            let leaf = f.make_leaf(&kernel, i).unwrap();
+            root = f.insert(&kernel, root, leaf).unwrap();
+        }
+        f.register_root(root).unwrap();
+        if keep {
+            f.commit();
+        } else {
+            f.rollback();
+            assert_eq!(fingerprint(&f), empty);
+        }
+    }
+    f.validate(&kernel, &prior).unwrap();
+    let built = fingerprint(&f);
+    f.begin_undo().unwrap();
+    for i in [3, 0, 5] {
+        let leaf = f.leaf_of(i).unwrap();
+        f.detach_leaf(&kernel, leaf).unwrap();
+        let target = f.roots().next().unwrap();
+        f.insert(&kernel, target, leaf).unwrap();
+    }
+    let mut queue = Vec::new();
+    let top = f.roots().next().unwrap();
+    let inner = f.node(top).unwrap().children().unwrap()[0];
+    f.destroy(inner, &mut queue).unwrap();
+    f.rollback();
+    assert_eq!(fingerprint(&f), built);
+    f.validate(&kernel, &prior).unwrap();
+}
+
+/// The remembered `ln d` of ordered root pairs is the fresh value to the bit, before and
+/// after the trees change and after a recompute.
+#[test]
+fn cached_root_pairs_are_fresh_values() {
+    let kernel = nw_kernel(&data_b());
+    let priors = priors();
+    let mut f = Forest::singletons(&kernel, &priors[0]);
+    let check = |f: &mut Forest<NormalWishart>| {
+        let roots: Vec<NodeKey> = f.roots().collect();
+        for _ in 0..2 {
+            for &a in &roots {
+                for &b in roots.iter().filter(|&&b| b != a) {
+                    let fresh = f.ln_d_pair(&kernel, a, b).unwrap();
+                    let cached = f.ln_d_pair_cached(&kernel, a, b).unwrap();
+                    assert_eq!(fresh.to_bits(), cached.to_bits());
+                }
+            }
+        }
+    };
+    check(&mut f);
+    for step in 0..4 {
+        let roots: Vec<NodeKey> = f.roots().collect();
+        f.unregister_root(roots[1]).unwrap();
+        f.insert(&kernel, roots[0], roots[1]).unwrap();
+        check(&mut f);
+        f.recompute(&priors[(step + 1) % priors.len()]);
+        check(&mut f);
+    }
+    let roots: Vec<NodeKey> = f.roots().collect();
+    assert!(f.ln_d_pair_cached(&kernel, roots[0], roots[0]).is_err());
+}

@@ -1088,6 +1088,31 @@ mod tests {
     }
 
     #[test]
+    fn size_factor_table_equals_direct_evaluation() {
+        let k = small_kernel();
+        assert_eq!(k.factors.len(), k.data.n() + 2);
+        for n in 0..k.factors.len() + 3 {
+            let (t, d) = (k.factors(n), SizeFactors::at(&k.hyper, n));
+            let nf = n as f64;
+            let rn = k.hyper.r + nf;
+            for (table, direct, formula) in [
+                (t.shrink, d.shrink, nf / rn),
+                (t.pred_scale, d.pred_scale, rn / (rn + 1.0)),
+                (t.add_scale, d.add_scale, (rn / (rn + 1.0)).sqrt()),
+                (t.add_weight, d.add_weight, nf / (nf + 1.0)),
+                (t.add_inv, d.add_inv, 1.0 / (nf + 1.0)),
+                (t.remove_scale, d.remove_scale, (rn / (rn - 1.0)).sqrt()),
+                (t.remove_weight, d.remove_weight, nf / (nf - 1.0)),
+                (t.remove_inv, d.remove_inv, 1.0 / (nf - 1.0)),
+                (t.pred_power, d.pred_power, 0.5 * (k.hyper.nu + nf + 1.0)),
+            ] {
+                assert_eq!(table.to_bits(), direct.to_bits(), "size {n}");
+                assert_eq!(table.to_bits(), formula.to_bits(), "size {n}");
+            }
+        }
+    }
+
+    #[test]
     fn leaving_one_point_zeroes_the_scatter_and_emptying_restores_the_prior() {
         let k = small_kernel();
         let mut s = k.stat_of(&[0, 3, 4]);

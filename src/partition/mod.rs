@@ -412,6 +412,51 @@ mod tests {
     }
 
     #[test]
+    fn revisions_change_with_membership_and_are_never_reused() {
+        let k = kernel();
+        let mut p = Partition::from_labels(&k, &[0, 1, 0, 2, 1, 0, 2, 3]).unwrap();
+        let other = Partition::from_labels(&k, &[0, 1, 0, 2, 1, 0, 2, 3]).unwrap();
+        assert_ne!(
+            p.revision(),
+            other.revision(),
+            "two partitions, two histories"
+        );
+        let copy = p.clone();
+        assert_eq!(
+            copy.revision(),
+            p.revision(),
+            "a clone holds the same clusters"
+        );
+        let mut seen = vec![p.revision(), other.revision()];
+        let mut record = |p: &Partition<NormalWishart>| {
+            assert!(
+                !seen.contains(&p.revision()),
+                "revision {} reused",
+                p.revision()
+            );
+            seen.push(p.revision());
+        };
+        let s = p.remove(&k, 1);
+        record(&p);
+        p.insert(&k, 1, s);
+        record(&p);
+        p.remove(&k, 7);
+        record(&p);
+        let new = p.insert_new(&k, 7);
+        record(&p);
+        p.merge_clusters(&k, 0, new);
+        record(&p);
+        let split = p.split_off(&k, 0, &[2, 5]);
+        record(&p);
+        let before = p.revision();
+        p.requeue(2);
+        assert_eq!(p.revision(), before, "member order is not membership");
+        assert!(p.cluster(split).is_some());
+        let restored = Partition::restore(&k, &p.snapshot()).unwrap();
+        assert_ne!(restored.revision(), p.revision());
+    }
+
+    #[test]
     fn requeue_leaves_the_order_of_a_removal_and_reinsertion() {
         let k = kernel();
         let labels = [0, 0, 1, 0, 0, 1, 0, 1];

@@ -430,6 +430,45 @@ mod tests {
         }
     }
 
+    /// Bisection of the running sums makes the draws of the cumulative walk, stream
+    /// position for stream position, also with zero weights anywhere and targets at the
+    /// edges of the sums.
+    #[test]
+    fn prefix_draws_equal_linear_draws() {
+        let cases: [&[f64]; 5] = [
+            &[0.5, 0.0, 1.5, 2.0],
+            &[0.0, 0.0, 3.0],
+            &[1.0, 0.0, 0.0],
+            &[1e-300, 1.0, 1e-300, 0.0, 7.0, 0.0],
+            &[0.1; 37],
+        ];
+        for (c, w) in cases.iter().enumerate() {
+            let prefix: Vec<f64> = w
+                .iter()
+                .scan(0.0, |acc, &x| {
+                    *acc += x;
+                    Some(*acc)
+                })
+                .collect();
+            let mut a = crate::rng::SeedPlan::new(11).chain(c as u64);
+            let mut b = crate::rng::SeedPlan::new(11).chain(c as u64);
+            let (mut linear, mut bisect) = (RngChooser::new(&mut a), RngChooser::new(&mut b));
+            for _ in 0..5_000 {
+                let x = linear.choose_weights(w).unwrap();
+                let y = bisect.choose_prefix(w, &prefix).unwrap();
+                assert_eq!(x.0, y.0, "weights {w:?}");
+                assert_eq!(x.1.to_bits(), y.1.to_bits());
+            }
+            let mut e = PathEnumerator::new();
+            let mut seen = Vec::new();
+            while e.next_path() {
+                seen.push(e.choose_prefix(w, &prefix).unwrap().0);
+            }
+            let positive: Vec<usize> = (0..w.len()).filter(|&i| w[i] > 0.0).collect();
+            assert_eq!(seen, positive);
+        }
+    }
+
     #[test]
     fn rng_chooser_reports_log_probabilities() {
         let mut rng = crate::rng::SeedPlan::new(5).chain(0);

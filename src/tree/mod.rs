@@ -289,7 +289,9 @@ impl<K: ConjugateKernel> Forest<K> {
         let mut forest = Self::new(kernel, prior);
         for i in 0..kernel.n_points() {
             let leaf = forest.push_leaf(kernel, i);
-            forest.roots.insert(i, leaf);
+            forest
+                .register(leaf)
+                .expect("a new one-leaf tree per point");
         }
         forest
     }

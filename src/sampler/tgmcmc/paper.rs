@@ -51,8 +51,9 @@ fn ln_b_pair(ln_d: f64) -> (f64, f64) {
 ///
 /// **Its trees are its own state.** The forest lives inside the move and is kept consistent
 /// with `state.partition`, which the move updates as it goes. At the start of every step the
-/// move checks that its trees are the clusters of the partition (O(n)) and that its `θ`
-/// caches match the prior; if the partition differs (first step, or another move changed it)
+/// move checks that its trees are the clusters of the partition (O(1) when the partition's
+/// [`Partition::revision`] is the one the move left, O(n) otherwise) and that its `θ` caches
+/// match the prior; if the partition differs (first step, or another move changed it)
 /// the forest is rebuilt from the partition, each cluster by SeqInsert of its points in
 /// increasing index order. Run it alone in its schedule: anything else changing the
 /// partition throws the trees away. [`TgmcmcPaper::with_forest`] starts from a given forest,
@@ -68,12 +69,13 @@ fn ln_b_pair(ln_d: f64) -> (f64, f64) {
 /// partition). The chain that goes on and the chain resumed from the checkpoint then hold
 /// identical forests and continue identically.
 ///
-/// Cost per step: per global move `O(K)` pair marginals, plus for a split `O(|c*|)` for
+/// Cost per step: per global move `O(K)` pair marginals (remembered between moves for pairs
+/// of unchanged trees, [`Forest::ln_d_pair_cached`]), plus for a split `O(|c*|)` for
 /// SampleSub, `O(depth · |S|)` pair evaluations per StocInsert item and, on rejection, the
 /// replay of its undo record (the nodes it touched; [`Forest::rollback`]), or for a merge
 /// `O(J²)` pair evaluations and the cascade; the local move `O(K)` predictive evaluations per
-/// queued point plus its Detach and SeqInsert; `O(n)` for the consistency check and, after a
-/// hyperparameter change, the recompute.
+/// queued point plus its Detach and SeqInsert; `O(n)` for the consistency check when another
+/// move changed the partition and, after a hyperparameter change, the recompute.
 #[derive(Clone, Debug)]
 pub struct TgmcmcPaper<K: ConjugateKernel> {
     global_moves: usize,
