@@ -101,10 +101,12 @@ impl<K: ConjugateKernel> Forest<K> {
                     self.sub_cache.clear();
                 }
             }
+            // Copied rather than swapped in: the scratch buffers keep their capacity, so a
+            // new entry allocates once instead of making the next weighing regrow them.
             let e = self.sub_cache.entry((top, candidates)).or_default();
             e.stamp = stamp;
-            std::mem::swap(&mut e.keys, &mut keys);
-            std::mem::swap(&mut e.weights, &mut weights);
+            e.keys.clone_from(&keys);
+            e.weights.clone_from(&weights);
             e.prefix.clear();
             e.prefix.extend(e.weights.iter().scan(0.0, |acc, &w| {
                 *acc += w;
