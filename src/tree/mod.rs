@@ -682,6 +682,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// set (the trees overlap), or the marginal is NaN. Cost: one pair marginal (O(d³) for
     /// Normal-Wishart, O(nnz) for Multinomial-Dirichlet) or, with a leaf, one predictive
     /// (O(d²), resp. O(m log M) for a document of m words); no allocation.
+    #[inline(always)]
     pub fn pair_stats(&self, kernel: &K, a: NodeKey, b: NodeKey) -> Result<PairStats> {
         let na = self.get(a, "pair_stats")?;
         let nb = self.get(b, "pair_stats")?;
