@@ -116,7 +116,8 @@ impl Chooser for RngChooser<'_> {
         self.weights.clear();
         let mut total = 0.0;
         for &w in ln_w {
-            let p = (w - max).exp();
+            // exp(0) is exactly 1: the largest weight needs no exponential.
+            let p = if w == max { 1.0 } else { (w - max).exp() };
             self.weights.push(p);
             total += p;
         }
