@@ -462,21 +462,41 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
                 .ok_or_else(|| Error::Numerical(format!("point {i} has no leaf")))?;
             let alone = forest.node(leaf).expect("live leaf").parent().is_none();
             let own = part.slot_of(i);
-            part.remove(kernel, i);
+            // As in the collapsed Gibbs scan: the own cluster is weighed without the point
+            // from the statistic that holds it, so a point that stays updates nothing.
+            let own_w = part.cluster(own).filter(|c| c.size() >= 2).and_then(|c| {
+                kernel
+                    .ln_predictive_member(i, c.stat())
+                    .map(|lp| prior.ln_kappa_join(c.size() - 1) + lp)
+            });
+            if own_w.is_none() {
+                part.remove(kernel, i);
+            }
             self.slots.clear();
             self.ln_w.clear();
-            for s in part.slots() {
-                let c = part.cluster(s).expect("live slot");
+            for (s, c) in part.clusters() {
                 self.slots.push(s);
-                self.ln_w
-                    .push(prior.ln_kappa_join(c.size()) + kernel.ln_predictive(i, c.stat()));
+                self.ln_w.push(match own_w {
+                    Some(w) if s == own => w,
+                    _ => prior.ln_kappa_join(c.size()) + kernel.ln_predictive(i, c.stat()),
+                });
             }
             self.ln_w
                 .push(prior.ln_kappa_new() + kernel.ln_predictive(i, empty));
             let (pick, _) = chooser.choose_log(&self.ln_w)?;
-            match self.slots.get(pick) {
-                Some(&s) if s == own && !alone => part.insert(kernel, i, own),
-                Some(&s) => {
+            let target = self.slots.get(pick).copied();
+            if target == Some(own) {
+                match own_w {
+                    Some(_) => part.requeue(i),
+                    None => part.insert(kernel, i, own),
+                }
+                continue;
+            }
+            if own_w.is_some() {
+                part.remove(kernel, i);
+            }
+            match target {
+                Some(s) => {
                     let member = part.cluster(s).expect("live slot").members()[0];
                     let target_leaf = forest
                         .leaf_of(member)
