@@ -147,11 +147,16 @@ impl<K: ConjugateKernel> Forest<K> {
         weights.clear();
         // Linear weights relative to d_max, (d_v + d_max) / d_max in [1, 2]: one exponential
         // per candidate and no logarithms. A non-finite d_max leaves non-finite weights,
-        // which the chooser rejects.
-        weights.extend(
-            keys.iter()
-                .map(|&k| 1.0 + (self.nodes[k].ln_d - ln_d_max).exp()),
-        );
+        // which the chooser rejects. Below e^-37 < 2^-53 the sum rounds to exactly 1, so
+        // leaves (ln d = -∞) and far-off nodes need no exponential.
+        weights.extend(keys.iter().map(|&k| {
+            let x = self.nodes[k].ln_d - ln_d_max;
+            if x < -37.0 {
+                1.0
+            } else {
+                1.0 + x.exp()
+            }
+        }));
     }
 
     /// SampleSub, reverse evaluation: `ln P_sub(target | subtree of top)` with the weights of

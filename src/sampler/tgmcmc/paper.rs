@@ -101,6 +101,12 @@ pub struct TgmcmcPaper<K: ConjugateKernel> {
     leaves: Vec<NodeKey>,
     local: Vec<usize>,
     slots: Vec<Slot>,
+    /// Per slot, a cluster size and its `ln κ` join weight under the current prior (cleared
+    /// at every local move, as the prior may have changed since).
+    ln_join: Vec<(usize, f64)>,
+    /// Per point, `ln p(x_i)` under the empty statistic, once computed (it depends on the
+    /// data only).
+    ln_alone: Vec<f64>,
 }
 
 impl<K: ConjugateKernel> TgmcmcPaper<K> {
@@ -130,6 +136,8 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             leaves: Vec::new(),
             local: Vec::new(),
             slots: Vec::new(),
+            ln_join: Vec::new(),
+            ln_alone: Vec::new(),
         }
     }
 
@@ -456,6 +464,22 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         let empty = self.empty.get_or_insert_with(|| kernel.empty_stat());
         let part = &mut state.partition;
         let prior = &state.prior;
+        // The join weight of a cluster changes only with its size, and a point's weight alone
+        // never: both are looked up rather than recomputed (a logarithm each) for every
+        // queued point and every cluster.
+        let ln_join = &mut self.ln_join;
+        ln_join.clear();
+        let mut join = |slot: Slot, size: usize| {
+            if slot >= ln_join.len() {
+                ln_join.resize(slot + 1, (usize::MAX, f64::NAN));
+            }
+            let entry = &mut ln_join[slot];
+            if entry.0 != size {
+                *entry = (size, prior.ln_kappa_join(size));
+            }
+            entry.1
+        };
+        self.ln_alone.resize(kernel.n_points(), f64::NAN);
         for &i in &self.local {
             let leaf = forest
                 .leaf_of(i)
@@ -467,7 +491,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             let own_w = part.cluster(own).filter(|c| c.size() >= 2).and_then(|c| {
                 kernel
                     .ln_predictive_member(i, c.stat())
-                    .map(|lp| prior.ln_kappa_join(c.size() - 1) + lp)
+                    .map(|lp| join(own, c.size() - 1) + lp)
             });
             if own_w.is_none() {
                 part.remove(kernel, i);
@@ -478,11 +502,13 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
                 self.slots.push(s);
                 self.ln_w.push(match own_w {
                     Some(w) if s == own => w,
-                    _ => prior.ln_kappa_join(c.size()) + kernel.ln_predictive(i, c.stat()),
+                    _ => join(s, c.size()) + kernel.ln_predictive(i, c.stat()),
                 });
             }
-            self.ln_w
-                .push(prior.ln_kappa_new() + kernel.ln_predictive(i, empty));
+            if self.ln_alone[i].is_nan() {
+                self.ln_alone[i] = kernel.ln_predictive(i, empty);
+            }
+            self.ln_w.push(prior.ln_kappa_new() + self.ln_alone[i]);
             let (pick, _) = chooser.choose_log(&self.ln_w)?;
             let target = self.slots.get(pick).copied();
             if target == Some(own) {
