@@ -452,6 +452,17 @@ fn bad_input_is_an_error() {
     );
     assert_eq!(trees, vec![c], "the first copy was placed");
     assert!(
+        f.stoc_insert(
+            &kernel,
+            &mut trees,
+            &[c],
+            &mut RngChooser::new(&mut rng),
+            &mut choices
+        )
+        .is_err(),
+        "a tree cannot be queued against itself"
+    );
+    assert!(
         f.build_tree(&kernel, &[3, 4, 3]).is_err(),
         "a repeated point"
     );

@@ -209,6 +209,25 @@ impl PairStats {
     }
 }
 
+/// The error of a pair statistic asked of a tree and itself, or of overlapping trees.
+#[cold]
+fn not_disjoint(a: NodeKey, b: NodeKey) -> Error {
+    Error::param(
+        "pair_stats",
+        format!("{a:?}, {b:?}"),
+        "two disjoint trees (their sizes add up to more than the data set)",
+    )
+}
+
+/// The error of a pair statistic whose union marginal is NaN.
+#[cold]
+fn nan_union<S>(na: &Node<S>, nb: &Node<S>) -> Error {
+    Error::Numerical(format!(
+        "the log marginal of the union of the trees under points {} and {} is NaN",
+        na.min_point, nb.min_point
+    ))
+}
+
 /// Per point, its leaf statistic and log marginal once computed ([`Forest::cache_leaves`]).
 type LeafCache<S> = Vec<Option<(S, f64)>>;
 
@@ -688,12 +707,22 @@ impl<K: ConjugateKernel> Forest<K> {
         let nb = self.get(b, "pair_stats")?;
         let size = na.size + nb.size;
         if a == b || size > self.n_points() {
-            return Err(Error::param(
-                "pair_stats",
-                format!("{a:?}, {b:?}"),
-                "two disjoint trees (their sizes add up to more than the data set)",
-            ));
+            return Err(not_disjoint(a, b));
         }
+        let st = self.pair_of(kernel, na, nb);
+        if st.ln_marginal.is_nan() {
+            return Err(nan_union(na, nb));
+        }
+        Ok(st)
+    }
+
+    /// The pair statistics of [`Forest::pair_stats`] from the two nodes themselves, without
+    /// its checks: the caller knows the nodes to be disjoint trees (their sizes add up to at
+    /// most the data set) and checks the marginal for NaN ([`nan_union`]). The tree engine's
+    /// innermost loops use it so that nothing but the statistics travels between calls.
+    #[inline(always)]
+    fn pair_of(&self, kernel: &K, na: &Node<K::Stat>, nb: &Node<K::Stat>) -> PairStats {
+        let size = na.size + nb.size;
         let ln_kappa = self.kappa(size);
         // A leaf joins through the predictive, `ℓm(T ∪ {i}) = ℓm(T) + ln p(x_i | T)`, which
         // reuses T's cached factorisation (O(d²) for Normal-Wishart instead of O(d³)).
@@ -702,21 +731,15 @@ impl<K: ConjugateKernel> Forest<K> {
             (Some(i), None) => nb.ln_marginal + kernel.ln_predictive(i, &nb.stat),
             (None, None) => kernel.ln_marginal_pair(&na.stat, &nb.stat),
         };
-        if ln_marginal.is_nan() {
-            return Err(Error::Numerical(format!(
-                "the log marginal of the union of the trees under points {} and {} is NaN",
-                na.min_point, nb.min_point
-            )));
-        }
         let ln_h = ln_kappa + ln_marginal;
-        Ok(PairStats {
+        PairStats {
             size,
             min_point: na.min_point.min(nb.min_point),
             ln_kappa,
             ln_marginal,
             ln_h,
             ln_d: na.ln_phi + nb.ln_phi - ln_h,
-        })
+        }
     }
 
     /// `ln d(A, B)` of two disjoint trees ([`Forest::pair_stats`]). Cost: one pair marginal.

@@ -5,7 +5,7 @@
 //! changes its smallest point, the registry is updated to the new root; trees an operation
 //! sets free (Destroy's queue, a detached leaf) are loose.
 
-use super::{Forest, Node, NodeKey, PairStats};
+use super::{nan_union, Forest, Node, NodeKey, PairStats};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 
@@ -53,17 +53,17 @@ impl<K: ConjugateKernel> Forest<K> {
         let mut path = std::mem::take(&mut self.scratch_path);
         path.clear();
         let mut pair_st = st;
+        // Below the disjoint trees `target` and `x` every pair is disjoint too, so the
+        // descent takes the pair statistics without their checks.
         while let Some([l, r]) = self.nodes[nd].children {
-            let (st0, st1) = match (
-                self.pair_stats(kernel, l, item),
-                self.pair_stats(kernel, r, item),
-            ) {
-                (Ok(a), Ok(b)) => (a, b),
-                (Err(e), _) | (_, Err(e)) => {
-                    self.scratch_path = path;
-                    return Err(e);
-                }
-            };
+            let ni = &self.nodes[item];
+            let (nl, nr) = (&self.nodes[l], &self.nodes[r]);
+            let (st0, st1) = (self.pair_of(kernel, nl, ni), self.pair_of(kernel, nr, ni));
+            if st0.ln_marginal.is_nan() || st1.ln_marginal.is_nan() {
+                let e = nan_union(if st0.ln_marginal.is_nan() { nl } else { nr }, ni);
+                self.scratch_path = path;
+                return Err(e);
+            }
             let ln_d = self.nodes[nd].ln_d;
             if ln_d < st0.ln_d && ln_d < st1.ln_d {
                 break;

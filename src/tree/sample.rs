@@ -3,7 +3,7 @@
 //! enumerates all of its outcomes with their probabilities; each forward draw has an exact
 //! reverse evaluation.
 
-use super::{Forest, NodeKey, PairStats};
+use super::{nan_union, not_disjoint, Forest, NodeKey, PairStats};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::math::{ln_add_exp, log_sum_exp};
@@ -328,8 +328,18 @@ impl<K: ConjugateKernel> Forest<K> {
             self.check_loose(x, "stoc_insert queue item")?;
             pairs.clear();
             weights.clear();
+            let nx = &self.nodes[x];
             for &t in trees.iter() {
-                let st = self.pair_stats(kernel, x, t)?;
+                // Two loose trees are disjoint unless they are the same tree, or one is a copy
+                // of (part of) the other.
+                let nt = &self.nodes[t];
+                if t == x || nx.size + nt.size > self.n_points() {
+                    return Err(not_disjoint(x, t));
+                }
+                let st = self.pair_of(kernel, nx, nt);
+                if st.ln_marginal.is_nan() {
+                    return Err(nan_union(nx, nt));
+                }
                 pairs.push(st);
                 weights.push(-st.ln_d);
             }
