@@ -4,6 +4,7 @@
 use super::{Chooser, Move, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
+use crate::partition::Slot;
 use crate::prior::NrmPrior;
 
 /// Which points one Gibbs step visits.
@@ -37,10 +38,7 @@ pub enum GibbsScan {
 pub struct Gibbs {
     scan: GibbsScan,
     order: Vec<usize>,
-    slots: Vec<usize>,
-    ln_w: Vec<f64>,
-    /// `ln κ_join(n_c)` by slot, for live slots.
-    ln_join: Vec<f64>,
+    point: PointUpdate,
 }
 
 impl Gibbs {
@@ -52,15 +50,61 @@ impl Gibbs {
         Ok(Gibbs {
             scan,
             order: Vec::new(),
-            slots: Vec::new(),
-            ln_w: Vec::new(),
-            ln_join: Vec::new(),
+            point: PointUpdate::default(),
         })
+    }
+}
+
+/// Where a [`PointUpdate::draw`] puts its point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The slot the point was in.
+    pub old: Slot,
+    /// The drawn cluster, `None` for a new one.
+    pub target: Option<Slot>,
+    /// Whether the point is still a member of `old` (it was weighed in place), rather than
+    /// taken out before the draw.
+    pub in_place: bool,
+}
+
+/// The single-site Gibbs update of one point from its conditional given all other points
+/// (MATH §1.3), shared by the collapsed Gibbs scan and the local move of tree-guided MCMC.
+///
+/// When the kernel can weigh the point's own cluster without it from the statistic that holds
+/// it ([`ConjugateKernel::ln_predictive_member`]), the point is only taken out if it moves; a
+/// point that stays is requeued in its member list, exactly as a removal and reinsertion
+/// would leave it. Otherwise it is removed first. Either way the weights are the same up to
+/// rounding, in the same order (live slots in increasing order, then the new cluster), and
+/// the draw consumes the same random numbers.
+///
+/// Caches, rebuilt by [`PointUpdate::begin`] (the prior's hyperparameters may differ between
+/// steps) and kept exact within a step: the join weight `ln κ_join(n_c)` of every cluster,
+/// indexed by slot and refreshed only for the (at most two) clusters a point update changes.
+/// Cost per point: K + 1 predictive evaluations, O(1) prior evaluations, no allocation once
+/// the buffers have grown to the number of clusters, and one removal and one insertion only
+/// if the point changes cluster (or the kernel cannot weigh its own cluster in place).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PointUpdate {
+    slots: Vec<Slot>,
+    ln_w: Vec<f64>,
+    /// `ln κ_join(n_c)` by slot, for live slots.
+    ln_join: Vec<f64>,
+}
+
+impl PointUpdate {
+    /// Fills the join weights of every cluster of `state`. Cost: K prior evaluations.
+    pub fn begin<K: ConjugateKernel, P: NrmPrior>(&mut self, state: &State<K, P>) {
+        self.ln_join.clear();
+        self.ln_join
+            .resize(state.partition.slot_capacity(), f64::NAN);
+        for s in 0..self.ln_join.len() {
+            self.refresh_join(state, s);
+        }
     }
 
     /// Recomputes the join weight of the cluster in `slot`, if it is live.
     #[inline]
-    fn refresh_join<K: ConjugateKernel, P: NrmPrior>(&mut self, state: &State<K, P>, slot: usize) {
+    fn refresh_join<K: ConjugateKernel, P: NrmPrior>(&mut self, state: &State<K, P>, slot: Slot) {
         if let Some(c) = state.partition.cluster(slot) {
             if slot >= self.ln_join.len() {
                 self.ln_join.resize(slot + 1, f64::NAN);
@@ -69,23 +113,17 @@ impl Gibbs {
         }
     }
 
-    /// Reassigns point `i` from its conditional given all other points; `empty` is the
-    /// kernel's empty statistic.
-    ///
-    /// When the kernel can weigh `i`'s own cluster without `i` from the statistic that holds
-    /// it ([`ConjugateKernel::ln_predictive_member`]), `i` is only taken out if it moves; a
-    /// point that stays is requeued in its member list, exactly as a removal and reinsertion
-    /// would leave it. Otherwise `i` is removed first. Either way the weights are the same up
-    /// to rounding, in the same order (live slots in increasing order, then the new cluster),
-    /// and the draw consumes the same random numbers.
-    fn update_point<K: ConjugateKernel, P: NrmPrior>(
+    /// Draws the cluster of point `i` from its conditional; `empty` is the kernel's empty
+    /// statistic. The point is taken out of its cluster first unless the kernel weighs it in
+    /// place; [`PointUpdate::apply`] carries the draw out.
+    pub fn draw<K: ConjugateKernel, P: NrmPrior>(
         &mut self,
         kernel: &K,
         state: &mut State<K, P>,
         empty: &K::Stat,
         i: usize,
         chooser: &mut dyn Chooser,
-    ) -> Result<()> {
+    ) -> Result<Placement> {
         let old = state.partition.slot_of(i);
         let own = state
             .partition
@@ -112,16 +150,31 @@ impl Gibbs {
         self.ln_w
             .push(state.prior.ln_kappa_new() + kernel.ln_predictive(i, empty));
         let (pick, _) = chooser.choose_log(&self.ln_w)?;
-        let target = self.slots.get(pick).copied();
-        if own.is_some() {
-            if target == Some(old) {
+        Ok(Placement {
+            old,
+            target: self.slots.get(pick).copied(),
+            in_place: own.is_some(),
+        })
+    }
+
+    /// Moves point `i` where `placed` says (a requeue if it stays in place) and refreshes the
+    /// join weights of the clusters that changed; returns the point's new slot.
+    pub fn apply<K: ConjugateKernel, P: NrmPrior>(
+        &mut self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        i: usize,
+        placed: Placement,
+    ) -> Slot {
+        if placed.in_place {
+            if placed.target == Some(placed.old) {
                 state.partition.requeue(i);
-                return Ok(());
+                return placed.old;
             }
             state.partition.remove(kernel, i);
-            self.refresh_join(state, old);
+            self.refresh_join(state, placed.old);
         }
-        let new = match target {
+        let new = match placed.target {
             Some(s) => {
                 state.partition.insert(kernel, i, s);
                 s
@@ -129,7 +182,7 @@ impl Gibbs {
             None => state.partition.insert_new(kernel, i),
         };
         self.refresh_join(state, new);
-        Ok(())
+        new
     }
 }
 
@@ -164,16 +217,13 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for Gibbs {
                 order.truncate(m);
             }
         }
-        self.ln_join.clear();
-        self.ln_join
-            .resize(state.partition.slot_capacity(), f64::NAN);
-        for s in 0..self.ln_join.len() {
-            self.refresh_join(state, s);
-        }
+        self.point.begin(state);
         let empty = kernel.empty_stat();
-        let result = order
-            .iter()
-            .try_for_each(|&i| self.update_point(kernel, state, &empty, i, chooser));
+        let result = order.iter().try_for_each(|&i| {
+            let placed = self.point.draw(kernel, state, &empty, i, chooser)?;
+            self.point.apply(kernel, state, i, placed);
+            Ok(())
+        });
         self.order = order;
         result.map(|()| StepInfo::default())
     }

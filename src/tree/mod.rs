@@ -209,6 +209,27 @@ impl PairStats {
     }
 }
 
+/// Whether node `key` still exists with the contents it had at `stamp`.
+fn unchanged<S>(nodes: &SlotMap<NodeKey, Node<S>>, key: NodeKey, stamp: u64) -> bool {
+    nodes.get(key).is_some_and(|n| n.stamp == stamp)
+}
+
+/// Makes room in a cache keyed by nodes once it holds `limit` entries: drops the entries
+/// that `current` rejects (a node changed or was deleted since, so they can never be used
+/// again), and everything if that does not free half of the room. Cost: O(cache) when full.
+fn make_room<Key: Ord, V>(
+    cache: &mut BTreeMap<Key, V>,
+    limit: usize,
+    mut current: impl FnMut(&Key, &V) -> bool,
+) {
+    if cache.len() >= limit {
+        cache.retain(|k, v| current(k, v));
+        if cache.len() >= limit / 2 {
+            cache.clear();
+        }
+    }
+}
+
 /// The error of a pair statistic asked of a tree and itself, or of overlapping trees.
 #[cold]
 fn not_disjoint(a: NodeKey, b: NodeKey) -> Error {
@@ -768,17 +789,12 @@ impl<K: ConjugateKernel> Forest<K> {
             }
         }
         let ln_d = self.pair_stats(kernel, a, b)?.ln_d;
-        let limit = 64 + 4 * self.roots.len() * self.roots.len();
-        if self.pair_cache.len() >= limit {
-            let nodes = &self.nodes;
-            self.pair_cache.retain(|&(ka, kb), &mut (sa, sb, _)| {
-                nodes.get(ka).is_some_and(|n| n.stamp == sa)
-                    && nodes.get(kb).is_some_and(|n| n.stamp == sb)
-            });
-            if self.pair_cache.len() >= limit / 2 {
-                self.pair_cache.clear();
-            }
-        }
+        let nodes = &self.nodes;
+        make_room(
+            &mut self.pair_cache,
+            64 + 4 * self.roots.len() * self.roots.len(),
+            |&(ka, kb), &(sa, sb, _)| unchanged(nodes, ka, sa) && unchanged(nodes, kb, sb),
+        );
         self.pair_cache.insert((a, b), (stamps.0, stamps.1, ln_d));
         Ok(ln_d)
     }

@@ -3,7 +3,7 @@
 //! enumerates all of its outcomes with their probabilities; each forward draw has an exact
 //! reverse evaluation.
 
-use super::{nan_union, not_disjoint, Forest, NodeKey, PairStats};
+use super::{make_room, nan_union, not_disjoint, unchanged, Forest, NodeKey, PairStats};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::math::{ln_add_exp, log_sum_exp};
@@ -91,16 +91,12 @@ impl<K: ConjugateKernel> Forest<K> {
         let drawn = chooser.choose_weights(&weights);
         let out = drawn.map(|(i, lp)| (keys[i], lp));
         if size >= CACHED_SUBTREE && out.is_ok() {
-            let limit = CACHED_SUBTREES + 2 * self.roots.len();
-            if self.sub_cache.len() >= limit {
-                // Entries of changed or deleted subtrees can never be used again.
-                let nodes = &self.nodes;
-                self.sub_cache
-                    .retain(|&(k, _), e| nodes.get(k).is_some_and(|n| n.stamp == e.stamp));
-                if self.sub_cache.len() >= limit / 2 {
-                    self.sub_cache.clear();
-                }
-            }
+            let nodes = &self.nodes;
+            make_room(
+                &mut self.sub_cache,
+                CACHED_SUBTREES + 2 * self.roots.len(),
+                |&(k, _), e| unchanged(nodes, k, e.stamp),
+            );
             // Copied rather than swapped in: the scratch buffers keep their capacity, so a
             // new entry allocates once instead of making the next weighing regrow them.
             let e = self.sub_cache.entry((top, candidates)).or_default();

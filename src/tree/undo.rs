@@ -3,8 +3,9 @@
 //! journal backwards ([`Forest::rollback`]) instead of being made on a copy of its tree.
 //! Nodes deleted while a record is open stay in the arena, unreachable, until
 //! [`Forest::commit`]. Nodes made while it is open are deleted by a rollback whatever they
-//! went through, so their own changes are not journaled. Statistics of deleted nodes and journaled images are kept as spare
-//! buffers that later nodes reuse, so that proposals allocate nothing once warm.
+//! went through, so their own changes are not journaled. Statistics of deleted nodes and
+//! journaled images are kept as spare buffers that later nodes reuse, so that proposals
+//! allocate nothing once warm.
 
 use super::{Forest, Node, NodeKey};
 use crate::error::{Error, Result};
@@ -177,23 +178,7 @@ impl<K: ConjugateKernel> Forest<K> {
         if self.journals(k) {
             let stat = self.clone_stat(k);
             let n = &self.nodes[k];
-            let image = Node {
-                stat,
-                size: n.size,
-                min_point: n.min_point,
-                ln_kappa: n.ln_kappa,
-                ln_marginal: n.ln_marginal,
-                ln_h: n.ln_h,
-                ln_d: n.ln_d,
-                ln_phi: n.ln_phi,
-                point: n.point,
-                parent: n.parent,
-                children: n.children,
-                dead: n.dead,
-                fresh: n.fresh,
-                registered: n.registered,
-                stamp: n.stamp,
-            };
+            let image = Node { stat, ..*n };
             self.images.push(image);
             self.undo.push(Undo::Image(k));
         }

@@ -6,6 +6,7 @@ use crate::kernel::ConjugateKernel;
 use crate::math::{log_sum_exp, softplus};
 use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
+use crate::sampler::gibbs::PointUpdate;
 use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::tree::{Candidates, Forest, NodeKey, StocChoice, TreeShape};
 use std::cell::Cell;
@@ -101,12 +102,7 @@ pub struct TgmcmcPaper<K: ConjugateKernel> {
     leaves: Vec<NodeKey>,
     local: Vec<usize>,
     slots: Vec<Slot>,
-    /// Per slot, a cluster size and its `ln κ` join weight under the current prior (cleared
-    /// at every local move, as the prior may have changed since).
-    ln_join: Vec<(usize, f64)>,
-    /// Per point, `ln p(x_i)` under the empty statistic, once computed (it depends on the
-    /// data only).
-    ln_alone: Vec<f64>,
+    point: PointUpdate,
 }
 
 impl<K: ConjugateKernel> TgmcmcPaper<K> {
@@ -136,8 +132,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             leaves: Vec::new(),
             local: Vec::new(),
             slots: Vec::new(),
-            ln_join: Vec::new(),
-            ln_alone: Vec::new(),
+            point: PointUpdate::default(),
         }
     }
 
@@ -462,84 +457,34 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             );
         }
         let empty = self.empty.get_or_insert_with(|| kernel.empty_stat());
-        let part = &mut state.partition;
-        let prior = &state.prior;
-        // The join weight of a cluster changes only with its size, and a point's weight alone
-        // never: both are looked up rather than recomputed (a logarithm each) for every
-        // queued point and every cluster.
-        let ln_join = &mut self.ln_join;
-        ln_join.clear();
-        let mut join = |slot: Slot, size: usize| {
-            if slot >= ln_join.len() {
-                ln_join.resize(slot + 1, (usize::MAX, f64::NAN));
-            }
-            let entry = &mut ln_join[slot];
-            if entry.0 != size {
-                *entry = (size, prior.ln_kappa_join(size));
-            }
-            entry.1
-        };
-        self.ln_alone.resize(kernel.n_points(), f64::NAN);
+        self.point.begin(state);
         for &i in &self.local {
             let leaf = forest
                 .leaf_of(i)
                 .ok_or_else(|| Error::Numerical(format!("point {i} has no leaf")))?;
             let alone = forest.node(leaf).expect("live leaf").parent().is_none();
-            let own = part.slot_of(i);
-            // As in the collapsed Gibbs scan: the own cluster is weighed without the point
-            // from the statistic that holds it, so a point that stays updates nothing.
-            let own_w = part.cluster(own).filter(|c| c.size() >= 2).and_then(|c| {
-                kernel
-                    .ln_predictive_member(i, c.stat())
-                    .map(|lp| join(own, c.size() - 1) + lp)
-            });
-            if own_w.is_none() {
-                part.remove(kernel, i);
-            }
-            self.slots.clear();
-            self.ln_w.clear();
-            for (s, c) in part.clusters() {
-                self.slots.push(s);
-                self.ln_w.push(match own_w {
-                    Some(w) if s == own => w,
-                    _ => join(s, c.size()) + kernel.ln_predictive(i, c.stat()),
-                });
-            }
-            if self.ln_alone[i].is_nan() {
-                self.ln_alone[i] = kernel.ln_predictive(i, empty);
-            }
-            self.ln_w.push(prior.ln_kappa_new() + self.ln_alone[i]);
-            let (pick, _) = chooser.choose_log(&self.ln_w)?;
-            let target = self.slots.get(pick).copied();
-            if target == Some(own) {
-                match own_w {
-                    Some(_) => part.requeue(i),
-                    None => part.insert(kernel, i, own),
-                }
-                continue;
-            }
-            if own_w.is_some() {
-                part.remove(kernel, i);
-            }
-            match target {
+            let placed = self.point.draw(kernel, state, empty, i, chooser)?;
+            match placed.target {
+                Some(s) if s == placed.old => {}
                 Some(s) => {
-                    let member = part.cluster(s).expect("live slot").members()[0];
+                    // Found before the point joins `s`, while every member of `s` is in the
+                    // tree the leaf goes to.
+                    let member = state.partition.cluster(s).expect("live slot").members()[0];
                     let target_leaf = forest
                         .leaf_of(member)
                         .ok_or_else(|| Error::Numerical(format!("point {member} has no leaf")))?;
                     let target = forest.root_of(target_leaf)?;
                     forest.detach_leaf(kernel, leaf)?;
                     forest.insert(kernel, target, leaf)?;
-                    part.insert(kernel, i, s);
                 }
                 None => {
                     if !alone {
                         forest.detach_leaf(kernel, leaf)?;
                         forest.register_root(leaf)?;
                     }
-                    part.insert_new(kernel, i);
                 }
             }
+            self.point.apply(kernel, state, i, placed);
         }
         Ok(())
     }
