@@ -52,7 +52,16 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
 /// softplus(x) = ln(1 + e^x) without overflow (MATH P8, P13).
 #[inline]
 pub fn softplus(x: f64) -> f64 {
-    x.max(0.0) + (-x.abs()).exp().ln_1p()
+    // Beyond |x| = 37, e^-|x| < 2^-53: ln_1p returns its argument unchanged and adding it to
+    // x > 37 rounds back to x, so both tails are the general formula's values, bit for bit,
+    // with one libm call fewer (above: none at all).
+    if x > 37.0 {
+        x
+    } else if x < -37.0 {
+        x.exp()
+    } else {
+        x.max(0.0) + (-x.abs()).exp().ln_1p()
+    }
 }
 
 /// Draws an index with probability proportional to `exp(ln_w[i])` (MATH P9).
@@ -88,6 +97,22 @@ pub fn sample_log_weights<R: Rng + ?Sized>(rng: &mut R, ln_w: &[f64]) -> Result<
 mod tests {
     use super::*;
     use crate::rng::SeedPlan;
+
+    /// The tails of `softplus` are the general formula's values to the bit.
+    #[test]
+    fn softplus_tails_equal_the_general_formula() {
+        let general = |x: f64| x.max(0.0) + (-x.abs()).exp().ln_1p();
+        let mut x = 37.0f64;
+        while x < 800.0 {
+            for y in [x, -x] {
+                assert_eq!(softplus(y).to_bits(), general(y).to_bits(), "x = {y}");
+            }
+            x = f64::from_bits(x.to_bits() + 100_000_000_007);
+        }
+        assert_eq!(softplus(f64::INFINITY), f64::INFINITY);
+        assert_eq!(softplus(f64::NEG_INFINITY), 0.0);
+        assert!(softplus(f64::NAN).is_nan());
+    }
 
     #[test]
     fn ln_gamma_known_values() {

@@ -16,6 +16,33 @@ pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
 pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
 pub use params::{ln_gamma_variate, MdParam, NwParam, ParametricKernel};
 
+/// What a predictive evaluation leaves behind for adding the same point to the same
+/// statistic ([`ConjugateKernel::ln_predictive_probed`], [`ConjugateKernel::add_probed`]).
+///
+/// A tree insertion weighs a point against a node (a predictive) and then, often, adds the
+/// point to that node. The Normal-Wishart predictive takes `ln(1 + r_n/(r_n+1) ‖L_n⁻¹(y -
+/// ξ_n)‖²)`, which is the log-determinant change of the rank-1 update that follows (MATH
+/// §2.1, determinant lemma); kept here, the add needs no logarithm. An empty probe (the
+/// default, and what kernels without the shortcut leave) makes `add_probed` a plain `add`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probe {
+    /// The predictive's log-determinant ratio; NaN when empty.
+    pub(crate) ln_ratio: f64,
+}
+
+impl Default for Probe {
+    fn default() -> Self {
+        Probe { ln_ratio: f64::NAN }
+    }
+}
+
+impl Probe {
+    /// Whether the probe holds anything.
+    pub fn is_empty(&self) -> bool {
+        self.ln_ratio.is_nan()
+    }
+}
+
 /// A conjugate kernel over an owned data set whose points are addressed by index.
 ///
 /// Invariants every implementation upholds (checked by property tests):
@@ -61,6 +88,22 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
 
     /// `ln p(x_i | X_S) = ln m(X_{S ∪ {i}}) - ln m(X_S)`, for `i` not in `s`.
     fn ln_predictive(&self, i: usize, s: &Self::Stat) -> f64;
+
+    /// [`ConjugateKernel::ln_predictive`], bit for bit, leaving in `probe` what
+    /// [`ConjugateKernel::add_probed`] of the same point to the same, unchanged statistic can
+    /// reuse. The default empties the probe.
+    fn ln_predictive_probed(&self, i: usize, s: &Self::Stat, probe: &mut Probe) -> f64 {
+        *probe = Probe::default();
+        self.ln_predictive(i, s)
+    }
+
+    /// [`ConjugateKernel::add`] of point `i` to `s`, given the probe that
+    /// [`ConjugateKernel::ln_predictive_probed`] left for this point and this statistic as it
+    /// is now (the caller's guarantee), or an empty probe. The default ignores the probe.
+    fn add_probed(&self, s: &mut Self::Stat, i: usize, probe: &Probe) {
+        let _ = probe;
+        self.add(s, i);
+    }
 
     /// `ln p(x_i | X_{S∖{i}}) = ln m(X_S) - ln m(X_{S∖{i}})` for a member `i` of `s`, computed
     /// from `s` as it is, or `None` when the kernel has no shortcut for it (or, for this `s`,

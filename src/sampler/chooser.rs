@@ -47,6 +47,27 @@ pub trait Chooser {
     /// ratio rejects (MATH P12).
     fn accept(&mut self, ln_a: f64) -> bool;
 
+    /// [`Chooser::accept`] of a log ratio that is known, before it is computed, to be at most
+    /// `bound`: returns the decision and the ratio, or `None` for the ratio when the decision
+    /// was made without it. `ln_a` computes the ratio; it must make no choice.
+    ///
+    /// The default computes the ratio and calls `accept`, so an enumeration sees the same
+    /// decision tree as with `accept`. [`RngChooser`] draws the uniform first when the bound
+    /// is negative (`accept` would draw it for any ratio below the bound), and rejects
+    /// without computing the ratio when `ln u ≥ bound`: the same decision from the same draw,
+    /// at the cost of only the bound for most proposals of a chain in equilibrium. (The one
+    /// difference: a ratio that turns out NaN rejects after a draw that `accept` would not
+    /// make.)
+    fn accept_within(
+        &mut self,
+        bound: f64,
+        ln_a: &mut dyn FnMut() -> Result<f64>,
+    ) -> Result<(bool, Option<f64>)> {
+        let _ = bound;
+        let a = ln_a()?;
+        Ok((self.accept(a), Some(a)))
+    }
+
     /// The chain's stream for continuous draws (hyperparameters); `None` when enumerating,
     /// where continuous moves have no finite decision tree.
     fn rng(&mut self) -> Option<&mut NrmmRng>;
@@ -121,7 +142,9 @@ impl Chooser for RngChooser<'_> {
             self.weights.push(p);
             total += p;
         }
-        let ln_total = max + total.ln();
+        // A total of exactly 1 (the largest weight alone, the others too small to count)
+        // has logarithm exactly 0.
+        let ln_total = if total == 1.0 { max } else { max + total.ln() };
         let target = uniform_open01(self.rng) * total;
         let mut acc = 0.0;
         let mut last_positive = 0;
@@ -190,6 +213,24 @@ impl Chooser for RngChooser<'_> {
             return false;
         }
         ln_a >= 0.0 || uniform_open01(self.rng).ln() < ln_a
+    }
+
+    fn accept_within(
+        &mut self,
+        bound: f64,
+        ln_a: &mut dyn FnMut() -> Result<f64>,
+    ) -> Result<(bool, Option<f64>)> {
+        // A NaN or non-negative bound decides nothing before the ratio is known.
+        if bound.is_nan() || bound >= 0.0 {
+            let a = ln_a()?;
+            return Ok((self.accept(a), Some(a)));
+        }
+        let ln_u = uniform_open01(self.rng).ln();
+        if ln_u >= bound {
+            return Ok((false, None));
+        }
+        let a = ln_a()?;
+        Ok((!a.is_nan() && ln_u < a, Some(a)))
     }
 
     fn rng(&mut self) -> Option<&mut NrmmRng> {
@@ -434,6 +475,63 @@ mod tests {
     /// Bisection of the running sums makes the draws of the cumulative walk, stream
     /// position for stream position, also with zero weights anywhere and targets at the
     /// edges of the sums.
+    /// `accept_within` decides as `accept` does from the same stream position, and leaves the
+    /// stream where `accept` leaves it, for ratios at or below the bound (negative, zero,
+    /// positive or NaN bounds); below a negative bound most ratios are never computed. The
+    /// enumerator computes every ratio and branches as with `accept`.
+    #[test]
+    fn bounded_decisions_equal_plain_decisions() {
+        let mut a = crate::rng::SeedPlan::new(5).chain(0);
+        let mut b = crate::rng::SeedPlan::new(5).chain(0);
+        let mut gen = crate::rng::SeedPlan::new(6).chain(0);
+        let (mut plain, mut bounded) = (RngChooser::new(&mut a), RngChooser::new(&mut b));
+        let (mut computed, mut rejected_early) = (0, 0);
+        for t in 0..20_000 {
+            let bound = match t % 4 {
+                0 => -uniform_open01(&mut gen) * 8.0,
+                1 => -uniform_open01(&mut gen) * 0.5,
+                2 => uniform_open01(&mut gen) * 2.0 - 0.5,
+                _ => f64::NAN,
+            };
+            let ln_a = if bound.is_nan() {
+                -uniform_open01(&mut gen) * 3.0
+            } else {
+                bound - uniform_open01(&mut gen) * 4.0 * f64::from(u8::from(t % 3 != 0))
+            };
+            let mut called = false;
+            let (got, seen) = bounded
+                .accept_within(bound, &mut || {
+                    called = true;
+                    Ok(ln_a)
+                })
+                .unwrap();
+            assert_eq!(got, plain.accept(ln_a), "bound {bound}, ratio {ln_a}");
+            assert_eq!(seen.is_some(), called);
+            if called {
+                computed += 1;
+            } else {
+                rejected_early += 1;
+                assert!(!got);
+            }
+            assert_eq!(
+                plain.choose_uniform(1 << 30),
+                bounded.choose_uniform(1 << 30)
+            );
+        }
+        assert!(
+            computed > 5_000 && rejected_early > 5_000,
+            "{computed} {rejected_early}"
+        );
+        let mut e = PathEnumerator::new();
+        let mut total = 0.0;
+        while e.next_path() {
+            let (acc, seen) = e.accept_within(-10.0, &mut || Ok(0.25f64.ln())).unwrap();
+            assert_eq!(seen, Some(0.25f64.ln()));
+            total += if acc { e.ln_prob().exp() } else { 0.0 };
+        }
+        assert!((total - 0.25).abs() < 1e-12);
+    }
+
     #[test]
     fn prefix_draws_equal_linear_draws() {
         let cases: [&[f64]; 5] = [

@@ -51,7 +51,9 @@ pub struct StepInfo {
     pub proposed: usize,
     /// Proposals accepted.
     pub accepted: usize,
-    /// Sum over proposals of `min(0, ln A)`, the log acceptance ratio capped at 0.
+    /// Sum over proposals of `min(0, ln A)`, the log acceptance ratio capped at 0; for a
+    /// proposal rejected before its ratio was complete (TG-SAMS's first stage, a
+    /// [`metropolis_hastings_bounded`] rejection), the capped upper bound that decided it.
     pub ln_accept_sum: f64,
 }
 
@@ -122,6 +124,47 @@ impl Proposal {
     pub fn ln_accept_ratio(&self) -> f64 {
         self.ln_target_ratio + self.ln_q_rev - self.ln_q_fwd
     }
+}
+
+/// The accept step of a proposal whose reverse probability is expensive and at most 1
+/// (`ln q(s' → s) ≤ 0`): with `ln A ≤ ln π(s') - ln π(s) - ln q(s → s')` known first, the
+/// decision is drawn through [`Chooser::accept_within`], and `ln_q_rev` is computed only
+/// when the uniform does not already reject. Decisions and draws are those of
+/// [`metropolis_hastings`]; the capped log ratio reported for a proposal rejected without
+/// its reverse is the bound's.
+///
+/// The bound adds 1e-9 to the target ratio before subtracting the forward probability: a
+/// reverse probability computed as `ln q ≤ 1e-9` (rounding can lift a log probability of 0
+/// above it by a few units in the last place) then keeps the bound an upper bound of the
+/// ratio as computed, rounding being monotone. Cost: the bound; the reverse only when needed.
+pub fn metropolis_hastings_bounded(
+    ln_target_ratio: f64,
+    ln_q_fwd: f64,
+    ln_q_rev: &mut dyn FnMut() -> Result<f64>,
+    chooser: &mut dyn Chooser,
+) -> Result<(bool, StepInfo)> {
+    let bound = (ln_target_ratio + 1e-9) - ln_q_fwd;
+    let (accepted, ln_a) = chooser.accept_within(bound, &mut || {
+        let proposal = Proposal {
+            ln_q_fwd,
+            ln_q_rev: ln_q_rev()?,
+            ln_target_ratio,
+        };
+        Ok(proposal.ln_accept_ratio())
+    })?;
+    let ln_a = ln_a.unwrap_or(bound);
+    Ok((
+        accepted,
+        StepInfo {
+            proposed: 1,
+            accepted: usize::from(accepted),
+            ln_accept_sum: if ln_a.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                ln_a.min(0.0)
+            },
+        },
+    ))
 }
 
 /// The shared accept step: accepts with probability `min(1, A)` and reports the decision

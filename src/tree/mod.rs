@@ -80,7 +80,7 @@ use std::collections::BTreeMap;
 use slotmap::{new_key_type, SlotMap};
 
 use crate::error::{Error, Result};
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, Probe};
 use crate::math::softplus;
 use crate::prior::NrmPrior;
 
@@ -200,6 +200,31 @@ pub struct PairStats {
     pub ln_h: f64,
     /// `ln d(A, B) = ln φ(A) + ln φ(B) - ℓh(A ∪ B)`.
     pub ln_d: f64,
+    /// What the predictive behind `ℓm(A ∪ B)` left for adding the leaf's point to the other
+    /// tree's root, when one side is a leaf.
+    held: Held,
+}
+
+/// A kernel [`Probe`] with the node it was made for: adding `point` to the node whose stamp
+/// is `stamp` may reuse it (stamps name a node's contents uniquely, so a node that changed
+/// since, or any other node, never matches).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Held {
+    probe: Probe,
+    stamp: u64,
+    point: usize,
+}
+
+impl Held {
+    /// The probe for adding `point` to `node`, if this is it; an empty probe otherwise.
+    #[inline(always)]
+    fn probe_for<S>(&self, node: &Node<S>, point: usize) -> Probe {
+        if self.point == point && self.stamp == node.stamp {
+            self.probe
+        } else {
+            Probe::default()
+        }
+    }
 }
 
 impl PairStats {
@@ -746,10 +771,18 @@ impl<K: ConjugateKernel> Forest<K> {
         let size = na.size + nb.size;
         let ln_kappa = self.kappa(size);
         // A leaf joins through the predictive, `ℓm(T ∪ {i}) = ℓm(T) + ln p(x_i | T)`, which
-        // reuses T's cached factorisation (O(d²) for Normal-Wishart instead of O(d³)).
+        // reuses T's cached factorisation (O(d²) for Normal-Wishart instead of O(d³)) and
+        // leaves its solve for the add that follows when the leaf goes into T.
+        let mut held = Held::default();
         let ln_marginal = match (na.point, nb.point) {
-            (_, Some(i)) => na.ln_marginal + kernel.ln_predictive(i, &na.stat),
-            (Some(i), None) => nb.ln_marginal + kernel.ln_predictive(i, &nb.stat),
+            (_, Some(i)) => {
+                (held.stamp, held.point) = (na.stamp, i);
+                na.ln_marginal + kernel.ln_predictive_probed(i, &na.stat, &mut held.probe)
+            }
+            (Some(i), None) => {
+                (held.stamp, held.point) = (nb.stamp, i);
+                nb.ln_marginal + kernel.ln_predictive_probed(i, &nb.stat, &mut held.probe)
+            }
             (None, None) => kernel.ln_marginal_pair(&na.stat, &nb.stat),
         };
         let ln_h = ln_kappa + ln_marginal;
@@ -760,6 +793,7 @@ impl<K: ConjugateKernel> Forest<K> {
             ln_marginal,
             ln_h,
             ln_d: na.ln_phi + nb.ln_phi - ln_h,
+            held,
         }
     }
 
@@ -799,11 +833,19 @@ impl<K: ConjugateKernel> Forest<K> {
         Ok(ln_d)
     }
 
-    /// Adds the points of `item` to the statistic `stat` (one `add` for a leaf, which is
-    /// O(d²) for Normal-Wishart, a `merge` otherwise).
-    fn absorb_stat(kernel: &K, stat: &mut K::Stat, item: &Node<K::Stat>) {
+    /// Adds the points of `item` to `stat`, the statistic of `owner` or a copy of it: one
+    /// `add` for a leaf, which is O(d²) for Normal-Wishart and reuses the pair statistic's
+    /// probe when it was made for this point and `owner`, a `merge` otherwise.
+    #[inline(always)]
+    fn absorb_stat(
+        kernel: &K,
+        stat: &mut K::Stat,
+        owner: &Node<K::Stat>,
+        item: &Node<K::Stat>,
+        st: &PairStats,
+    ) {
         match item.point {
-            Some(i) => kernel.add(stat, i),
+            Some(i) => kernel.add_probed(stat, i, &st.held.probe_for(owner, i)),
             None => kernel.merge(stat, &item.stat),
         }
     }
@@ -812,7 +854,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// (which must be those of `a` and `b`).
     fn join_with(&mut self, kernel: &K, a: NodeKey, b: NodeKey, st: PairStats) -> NodeKey {
         let mut stat = self.clone_stat(a);
-        Self::absorb_stat(kernel, &mut stat, &self.nodes[b]);
+        Self::absorb_stat(kernel, &mut stat, &self.nodes[a], &self.nodes[b], &st);
         let key = self.insert_node(Node {
             stat,
             size: st.size,

@@ -81,7 +81,7 @@ impl<K: ConjugateKernel> Forest<K> {
         let was_registered = self.unregister(target);
         for &(v, s) in &path {
             self.save_image(v);
-            self.absorb(kernel, v, item);
+            self.absorb(kernel, v, item, &s);
             let stamp = self.next_stamp();
             let node = &mut self.nodes[v];
             node.stamp = stamp;
@@ -110,10 +110,13 @@ impl<K: ConjugateKernel> Forest<K> {
         Ok(pair)
     }
 
-    /// Adds the points of `item` to the statistic of the node `v` (disjoint from it).
-    fn absorb(&mut self, kernel: &K, v: NodeKey, item: NodeKey) {
+    /// Adds the points of `item` to the statistic of the node `v` (disjoint from it), given
+    /// the pair statistics of `v` and `item` (whose probe an add may reuse).
+    fn absorb(&mut self, kernel: &K, v: NodeKey, item: NodeKey, st: &PairStats) {
         if let Some(i) = self.nodes[item].point {
-            kernel.add(&mut self.nodes[v].stat, i);
+            let node = &mut self.nodes[v];
+            let probe = st.held.probe_for(node, i);
+            kernel.add_probed(&mut node.stat, i, &probe);
         } else {
             let [node, item]: [&mut Node<K::Stat>; 2] = self
                 .nodes

@@ -7,7 +7,9 @@ use crate::math::{log_sum_exp, softplus};
 use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
 use crate::sampler::gibbs::PointUpdate;
-use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
+use crate::sampler::{
+    metropolis_hastings, metropolis_hastings_bounded, Chooser, Move, Proposal, State, StepInfo,
+};
 use crate::tree::{Candidates, Forest, NodeKey, StocChoice, TreeShape};
 use std::cell::Cell;
 
@@ -311,43 +313,43 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             &mut self.choices,
         )?;
 
-        // Reverse: any s ∈ S picked first, then every other member of S selected and no
-        // other tree (paper eq. 11), with the new trees' potentials.
-        let m = self.trees.len();
-        let k_new = (k - 1 + m) as f64;
-        self.pair_b.clear();
-        self.pair_b.resize(m * m, 0.0);
-        for x in 0..m {
-            for y in x + 1..m {
-                let (ln_b, _) = ln_b_pair(
-                    forest
-                        .pair_stats(kernel, self.trees[x], self.trees[y])?
-                        .ln_d,
-                );
-                self.pair_b[x * m + y] = ln_b;
-                self.pair_b[y * m + x] = ln_b;
-            }
-        }
-        self.ln_w.clear();
         let mut ln_target = -ln_h_c;
-        for x in 0..m {
-            let s = self.trees[x];
+        for &s in &self.trees {
             ln_target += forest.node(s).expect("a new tree").ln_h();
-            let mut term = -k_new.ln();
-            for y in (0..m).filter(|&y| y != x) {
-                term += self.pair_b[x * m + y];
-            }
-            for &c in &self.others {
-                term += ln_b_pair(forest.pair_stats(kernel, s, c)?.ln_d).1;
-            }
-            self.ln_w.push(term);
         }
-        let proposal = Proposal {
-            ln_q_fwd,
-            ln_q_rev: log_sum_exp(&self.ln_w),
-            ln_target_ratio: ln_target,
+        // Reverse: any s ∈ S picked first, then every other member of S selected and no
+        // other tree (paper eq. 11), with the new trees' potentials. Its O(K) pair marginals
+        // are needed only when the uniform does not reject on the bound alone.
+        let (trees, others) = (&self.trees, &self.others);
+        let (pair_b, ln_w) = (&mut self.pair_b, &mut self.ln_w);
+        let view = &*forest;
+        let mut ln_q_rev = || -> Result<f64> {
+            let m = trees.len();
+            let k_new = (k - 1 + m) as f64;
+            pair_b.clear();
+            pair_b.resize(m * m, 0.0);
+            for x in 0..m {
+                for y in x + 1..m {
+                    let (ln_b, _) = ln_b_pair(view.pair_stats(kernel, trees[x], trees[y])?.ln_d);
+                    pair_b[x * m + y] = ln_b;
+                    pair_b[y * m + x] = ln_b;
+                }
+            }
+            ln_w.clear();
+            for (x, &s) in trees.iter().enumerate() {
+                let mut term = -k_new.ln();
+                for y in (0..m).filter(|&y| y != x) {
+                    term += pair_b[x * m + y];
+                }
+                for &c in others {
+                    term += ln_b_pair(view.pair_stats(kernel, s, c)?.ln_d).1;
+                }
+                ln_w.push(term);
+            }
+            Ok(log_sum_exp(ln_w))
         };
-        let (accepted, info) = metropolis_hastings(&proposal, chooser);
+        let (accepted, info) =
+            metropolis_hastings_bounded(ln_target, ln_q_fwd, &mut ln_q_rev, chooser)?;
         if accepted {
             forest.commit();
             for &s in &self.trees {
