@@ -80,9 +80,17 @@ pub fn cholesky(a: &[f64], d: usize, name: &str) -> Result<Vec<f64>> {
     Ok(l)
 }
 
-/// `ln det(LLᵀ) = 2 Σ_i ln L_ii` (MATH P3). Cost: d logarithms.
+/// `ln det(LLᵀ) = 2 Σ_i ln L_ii` (MATH P3), taken as `2 ln Π_i L_ii` with one logarithm
+/// while the product of the pivots is a normal positive number (the sum of the logarithms
+/// otherwise, which never overflows). Cost: d multiplications and one logarithm.
+#[inline]
 pub fn ln_det(l: &[f64], d: usize) -> f64 {
-    2.0 * (0..d).map(|i| l[i * d + i].ln()).sum::<f64>()
+    let product: f64 = (0..d).map(|i| l[i * d + i]).product();
+    if product.is_normal() && product > 0.0 {
+        2.0 * product.ln()
+    } else {
+        2.0 * (0..d).map(|i| l[i * d + i].ln()).sum::<f64>()
+    }
 }
 
 /// Solves `L z = b` in place (`b` becomes `z`) and returns `‖z‖²`.
@@ -313,19 +321,26 @@ pub fn rank1_update(l: &mut [f64], d: usize, x: &mut [f64]) -> f64 {
 /// additions), unlike the rotations of [`rank1_update`], whose d square roots and divisions
 /// form one dependent chain. `det` grows by `t_D`, which the caller has as `1 + ‖p‖²`. For
 /// an update (a positive rank-1 term) every `t_j ≥ 1`, so no cancellation arises in them.
-/// Cost: `D²` multiply-adds, `D` square roots, `D` divisions.
+/// Returns `L_jj / L'_jj = √(t_j / t_{j+1})`, with which the caller rescales the reciprocals
+/// of the pivots it keeps. Cost: `D²` multiply-adds, `D` square roots, `D` divisions.
 #[inline(always)]
-pub(crate) fn rank1_update_solved<const D: usize>(l: &mut [f64], p: &[f64; D], v: &[f64; D]) {
+pub(crate) fn rank1_update_solved<const D: usize>(
+    l: &mut [f64],
+    p: &[f64; D],
+    v: &[f64; D],
+) -> [f64; D] {
     let l = &mut l[..D * D];
     let mut w = *v;
+    let mut shrink = [1.0f64; D];
     let mut t = 1.0f64;
-    let mut inv_s = 1.0f64;
+    let (mut s, mut inv_s) = (1.0f64, 1.0f64);
     for j in 0..D {
         let t_next = t + p[j] * p[j];
         let s_next = t_next.sqrt();
         let inv_s_next = 1.0 / s_next;
         let a = s_next * inv_s;
         let q = p[j] * inv_s * inv_s_next;
+        shrink[j] = s * inv_s_next;
         let col = &mut l[j * D..(j + 1) * D];
         col[j] *= a;
         for i in j + 1..D {
@@ -333,8 +348,9 @@ pub(crate) fn rank1_update_solved<const D: usize>(l: &mut [f64], p: &[f64; D], v
             col[i] = a * col[i] + q * w[i];
         }
         t = t_next;
-        inv_s = inv_s_next;
+        (s, inv_s) = (s_next, inv_s_next);
     }
+    shrink
 }
 
 /// Replaces `L` by the factor of `LLᵀ - xxᵀ` and returns `ln det(L'L'ᵀ) - ln det(LLᵀ)`, or
@@ -423,6 +439,35 @@ mod tests {
         let expected = [2.0, 1.0, -1.0, 0.0, 3.0, 0.5, 0.0, 0.0, 1.0];
         assert!(max_rel_diff(&l, &expected) < 1e-15, "{l:?}");
         assert!((ln_det(&l, 3) - 36f64.ln()).abs() < 1e-14);
+    }
+
+    /// One logarithm of the product, or the sum of logarithms when the product would leave
+    /// the normal range; a non-positive or NaN pivot stays visible.
+    #[test]
+    fn log_determinant_of_extreme_pivots() {
+        let diag = |v: &[f64]| {
+            let d = v.len();
+            let mut l = vec![0.0; d * d];
+            for (i, &x) in v.iter().enumerate() {
+                l[i * d + i] = x;
+            }
+            l
+        };
+        let sum_of_logs = |v: &[f64]| 2.0 * v.iter().map(|x| x.ln()).sum::<f64>();
+        for v in [
+            vec![2.0, 3.0],
+            vec![1e200, 1e200, 1e-5],
+            vec![1e-200, 1e-200, 3.0],
+            vec![1e300; 8],
+            vec![0.5, 0.25, 4.0, 1e-3, 7.0, 0.9, 1.1, 2.5],
+        ] {
+            let got = ln_det(&diag(&v), v.len());
+            let want = sum_of_logs(&v);
+            assert!((got - want).abs() <= 1e-13 * want.abs().max(1.0), "{v:?}: {got} vs {want}");
+        }
+        assert!(ln_det(&diag(&[1.0, f64::NAN]), 2).is_nan());
+        assert_eq!(ln_det(&diag(&[1.0, 0.0]), 2), f64::NEG_INFINITY);
+        assert!(ln_det(&diag(&[1.0, -1.0]), 2).is_nan());
     }
 
     #[test]
@@ -528,7 +573,11 @@ mod tests {
                 v.copy_from_slice(&x[..D]);
                 let inv: Vec<f64> = (0..D).map(|j| 1.0 / l[j * D + j]).collect();
                 let p = solve_fixed::<D>(&l, &inv, &v);
-                rank1_update_solved::<D>(&mut l, &p, &v);
+                let old_diag: Vec<f64> = (0..D).map(|j| l[j * D + j]).collect();
+                let shrink = rank1_update_solved::<D>(&mut l, &p, &v);
+                for j in 0..D {
+                    assert!((shrink[j] - old_diag[j] / l[j * D + j]).abs() < 1e-14);
+                }
                 (l, p.iter().map(|p| p * p).sum::<f64>().ln_1p())
             }
             let a = spd(d, &entries, 0.5);

@@ -89,12 +89,11 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
     /// `ln p(x_i | X_S) = ln m(X_{S ∪ {i}}) - ln m(X_S)`, for `i` not in `s`.
     fn ln_predictive(&self, i: usize, s: &Self::Stat) -> f64;
 
-    /// [`ConjugateKernel::ln_predictive`], bit for bit, leaving in `probe` what
+    /// [`ConjugateKernel::ln_predictive`], bit for bit, with the probe that
     /// [`ConjugateKernel::add_probed`] of the same point to the same, unchanged statistic can
-    /// reuse. The default empties the probe.
-    fn ln_predictive_probed(&self, i: usize, s: &Self::Stat, probe: &mut Probe) -> f64 {
-        *probe = Probe::default();
-        self.ln_predictive(i, s)
+    /// reuse. The default returns an empty probe.
+    fn ln_predictive_probed(&self, i: usize, s: &Self::Stat) -> (f64, Probe) {
+        (self.ln_predictive(i, s), Probe::default())
     }
 
     /// [`ConjugateKernel::add`] of point `i` to `s`, given the probe that

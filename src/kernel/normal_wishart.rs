@@ -652,18 +652,25 @@ impl NormalWishart {
     /// [`NormalWishart::refresh_predictive`] for dimension `d` (see `with_small_dim`).
     #[inline(always)]
     fn refresh_predictive_dim(&self, s: &mut NwStat, d: usize) {
+        self.refresh_predictive_but_diag(s, d);
+        let (chol, rest) = s.buf[d + d * d..].split_at_mut(d * d);
+        for (j, v) in rest[d..].iter_mut().enumerate() {
+            *v = 1.0 / chol[j * d + j];
+        }
+    }
+
+    /// [`NormalWishart::refresh_predictive_dim`] but for the reciprocals of the factor's
+    /// diagonal, which the caller keeps.
+    #[inline(always)]
+    fn refresh_predictive_but_diag(&self, s: &mut NwStat, d: usize) {
         let f = self.factors(s.n);
         s.pred_offset = self.pred_const(s.n) - 0.5 * s.ln_det;
         s.pred_scale = f.pred_scale;
         s.pred_power = f.pred_power;
         let (mean, rest) = s.buf.split_at_mut(d);
-        let (chol, cache) = rest[d * d..].split_at_mut(d * d);
-        let (centre, inv_diag) = cache.split_at_mut(d);
+        let centre = &mut rest[2 * d * d..2 * d * d + d];
         for (c, &m) in centre.iter_mut().zip(mean.iter()) {
             *c = f.shrink * m;
-        }
-        for (j, v) in inv_diag.iter_mut().enumerate() {
-            *v = 1.0 / chol[j * d + j];
         }
     }
 
@@ -792,11 +799,16 @@ impl NormalWishart {
             solve_fixed::<D>(chol, inv_diag, &v)
         };
         let (mean, m2, chol) = s.parts_mut_dim(D);
-        rank1_update_solved::<D>(chol, &p, &v);
+        let shrink = rank1_update_solved::<D>(chol, &p, &v);
         welford_add(mean, m2, y, &f, D);
         s.n += 1;
         s.ln_det += ln_ratio;
-        self.refresh_predictive_dim(s, D);
+        self.refresh_predictive_but_diag(s, D);
+        // The update scales pivot j by 1/shrink[j]: its reciprocal needs no division.
+        let inv_diag = &mut s.buf[D + 2 * D * D + D..D + 2 * D * D + 2 * D];
+        for (v, &r) in inv_diag.iter_mut().zip(&shrink) {
+            *v *= r;
+        }
     }
 
     /// [`ConjugateKernel::remove`] of a point from a statistic of two or more points, for
@@ -1023,14 +1035,14 @@ impl ConjugateKernel for NormalWishart {
 
     /// The predictive, keeping `ln(1 + r_n/(r_n+1) ‖L_n⁻¹(y - ξ_n)‖²)` in the probe.
     /// Cost: as [`ConjugateKernel::ln_predictive`].
-    fn ln_predictive_probed(&self, i: usize, s: &NwStat, probe: &mut Probe) -> f64 {
+    fn ln_predictive_probed(&self, i: usize, s: &NwStat) -> (f64, Probe) {
         debug_assert_eq!(s.d, self.d);
         let q = with_small_dim!(self.d, |d| {
             let (chol, centre, inv_diag) = s.predictive_parts(d);
             shifted_solve_norm2(chol, inv_diag, d, self.point_dim(i, d), centre)
         });
-        probe.ln_ratio = (1.0 + s.pred_scale * q).ln();
-        s.pred_offset - s.pred_power * probe.ln_ratio
+        let ln_ratio = (1.0 + s.pred_scale * q).ln();
+        (s.pred_offset - s.pred_power * ln_ratio, Probe { ln_ratio })
     }
 
     /// The add of [`NormalWishart::add`] from a probe of this point and statistic, for
@@ -1256,8 +1268,7 @@ mod tests {
             let k = kernel_of_dim(d);
             let (mut probed, mut plain) = (k.stat_of(&[0]), k.stat_of(&[0]));
             for i in 1..k.data.n() {
-                let mut probe = Probe::default();
-                let value = k.ln_predictive_probed(i, &probed, &mut probe);
+                let (value, probe) = k.ln_predictive_probed(i, &probed);
                 assert_eq!(
                     value.to_bits(),
                     k.ln_predictive(i, &probed).to_bits(),

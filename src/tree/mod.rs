@@ -242,15 +242,23 @@ fn unchanged<S>(nodes: &SlotMap<NodeKey, Node<S>>, key: NodeKey, stamp: u64) -> 
 /// Makes room in a cache keyed by nodes once it holds `limit` entries: drops the entries
 /// that `current` rejects (a node changed or was deleted since, so they can never be used
 /// again), and everything if that does not free half of the room. Cost: O(cache) when full.
+/// The entries dropped are handed to `evicted` (which may keep their buffers for reuse).
 fn make_room<Key: Ord, V>(
     cache: &mut BTreeMap<Key, V>,
     limit: usize,
     mut current: impl FnMut(&Key, &V) -> bool,
+    mut evicted: impl FnMut(V),
 ) {
     if cache.len() >= limit {
-        cache.retain(|k, v| current(k, v));
+        for (k, v) in std::mem::take(cache) {
+            if current(&k, &v) {
+                cache.insert(k, v);
+            } else {
+                evicted(v);
+            }
+        }
         if cache.len() >= limit / 2 {
-            cache.clear();
+            std::mem::take(cache).into_values().for_each(evicted);
         }
     }
 }
@@ -302,6 +310,8 @@ pub struct Forest<K: ConjugateKernel> {
     leaf_cache: Option<LeafCache<K::Stat>>,
     stamps: u64,
     sub_cache: BTreeMap<(NodeKey, Candidates), sample::SubEntry>,
+    /// Entries evicted from `sub_cache`, whose buffers new entries take over.
+    sub_spare: Vec<sample::SubEntry>,
     pair_cache: BTreeMap<(NodeKey, NodeKey), (u64, u64, f64)>,
 }
 
@@ -333,6 +343,7 @@ impl<K: ConjugateKernel> Forest<K> {
             leaf_cache: None,
             stamps: 0,
             sub_cache: BTreeMap::new(),
+            sub_spare: Vec::new(),
             pair_cache: BTreeMap::new(),
         };
         forest.ln_kappa.extend((0..=n).map(ln_kappa));
@@ -773,17 +784,29 @@ impl<K: ConjugateKernel> Forest<K> {
         // A leaf joins through the predictive, `ℓm(T ∪ {i}) = ℓm(T) + ln p(x_i | T)`, which
         // reuses T's cached factorisation (O(d²) for Normal-Wishart instead of O(d³)) and
         // leaves its solve for the add that follows when the leaf goes into T.
-        let mut held = Held::default();
-        let ln_marginal = match (na.point, nb.point) {
+        let (ln_marginal, held) = match (na.point, nb.point) {
             (_, Some(i)) => {
-                (held.stamp, held.point) = (na.stamp, i);
-                na.ln_marginal + kernel.ln_predictive_probed(i, &na.stat, &mut held.probe)
+                let (lp, probe) = kernel.ln_predictive_probed(i, &na.stat);
+                let held = Held {
+                    probe,
+                    stamp: na.stamp,
+                    point: i,
+                };
+                (na.ln_marginal + lp, held)
             }
             (Some(i), None) => {
-                (held.stamp, held.point) = (nb.stamp, i);
-                nb.ln_marginal + kernel.ln_predictive_probed(i, &nb.stat, &mut held.probe)
+                let (lp, probe) = kernel.ln_predictive_probed(i, &nb.stat);
+                let held = Held {
+                    probe,
+                    stamp: nb.stamp,
+                    point: i,
+                };
+                (nb.ln_marginal + lp, held)
             }
-            (None, None) => kernel.ln_marginal_pair(&na.stat, &nb.stat),
+            (None, None) => (
+                kernel.ln_marginal_pair(&na.stat, &nb.stat),
+                Held::default(),
+            ),
         };
         let ln_h = ln_kappa + ln_marginal;
         PairStats {
@@ -828,6 +851,7 @@ impl<K: ConjugateKernel> Forest<K> {
             &mut self.pair_cache,
             64 + 4 * self.roots.len() * self.roots.len(),
             |&(ka, kb), &(sa, sb, _)| unchanged(nodes, ka, sa) && unchanged(nodes, kb, sb),
+            drop,
         );
         self.pair_cache.insert((a, b), (stamps.0, stamps.1, ln_d));
         Ok(ln_d)

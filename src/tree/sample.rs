@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::math::{ln_add_exp, log_sum_exp};
 use crate::sampler::Chooser;
+use std::collections::btree_map::Entry;
 
 /// Which nodes of a subtree SampleSub may return (MATH §4.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -91,23 +92,34 @@ impl<K: ConjugateKernel> Forest<K> {
         let drawn = chooser.choose_weights(&weights);
         let out = drawn.map(|(i, lp)| (keys[i], lp));
         if size >= CACHED_SUBTREE && out.is_ok() {
-            let nodes = &self.nodes;
+            let (nodes, spare) = (&self.nodes, &mut self.sub_spare);
             make_room(
                 &mut self.sub_cache,
                 CACHED_SUBTREES + 2 * self.roots.len(),
                 |&(k, _), e| unchanged(nodes, k, e.stamp),
+                |e| {
+                    if spare.len() < CACHED_SUBTREES {
+                        spare.push(e);
+                    }
+                },
             );
-            // Copied rather than swapped in: the scratch buffers keep their capacity, so a
-            // new entry allocates once instead of making the next weighing regrow them.
-            let e = self.sub_cache.entry((top, candidates)).or_default();
+            // Copied rather than swapped in, into the buffers of an evicted entry when there
+            // is one: the scratch buffers keep their capacity, and a new entry allocates only
+            // until the cache has filled once.
+            let e = match self.sub_cache.entry((top, candidates)) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => v.insert(self.sub_spare.pop().unwrap_or_default()),
+            };
             e.stamp = stamp;
             e.keys.clone_from(&keys);
             e.weights.clone_from(&weights);
             e.prefix.clear();
-            e.prefix.extend(e.weights.iter().scan(0.0, |acc, &w| {
-                *acc += w;
-                Some(*acc)
-            }));
+            e.prefix.reserve(e.weights.len());
+            let mut acc = 0.0;
+            for &w in &e.weights {
+                acc += w;
+                e.prefix.push(acc);
+            }
         }
         self.scratch_keys = keys;
         self.scratch_w = weights;
