@@ -170,7 +170,14 @@ proptest! {
                         (0..n).filter(|i| !members.iter().any(|m| m.contains(i))).collect();
                     if !free.is_empty() {
                         let i = free[y % free.len()];
-                        k.add(&mut stats[c], i);
+                        if op == 0 {
+                            k.add(&mut stats[c], i);
+                        } else {
+                            // Through the probe the predictive leaves (the tree engine's add).
+                            let (lp, probe) = k.ln_predictive_probed(i, &stats[c]);
+                            prop_assert_eq!(lp.to_bits(), k.ln_predictive(i, &stats[c]).to_bits());
+                            k.add_probed(&mut stats[c], i, &probe);
+                        }
                         members[c].push(i);
                     }
                 }

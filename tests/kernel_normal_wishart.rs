@@ -236,8 +236,9 @@ proptest! {
         p in problem(10),
         ops in prop::collection::vec((0u8..4, any::<usize>(), any::<usize>()), 1..40),
     ) {
-        // Three statistics and their member lists; ops: 0-1 add a free point, 2 remove a
-        // member, 3 merge one statistic into another and empty the source.
+        // Three statistics and their member lists; ops: 0 add a free point, 1 add it through a
+        // predictive's probe, 2 remove a member, 3 merge one statistic into another and empty
+        // the source.
         let k = p.kernel();
         let n = p.points.len();
         let mut stats = [k.empty_stat(), k.empty_stat(), k.empty_stat()];
@@ -250,7 +251,14 @@ proptest! {
                         (0..n).filter(|i| !members.iter().any(|m| m.contains(i))).collect();
                     if !free.is_empty() {
                         let i = free[y % free.len()];
-                        k.add(&mut stats[c], i);
+                        if op == 0 {
+                            k.add(&mut stats[c], i);
+                        } else {
+                            // Through the probe the predictive leaves (the tree engine's add).
+                            let (lp, probe) = k.ln_predictive_probed(i, &stats[c]);
+                            prop_assert_eq!(lp.to_bits(), k.ln_predictive(i, &stats[c]).to_bits());
+                            k.add_probed(&mut stats[c], i, &probe);
+                        }
                         members[c].push(i);
                     }
                 }

@@ -463,7 +463,10 @@ mod tests {
         ] {
             let got = ln_det(&diag(&v), v.len());
             let want = sum_of_logs(&v);
-            assert!((got - want).abs() <= 1e-13 * want.abs().max(1.0), "{v:?}: {got} vs {want}");
+            assert!(
+                (got - want).abs() <= 1e-13 * want.abs().max(1.0),
+                "{v:?}: {got} vs {want}"
+            );
         }
         assert!(ln_det(&diag(&[1.0, f64::NAN]), 2).is_nan());
         assert_eq!(ln_det(&diag(&[1.0, 0.0]), 2), f64::NEG_INFINITY);

@@ -1047,7 +1047,8 @@ impl ConjugateKernel for NormalWishart {
 
     /// The add of [`NormalWishart::add`] from a probe of this point and statistic, for
     /// d ≤ 8: no logarithm, and a factor update whose square roots do not wait on one
-    /// another ([`rank1_update_solved`]). With an empty probe, or above 8 dimensions, a
+    /// another (the product form of Gill, Golub, Murray & Saunders 1974, method C1, from the
+    /// solve). With an empty probe, or above 8 dimensions, a
     /// plain add. Cost: O(d²), d square roots and d divisions.
     fn add_probed(&self, s: &mut NwStat, i: usize, probe: &Probe) {
         debug_assert_eq!(s.d, self.d);

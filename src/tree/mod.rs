@@ -803,10 +803,7 @@ impl<K: ConjugateKernel> Forest<K> {
                 };
                 (nb.ln_marginal + lp, held)
             }
-            (None, None) => (
-                kernel.ln_marginal_pair(&na.stat, &nb.stat),
-                Held::default(),
-            ),
+            (None, None) => (kernel.ln_marginal_pair(&na.stat, &nb.stat), Held::default()),
         };
         let ln_h = ln_kappa + ln_marginal;
         PairStats {

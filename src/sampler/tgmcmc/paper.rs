@@ -32,6 +32,10 @@ fn ln_b_pair(ln_d: f64) -> (f64, f64) {
 ///    with `M` into the cascade tree `(((c*, m₁), m₂) ..)`, with the reverse split through
 ///    the cascade's first node and "all new" StocInsert decisions (paper eq. 12). The
 ///    acceptance ratio is `q_rev / q_fwd` times the ratio of `Π_c h(c)`, with no tree factor.
+///    A split's `q_rev ≤ 1` costs `O(K)` pair marginals, so its decision is drawn against
+///    the bound `q_rev = 1` first ([`metropolis_hastings_bounded`]): the same uniform and
+///    the same decision as the plain ratio, the reverse computed only when the uniform falls
+///    below the bound, which in equilibrium it rarely does.
 /// 2. One selective local move (MATH §4.4, `SelectiveGibbs(D)`): for every tree, descend `D`
 ///    SampleSub steps (leaves allowed), queue the leaves of the node reached (breadth first,
 ///    trees in canonical order), then Gibbs-update each queued point, moving its leaf with
@@ -74,7 +78,8 @@ fn ln_b_pair(ln_d: f64) -> (f64, f64) {
 ///
 /// Cost per step: per global move `O(K)` pair marginals (remembered between moves for pairs
 /// of unchanged trees, [`Forest::ln_d_pair_cached`]), plus for a split `O(|c*|)` for
-/// SampleSub, `O(depth · |S|)` pair evaluations per StocInsert item and, on rejection, the
+/// SampleSub, `O(depth · |S|)` pair evaluations per StocInsert item, `O(K)` pair marginals
+/// for the reverse unless the bound already rejects, and, on rejection, the
 /// replay of its undo record (the nodes it touched; [`Forest::rollback`]), or for a merge
 /// `O(J²)` pair evaluations and the cascade; the local move `O(K)` predictive evaluations per
 /// queued point plus its Detach and SeqInsert; `O(n)` for the consistency check when another
