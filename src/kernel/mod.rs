@@ -89,6 +89,14 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
     /// `ln p(x_i | X_S) = ln m(X_{S ∪ {i}}) - ln m(X_S)`, for `i` not in `s`.
     fn ln_predictive(&self, i: usize, s: &Self::Stat) -> f64;
 
+    /// An upper bound of `ln_predictive(i, s)` over all points `i`, as that method computes
+    /// it, for callers that can skip a predictive whose bound already decides a comparison
+    /// (the tree engine's descent). The default, `+∞`, bounds nothing.
+    fn ln_predictive_max(&self, s: &Self::Stat) -> f64 {
+        let _ = s;
+        f64::INFINITY
+    }
+
     /// [`ConjugateKernel::ln_predictive`], bit for bit, with the probe that
     /// [`ConjugateKernel::add_probed`] of the same point to the same, unchanged statistic can
     /// reuse. The default returns an empty probe.

@@ -1033,6 +1033,13 @@ impl ConjugateKernel for NormalWishart {
         ))
     }
 
+    /// The Student-t predictive at its mode, `pc(n) - ½ ln|Ψ_n|`: the predictive subtracts
+    /// `(ν_n + 1)/2 · ln(1 + t)` with `t ≥ 0`, a non-negative amount in floating point too.
+    /// Cost: O(1).
+    fn ln_predictive_max(&self, s: &NwStat) -> f64 {
+        s.pred_offset
+    }
+
     /// The predictive, keeping `ln(1 + r_n/(r_n+1) ‖L_n⁻¹(y - ξ_n)‖²)` in the probe.
     /// Cost: as [`ConjugateKernel::ln_predictive`].
     fn ln_predictive_probed(&self, i: usize, s: &NwStat) -> (f64, Probe) {

@@ -817,6 +817,18 @@ impl<K: ConjugateKernel> Forest<K> {
         }
     }
 
+    /// A floor of `ln d(C, {i})` for a tree `nc` and a leaf `ni`, without a predictive:
+    /// [`Forest::pair_of`]'s arithmetic, operation for operation, with the predictive
+    /// replaced by the kernel's bound [`ConjugateKernel::ln_predictive_max`]. Every step is
+    /// monotone in the predictive, in floating point too, so the floor is at most the value
+    /// `pair_of` computes; `-∞` (or NaN) when the kernel has no bound. Cost: O(1).
+    #[inline(always)]
+    fn ln_d_floor(&self, kernel: &K, nc: &Node<K::Stat>, ni: &Node<K::Stat>) -> f64 {
+        let ln_marginal = nc.ln_marginal + kernel.ln_predictive_max(&nc.stat);
+        let ln_h = self.kappa(nc.size + ni.size) + ln_marginal;
+        nc.ln_phi + ni.ln_phi - ln_h
+    }
+
     /// `ln d(A, B)` of two disjoint trees ([`Forest::pair_stats`]). Cost: one pair marginal.
     pub fn ln_d_pair(&self, kernel: &K, a: NodeKey, b: NodeKey) -> Result<f64> {
         Ok(self.pair_stats(kernel, a, b)?.ln_d)

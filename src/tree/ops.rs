@@ -56,25 +56,17 @@ impl<K: ConjugateKernel> Forest<K> {
         // Below the disjoint trees `target` and `x` every pair is disjoint too, so the
         // descent takes the pair statistics without their checks.
         while let Some([l, r]) = self.nodes[nd].children {
-            let ni = &self.nodes[item];
-            let (nl, nr) = (&self.nodes[l], &self.nodes[r]);
-            let (st0, st1) = (self.pair_of(kernel, nl, ni), self.pair_of(kernel, nr, ni));
-            if st0.ln_marginal.is_nan() || st1.ln_marginal.is_nan() {
-                let e = nan_union(if st0.ln_marginal.is_nan() { nl } else { nr }, ni);
-                self.scratch_path = path;
-                return Err(e);
-            }
-            let ln_d = self.nodes[nd].ln_d;
-            if ln_d < st0.ln_d && ln_d < st1.ln_d {
-                break;
-            }
-            path.push((nd, pair_st));
-            if st0.ln_d < st1.ln_d {
-                pair_st = st0;
-                nd = l;
-            } else {
-                pair_st = st1;
-                nd = r;
+            match self.descent_step(kernel, [l, r], item, self.nodes[nd].ln_d) {
+                Ok(Some((next, st))) => {
+                    path.push((nd, pair_st));
+                    pair_st = st;
+                    nd = next;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    self.scratch_path = path;
+                    return Err(e);
+                }
             }
         }
 
@@ -108,6 +100,70 @@ impl<K: ConjugateKernel> Forest<K> {
             self.register(root)?;
         }
         Ok(pair)
+    }
+
+    /// One level of SeqInsert's descent at a node whose children are `[l, r]` and whose
+    /// `ln d` is `ln_d`: `None` when the item pairs with the node (`ln_d` below both
+    /// `ln d(l, item)` and `ln d(r, item)`), else the child to descend into (the smaller of
+    /// the two; a tie goes right) with its pair statistics.
+    ///
+    /// For a leaf item the two children are weighed in the order of their floors,
+    /// [`Forest::ln_d_floor`], and the second is not weighed when its floor shows that it
+    /// loses and the node does not take the pair: the decision is the one both values give,
+    /// at one predictive instead of two on most levels of a deep descent. Errors on a NaN
+    /// union marginal.
+    #[inline(always)]
+    fn descent_step(
+        &self,
+        kernel: &K,
+        [l, r]: [NodeKey; 2],
+        item: NodeKey,
+        ln_d: f64,
+    ) -> Result<Option<(NodeKey, PairStats)>> {
+        let ni = &self.nodes[item];
+        let (nl, nr) = (&self.nodes[l], &self.nodes[r]);
+        let weigh = |nc: &Node<K::Stat>| {
+            let st = self.pair_of(kernel, nc, ni);
+            if st.ln_marginal.is_nan() {
+                Err(nan_union(nc, ni))
+            } else {
+                Ok(st)
+            }
+        };
+        let decide = |st0: PairStats, st1: PairStats| {
+            if ln_d < st0.ln_d && ln_d < st1.ln_d {
+                None
+            } else if st0.ln_d < st1.ln_d {
+                Some((l, st0))
+            } else {
+                Some((r, st1))
+            }
+        };
+        if ni.point.is_some() {
+            let (floor_l, floor_r) = (
+                self.ln_d_floor(kernel, nl, ni),
+                self.ln_d_floor(kernel, nr, ni),
+            );
+            if floor_l <= floor_r {
+                let st0 = weigh(nl)?;
+                // ln d(r, item) ≥ floor_r > ln d(l, item): l is the smaller.
+                if !(ln_d < st0.ln_d) && floor_r > st0.ln_d {
+                    return Ok(Some((l, st0)));
+                }
+                let st1 = weigh(nr)?;
+                return Ok(decide(st0, st1));
+            }
+            let st1 = weigh(nr)?;
+            // ln d(l, item) ≥ floor_l ≥ ln d(r, item): r is the smaller or ties, and wins.
+            if !(ln_d < st1.ln_d) && floor_l >= st1.ln_d {
+                return Ok(Some((r, st1)));
+            }
+            let st0 = weigh(nl)?;
+            return Ok(decide(st0, st1));
+        }
+        let st0 = weigh(nl)?;
+        let st1 = weigh(nr)?;
+        Ok(decide(st0, st1))
     }
 
     /// Adds the points of `item` to the statistic of the node `v` (disjoint from it), given

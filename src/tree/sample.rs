@@ -136,10 +136,17 @@ impl<K: ConjugateKernel> Forest<K> {
         weights: &mut Vec<f64>,
     ) {
         keys.clear();
+        weights.clear();
         keys.push(top);
+        // One visit per node: the breadth-first walk records each candidate's ln d as it
+        // goes (into `weights`, turned into weights below) and keeps the largest.
+        let mut ln_d_max = f64::NEG_INFINITY;
         let mut next = 0;
         while next < keys.len() {
-            if let Some(children) = self.nodes[keys[next]].children {
+            let node = &self.nodes[keys[next]];
+            weights.push(node.ln_d);
+            ln_d_max = ln_d_max.max(node.ln_d);
+            if let Some(children) = node.children {
                 for c in children {
                     if candidates == Candidates::AllNodes || !self.nodes[c].is_leaf() {
                         keys.push(c);
@@ -148,23 +155,14 @@ impl<K: ConjugateKernel> Forest<K> {
             }
             next += 1;
         }
-        let ln_d_max = keys
-            .iter()
-            .map(|&k| self.nodes[k].ln_d)
-            .fold(f64::NEG_INFINITY, f64::max);
-        weights.clear();
         // Linear weights relative to d_max, (d_v + d_max) / d_max in [1, 2]: one exponential
         // per candidate and no logarithms. A non-finite d_max leaves non-finite weights,
         // which the chooser rejects. Below e^-37 < 2^-53 the sum rounds to exactly 1, so
         // leaves (ln d = -∞) and far-off nodes need no exponential.
-        weights.extend(keys.iter().map(|&k| {
-            let x = self.nodes[k].ln_d - ln_d_max;
-            if x < -37.0 {
-                1.0
-            } else {
-                1.0 + x.exp()
-            }
-        }));
+        for w in weights.iter_mut() {
+            let x = *w - ln_d_max;
+            *w = if x < -37.0 { 1.0 } else { 1.0 + x.exp() };
+        }
     }
 
     /// SampleSub, reverse evaluation: `ln P_sub(target | subtree of top)` with the weights of
