@@ -147,7 +147,7 @@ impl<K: ConjugateKernel> Forest<K> {
             if floor_l <= floor_r {
                 let st0 = weigh(nl)?;
                 // ln d(r, item) ≥ floor_r > ln d(l, item): l is the smaller.
-                if !(ln_d < st0.ln_d) && floor_r > st0.ln_d {
+                if not_below(ln_d, st0.ln_d) && floor_r > st0.ln_d {
                     return Ok(Some((l, st0)));
                 }
                 let st1 = weigh(nr)?;
@@ -155,7 +155,7 @@ impl<K: ConjugateKernel> Forest<K> {
             }
             let st1 = weigh(nr)?;
             // ln d(l, item) ≥ floor_l ≥ ln d(r, item): r is the smaller or ties, and wins.
-            if !(ln_d < st1.ln_d) && floor_l >= st1.ln_d {
+            if not_below(ln_d, st1.ln_d) && floor_l >= st1.ln_d {
                 return Ok(Some((r, st1)));
             }
             let st0 = weigh(nl)?;
@@ -371,4 +371,11 @@ impl<K: ConjugateKernel> Forest<K> {
         }
         Ok(root)
     }
+}
+
+/// `!(a < b)`: the node's `ln d` does not stop the descent against this child (NaN never
+/// stops it, as in the two-sided test).
+#[inline(always)]
+fn not_below(a: f64, b: f64) -> bool {
+    a.partial_cmp(&b) != Some(std::cmp::Ordering::Less)
 }
