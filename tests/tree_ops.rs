@@ -12,7 +12,7 @@ use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
 use nrmm::math::softplus;
 use nrmm::prior::{Dp, Nggp, NrmPrior, Prior};
 use nrmm::rng::SeedPlan;
-use nrmm::sampler::RngChooser;
+use nrmm::sampler::{Chooser, RngChooser};
 use nrmm::tree::{Candidates, Forest, IbhcMode, NewickInfo, NodeKey, StocChoice};
 use proptest::prelude::*;
 use statrs::function::gamma::ln_gamma;
@@ -721,8 +721,66 @@ fn op_sequence() -> impl Strategy<Value = Vec<(u8, u64)>> {
     prop::collection::vec((0u8..8, any::<u64>()), 1..40)
 }
 
+/// Where SeqInsert of the leaf `x` into the tree of `target` pairs it, by the rule of MATH
+/// §3.4 with both children weighed at every level (the engine may skip one by a bound).
+fn two_sided_descent<K: ConjugateKernel>(
+    f: &Forest<K>,
+    kernel: &K,
+    target: NodeKey,
+    x: NodeKey,
+) -> NodeKey {
+    let mut nd = target;
+    while let Some([l, r]) = f.node(nd).unwrap().children() {
+        let d0 = f.ln_d_pair(kernel, l, x).unwrap();
+        let d1 = f.ln_d_pair(kernel, r, x).unwrap();
+        let ln_d = f.node(nd).unwrap().ln_d();
+        if ln_d < d0 && ln_d < d1 {
+            break;
+        }
+        nd = if d0 < d1 { l } else { r };
+    }
+    nd
+}
+
+/// Leaves inserted one by one into a growing tree land where the two-sided rule puts them,
+/// on data sets whose trees are deep enough for the bound to skip many weighings.
+fn check_descents<K: ConjugateKernel>(kernel: &K, n: usize, order: &[usize]) {
+    let prior = Dp::new(1.0).unwrap();
+    let mut f = Forest::new(kernel, &prior);
+    let mut root = f.make_leaf(kernel, order[0]).unwrap();
+    for &i in &order[1..n] {
+        let x = f.make_leaf(kernel, i).unwrap();
+        let want = two_sided_descent(&f, kernel, root, x);
+        // A leaf target swaps roles (the descent runs in the item); only trees are checked.
+        let internal = f.node(root).unwrap().children().is_some();
+        let pair = f.seq_insert(kernel, root, x).unwrap();
+        if internal {
+            assert_eq!(f.node(pair).unwrap().children().unwrap(), [want, x]);
+        }
+        root = f.update(pair).unwrap();
+        f.validate_tree(kernel, &prior, root).unwrap();
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn seq_insert_places_as_the_two_sided_rule(
+        rows in prop::collection::vec(prop::collection::vec(-2.0f64..2.0, 2), 6..=24),
+        docs in md_data(),
+        seed in any::<u64>(),
+    ) {
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        let mut rng = SeedPlan::new(seed).chain(0);
+        let mut chooser = RngChooser::new(&mut rng);
+        for i in (1..order.len()).rev() {
+            order.swap(i, chooser.choose_uniform(i + 1));
+        }
+        check_descents(&nw_kernel(&rows), rows.len(), &order);
+        let md_order: Vec<usize> = (0..docs.len()).collect();
+        check_descents(&md_kernel(6, &docs, 0.4), docs.len(), &md_order);
+    }
 
     #[test]
     fn random_operations_keep_a_normal_wishart_forest_valid(
