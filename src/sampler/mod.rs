@@ -58,6 +58,20 @@ pub struct StepInfo {
 }
 
 impl StepInfo {
+    /// The record of one Metropolis-Hastings proposal with log ratio `ln_a` (capped at 0; a
+    /// NaN ratio counts as `-∞`).
+    pub fn proposal(accepted: bool, ln_a: f64) -> StepInfo {
+        StepInfo {
+            proposed: 1,
+            accepted: usize::from(accepted),
+            ln_accept_sum: if ln_a.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                ln_a.min(0.0)
+            },
+        }
+    }
+
     /// Adds another step's counts to this one.
     pub fn absorb(&mut self, other: StepInfo) {
         self.proposed += other.proposed;
@@ -152,18 +166,9 @@ pub fn metropolis_hastings_bounded(
         };
         Ok(proposal.ln_accept_ratio())
     })?;
-    let ln_a = ln_a.unwrap_or(bound);
     Ok((
         accepted,
-        StepInfo {
-            proposed: 1,
-            accepted: usize::from(accepted),
-            ln_accept_sum: if ln_a.is_nan() {
-                f64::NEG_INFINITY
-            } else {
-                ln_a.min(0.0)
-            },
-        },
+        StepInfo::proposal(accepted, ln_a.unwrap_or(bound)),
     ))
 }
 
@@ -172,17 +177,5 @@ pub fn metropolis_hastings_bounded(
 pub fn metropolis_hastings(proposal: &Proposal, chooser: &mut dyn Chooser) -> (bool, StepInfo) {
     let ln_a = proposal.ln_accept_ratio();
     let accepted = chooser.accept(ln_a);
-    let capped = if ln_a.is_nan() {
-        f64::NEG_INFINITY
-    } else {
-        ln_a.min(0.0)
-    };
-    (
-        accepted,
-        StepInfo {
-            proposed: 1,
-            accepted: usize::from(accepted),
-            ln_accept_sum: capped,
-        },
-    )
+    (accepted, StepInfo::proposal(accepted, ln_a))
 }

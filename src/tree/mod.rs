@@ -784,25 +784,18 @@ impl<K: ConjugateKernel> Forest<K> {
         // A leaf joins through the predictive, `ℓm(T ∪ {i}) = ℓm(T) + ln p(x_i | T)`, which
         // reuses T's cached factorisation (O(d²) for Normal-Wishart instead of O(d³)) and
         // leaves its solve for the add that follows when the leaf goes into T.
+        let probed = |host: &Node<K::Stat>, i: usize| {
+            let (lp, probe) = kernel.ln_predictive_probed(i, &host.stat);
+            let held = Held {
+                probe,
+                stamp: host.stamp,
+                point: i,
+            };
+            (host.ln_marginal + lp, held)
+        };
         let (ln_marginal, held) = match (na.point, nb.point) {
-            (_, Some(i)) => {
-                let (lp, probe) = kernel.ln_predictive_probed(i, &na.stat);
-                let held = Held {
-                    probe,
-                    stamp: na.stamp,
-                    point: i,
-                };
-                (na.ln_marginal + lp, held)
-            }
-            (Some(i), None) => {
-                let (lp, probe) = kernel.ln_predictive_probed(i, &nb.stat);
-                let held = Held {
-                    probe,
-                    stamp: nb.stamp,
-                    point: i,
-                };
-                (nb.ln_marginal + lp, held)
-            }
+            (_, Some(i)) => probed(na, i),
+            (Some(i), None) => probed(nb, i),
             (None, None) => (kernel.ln_marginal_pair(&na.stat, &nb.stat), Held::default()),
         };
         let ln_h = ln_kappa + ln_marginal;

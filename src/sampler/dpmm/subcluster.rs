@@ -1033,16 +1033,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
 /// `u` before their expensive part so that they can stop once an upper bound of `ln A`
 /// falls to `ln u`; the recorded `min(0, ln A)` is then that bound.
 fn decide(ln_a: f64, ln_u: f64) -> StepInfo {
-    let accepted = ln_a > ln_u;
-    StepInfo {
-        proposed: 1,
-        accepted: usize::from(accepted),
-        ln_accept_sum: if ln_a.is_nan() {
-            f64::NEG_INFINITY
-        } else {
-            ln_a.min(0.0)
-        },
-    }
+    StepInfo::proposal(ln_a > ln_u, ln_a)
 }
 
 /// `ln [Π_j b_j(side_j) + Π_j b_j(1 - side_j)]` from `((ln b_j(0), ln b_j(1)), side_j)`,

@@ -631,26 +631,10 @@ fn ln_split_pair<K: ConjugateKernel>(
 
 /// The step information of a proposal rejected by the first stage (its bound recorded).
 fn rejected(bound: f64) -> StepInfo {
-    StepInfo {
-        proposed: 1,
-        accepted: 0,
-        ln_accept_sum: if bound.is_nan() {
-            f64::NEG_INFINITY
-        } else {
-            bound.min(0.0)
-        },
-    }
+    StepInfo::proposal(false, bound)
 }
 
 /// The step information of a proposal that reached the second stage.
 fn decided(ln_a: f64, accepted: bool) -> StepInfo {
-    StepInfo {
-        proposed: 1,
-        accepted: usize::from(accepted),
-        ln_accept_sum: if ln_a.is_nan() {
-            f64::NEG_INFINITY
-        } else {
-            ln_a.min(0.0)
-        },
-    }
+    StepInfo::proposal(accepted, ln_a)
 }
