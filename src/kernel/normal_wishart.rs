@@ -632,15 +632,18 @@ impl NormalWishart {
     /// `~ (ν_n/2) ln(ν_n/2)`), and the plain logarithm is several times cheaper.
     #[inline]
     fn ln_predictive_centred(&self, y: &[f64], s: &NwStat) -> f64 {
-        with_small_dim!(self.d, |d| self.ln_predictive_dim(y, s, d))
+        with_small_dim!(self.d, |d| self.ln_predictive_dim(y, s, d).0)
     }
 
-    /// [`NormalWishart::ln_predictive_centred`] for dimension `d` (see `with_small_dim`).
+    /// [`NormalWishart::ln_predictive_centred`] for dimension `d` (see `with_small_dim`),
+    /// with its logarithm `ln(1 + r_n/(r_n+1) ‖L_n⁻¹(y - ξ_n)‖²)`, the log-determinant change
+    /// of adding `y` (a [`Probe`]).
     #[inline(always)]
-    fn ln_predictive_dim(&self, y: &[f64], s: &NwStat, d: usize) -> f64 {
+    fn ln_predictive_dim(&self, y: &[f64], s: &NwStat, d: usize) -> (f64, f64) {
         let (chol, centre, inv_diag) = s.predictive_parts(d);
         let q = shifted_solve_norm2(chol, inv_diag, d, &y[..d], centre);
-        s.pred_offset - s.pred_power * (1.0 + s.pred_scale * q).ln()
+        let ln_ratio = (1.0 + s.pred_scale * q).ln();
+        (s.pred_offset - s.pred_power * ln_ratio, ln_ratio)
     }
 
     /// Recomputes the predictive cache of `s` from its count, mean, factor and
@@ -1026,11 +1029,9 @@ impl ConjugateKernel for NormalWishart {
     /// allocation for d ≤ 1024.
     fn ln_predictive(&self, i: usize, s: &NwStat) -> f64 {
         debug_assert_eq!(s.d, self.d);
-        with_small_dim!(self.d, |d| self.ln_predictive_dim(
-            self.point_dim(i, d),
-            s,
-            d
-        ))
+        with_small_dim!(self.d, |d| self
+            .ln_predictive_dim(self.point_dim(i, d), s, d)
+            .0)
     }
 
     /// The Student-t predictive at its mode, `pc(n) - ½ ln|Ψ_n|`: the predictive subtracts
@@ -1044,12 +1045,12 @@ impl ConjugateKernel for NormalWishart {
     /// Cost: as [`ConjugateKernel::ln_predictive`].
     fn ln_predictive_probed(&self, i: usize, s: &NwStat) -> (f64, Probe) {
         debug_assert_eq!(s.d, self.d);
-        let q = with_small_dim!(self.d, |d| {
-            let (chol, centre, inv_diag) = s.predictive_parts(d);
-            shifted_solve_norm2(chol, inv_diag, d, self.point_dim(i, d), centre)
-        });
-        let ln_ratio = (1.0 + s.pred_scale * q).ln();
-        (s.pred_offset - s.pred_power * ln_ratio, Probe { ln_ratio })
+        let (lp, ln_ratio) = with_small_dim!(self.d, |d| self.ln_predictive_dim(
+            self.point_dim(i, d),
+            s,
+            d
+        ));
+        (lp, Probe { ln_ratio })
     }
 
     /// The add of [`NormalWishart::add`] from a probe of this point and statistic, for

@@ -216,10 +216,11 @@ struct Held {
 }
 
 impl Held {
-    /// The probe for adding `point` to `node`, if this is it; an empty probe otherwise.
+    /// The probe for adding `point` to the node whose stamp is `stamp`, if this is it; an
+    /// empty probe otherwise.
     #[inline(always)]
-    fn probe_for<S>(&self, node: &Node<S>, point: usize) -> Probe {
-        if self.point == point && self.stamp == node.stamp {
+    fn probe_for(&self, stamp: u64, point: usize) -> Probe {
+        if self.point == point && self.stamp == stamp {
             self.probe
         } else {
             Probe::default()
@@ -762,10 +763,27 @@ impl<K: ConjugateKernel> Forest<K> {
     pub fn pair_stats(&self, kernel: &K, a: NodeKey, b: NodeKey) -> Result<PairStats> {
         let na = self.get(a, "pair_stats")?;
         let nb = self.get(b, "pair_stats")?;
-        let size = na.size + nb.size;
-        if a == b || size > self.n_points() {
+        self.pair_checked(kernel, (a, na), (b, nb))
+    }
+
+    /// [`Forest::pair_stats`] of two nodes the caller has already looked up.
+    #[inline(always)]
+    fn pair_checked(
+        &self,
+        kernel: &K,
+        (a, na): (NodeKey, &Node<K::Stat>),
+        (b, nb): (NodeKey, &Node<K::Stat>),
+    ) -> Result<PairStats> {
+        if a == b || na.size + nb.size > self.n_points() {
             return Err(not_disjoint(a, b));
         }
+        self.pair_finite(kernel, na, nb)
+    }
+
+    /// [`Forest::pair_of`] with the check of the union marginal for NaN, for callers that
+    /// know the two trees to be disjoint.
+    #[inline(always)]
+    fn pair_finite(&self, kernel: &K, na: &Node<K::Stat>, nb: &Node<K::Stat>) -> Result<PairStats> {
         let st = self.pair_of(kernel, na, nb);
         if st.ln_marginal.is_nan() {
             return Err(nan_union(na, nb));
@@ -775,7 +793,7 @@ impl<K: ConjugateKernel> Forest<K> {
 
     /// The pair statistics of [`Forest::pair_stats`] from the two nodes themselves, without
     /// its checks: the caller knows the nodes to be disjoint trees (their sizes add up to at
-    /// most the data set) and checks the marginal for NaN ([`nan_union`]). The tree engine's
+    /// most the data set) and checks the marginal for NaN ([`Forest::pair_finite`]). The tree engine's
     /// innermost loops use it so that nothing but the statistics travels between calls.
     #[inline(always)]
     fn pair_of(&self, kernel: &K, na: &Node<K::Stat>, nb: &Node<K::Stat>) -> PairStats {
@@ -859,14 +877,15 @@ impl<K: ConjugateKernel> Forest<K> {
         Ok(ln_d)
     }
 
-    /// Adds the points of `item` to `stat`, the statistic of `owner` or a copy of it: one
-    /// `add` for a leaf, which is O(d²) for Normal-Wishart and reuses the pair statistic's
-    /// probe when it was made for this point and `owner`, a `merge` otherwise.
+    /// Adds the points of `item` to `stat`, the statistic of the node stamped `owner` or a
+    /// copy of it, given their pair statistics `st`: one `add` for a leaf, which is O(d²) for
+    /// Normal-Wishart and reuses the pair statistic's probe when it was made for this point
+    /// and that node, a `merge` otherwise.
     #[inline(always)]
     fn absorb_stat(
         kernel: &K,
         stat: &mut K::Stat,
-        owner: &Node<K::Stat>,
+        owner: u64,
         item: &Node<K::Stat>,
         st: &PairStats,
     ) {
@@ -880,7 +899,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// (which must be those of `a` and `b`).
     fn join_with(&mut self, kernel: &K, a: NodeKey, b: NodeKey, st: PairStats) -> NodeKey {
         let mut stat = self.clone_stat(a);
-        Self::absorb_stat(kernel, &mut stat, &self.nodes[a], &self.nodes[b], &st);
+        Self::absorb_stat(kernel, &mut stat, self.nodes[a].stamp, &self.nodes[b], &st);
         let key = self.insert_node(Node {
             stat,
             size: st.size,

@@ -3,7 +3,7 @@
 //! enumerates all of its outcomes with their probabilities; each forward draw has an exact
 //! reverse evaluation.
 
-use super::{make_room, nan_union, not_disjoint, unchanged, Forest, NodeKey, PairStats};
+use super::{make_room, unchanged, Forest, NodeKey, PairStats};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::math::{ln_add_exp, log_sum_exp};
@@ -338,14 +338,7 @@ impl<K: ConjugateKernel> Forest<K> {
             for &t in trees.iter() {
                 // Two loose trees are disjoint unless they are the same tree, or one is a copy
                 // of (part of) the other.
-                let nt = &self.nodes[t];
-                if t == x || nx.size + nt.size > self.n_points() {
-                    return Err(not_disjoint(x, t));
-                }
-                let st = self.pair_of(kernel, nx, nt);
-                if st.ln_marginal.is_nan() {
-                    return Err(nan_union(nx, nt));
-                }
+                let st = self.pair_checked(kernel, (x, nx), (t, &self.nodes[t]))?;
                 pairs.push(st);
                 weights.push(-st.ln_d);
             }

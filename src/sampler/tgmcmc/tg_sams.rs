@@ -375,7 +375,7 @@ impl<K: ConjugateKernel> TgSams<K> {
             - (n_b as f64).ln();
         let first = bound.min(0.0);
         if !chooser.accept(first) {
-            return Ok(rejected(bound));
+            return Ok(StepInfo::proposal(false, bound));
         }
         // a' = ρ'_m / K' · (w'(B | A) + w'(A | B)) / (|A| |B|) in Π' = Π - c + {A, B}.
         let ln_b_ab = ln_b(
@@ -422,7 +422,7 @@ impl<K: ConjugateKernel> TgSams<K> {
             );
             state.partition.split_off(kernel, slot, &self.moved);
         }
-        Ok(decided(ln_a, accepted))
+        Ok(StepInfo::proposal(accepted, ln_a))
     }
 
     /// The merge proposal of the anchors' two clusters.
@@ -475,7 +475,7 @@ impl<K: ConjugateKernel> TgSams<K> {
         let bound = base + ln_rho_s - (n2_new as f64).ln();
         let first = bound.min(0.0);
         if !chooser.accept(first) {
-            return Ok(rejected(bound));
+            return Ok(StepInfo::proposal(false, bound));
         }
         self.moved.clear();
         self.moved.extend_from_slice(ci.members());
@@ -497,7 +497,7 @@ impl<K: ConjugateKernel> TgSams<K> {
         } else {
             engine.trees.discard(t)?;
         }
-        Ok(decided(ln_a, accepted))
+        Ok(StepInfo::proposal(accepted, ln_a))
     }
 }
 
@@ -627,14 +627,4 @@ fn ln_split_pair<K: ConjugateKernel>(
         .ok_or_else(|| Error::Numerical("a common ancestor of two leaves is a leaf".into()))?;
     let size = |k| forest.node(k).map_or(0, |n| n.size()) as f64;
     Ok(forest.ln_prob_sub(t, v, Candidates::InternalNodes)? - size(l).ln() - size(r).ln())
-}
-
-/// The step information of a proposal rejected by the first stage (its bound recorded).
-fn rejected(bound: f64) -> StepInfo {
-    StepInfo::proposal(false, bound)
-}
-
-/// The step information of a proposal that reached the second stage.
-fn decided(ln_a: f64, accepted: bool) -> StepInfo {
-    StepInfo::proposal(accepted, ln_a)
 }
