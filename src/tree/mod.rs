@@ -76,6 +76,9 @@ pub use sample::{Candidates, StocChoice};
 pub use shape::TreeShape;
 
 use std::collections::BTreeMap;
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap;
 
 use slotmap::{new_key_type, SlotMap};
 
@@ -244,8 +247,8 @@ fn unchanged<S>(nodes: &SlotMap<NodeKey, Node<S>>, key: NodeKey, stamp: u64) -> 
 /// that `current` rejects (a node changed or was deleted since, so they can never be used
 /// again), and everything if that does not free half of the room. Cost: O(cache) when full.
 /// The entries dropped are handed to `evicted` (which may keep their buffers for reuse).
-fn make_room<Key: Ord, V>(
-    cache: &mut BTreeMap<Key, V>,
+fn make_room<Key: Hash + Eq, V>(
+    cache: &mut FxHashMap<Key, V>,
     limit: usize,
     mut current: impl FnMut(&Key, &V) -> bool,
     mut evicted: impl FnMut(V),
@@ -310,10 +313,10 @@ pub struct Forest<K: ConjugateKernel> {
     spare: Vec<K::Stat>,
     leaf_cache: Option<LeafCache<K::Stat>>,
     stamps: u64,
-    sub_cache: BTreeMap<(NodeKey, Candidates), sample::SubEntry>,
+    sub_cache: FxHashMap<(NodeKey, Candidates), sample::SubEntry>,
     /// Entries evicted from `sub_cache`, whose buffers new entries take over.
     sub_spare: Vec<sample::SubEntry>,
-    pair_cache: BTreeMap<(NodeKey, NodeKey), (u64, u64, f64)>,
+    pair_cache: FxHashMap<(NodeKey, NodeKey), (u64, u64, f64)>,
 }
 
 impl<K: ConjugateKernel> Forest<K> {
@@ -343,9 +346,9 @@ impl<K: ConjugateKernel> Forest<K> {
             spare: Vec::new(),
             leaf_cache: None,
             stamps: 0,
-            sub_cache: BTreeMap::new(),
+            sub_cache: FxHashMap::default(),
             sub_spare: Vec::new(),
-            pair_cache: BTreeMap::new(),
+            pair_cache: FxHashMap::default(),
         };
         forest.ln_kappa.extend((0..=n).map(ln_kappa));
         forest
@@ -852,7 +855,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// one a fresh evaluation gives, bit for bit (the pair statistic depends on the order of
     /// its arguments in the last bits, hence ordered pairs).
     ///
-    /// Errors as [`Forest::pair_stats`]. Cost: O(log of the cache) when remembered, one pair
+    /// Errors as [`Forest::pair_stats`]. Cost: O(1) expected (a hash lookup) when remembered, one pair
     /// marginal otherwise; the cache holds at most about four entries per pair of registered
     /// trees.
     pub fn ln_d_pair_cached(&mut self, kernel: &K, a: NodeKey, b: NodeKey) -> Result<f64> {

@@ -8,10 +8,10 @@ use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::math::{ln_add_exp, log_sum_exp};
 use crate::sampler::Chooser;
-use std::collections::btree_map::Entry;
+use std::collections::hash_map::Entry;
 
 /// Which nodes of a subtree SampleSub may return (MATH §4.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Candidates {
     /// Every node, leaves included (`draw_leaf = true`; the local move's selection).
     AllNodes,
@@ -64,7 +64,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// computed afresh.
     ///
     /// Errors if `top` is unknown or the chooser rejects the weights (a NaN `ln d`). Cost:
-    /// O(size of the subtree), or O(log of the cache + log of the subtree) for an unchanged
+    /// O(size of the subtree), or O(log of the subtree) (a hash lookup and a bisection) for an unchanged
     /// cached subtree; no allocation once the forest's buffers have grown.
     pub fn sample_sub(
         &mut self,
@@ -113,12 +113,14 @@ impl<K: ConjugateKernel> Forest<K> {
             e.stamp = stamp;
             e.keys.clone_from(&keys);
             e.weights.clone_from(&weights);
+            // Sized first and filled by index: a push per weight kept the running sum in
+            // memory, one store-to-load round trip per addition.
             e.prefix.clear();
-            e.prefix.reserve(e.weights.len());
+            e.prefix.resize(e.weights.len(), 0.0);
             let mut acc = 0.0;
-            for &w in &e.weights {
+            for (p, &w) in e.prefix.iter_mut().zip(&e.weights) {
                 acc += w;
-                e.prefix.push(acc);
+                *p = acc;
             }
         }
         self.scratch_keys = keys;
@@ -135,26 +137,45 @@ impl<K: ConjugateKernel> Forest<K> {
         keys: &mut Vec<NodeKey>,
         weights: &mut Vec<f64>,
     ) {
+        // The walk runs over every node, with no branch on what it loads (whether a node is
+        // a leaf decides only how far two counters move), so that the loads of many nodes
+        // can be in flight at once: the nodes of a tree lie scattered in the arena, and a
+        // mispredicted branch on each would wait for them one by one. `keys[next..tail]` is
+        // the queue; candidates are compacted into `keys[..out]` behind it (out ≤ next), in
+        // breadth-first order, with their ln d in `weights[..out]`.
+        let n_nodes = 2 * self.nodes[top].size - 1;
         keys.clear();
+        keys.resize(n_nodes + 2, top);
         weights.clear();
-        keys.push(top);
-        // One visit per node: the breadth-first walk records each candidate's ln d as it
-        // goes (into `weights`, turned into weights below) and keeps the largest.
+        weights.resize(n_nodes + 1, 0.0);
+        let all = candidates == Candidates::AllNodes;
         let mut ln_d_max = f64::NEG_INFINITY;
-        let mut next = 0;
-        while next < keys.len() {
-            let node = &self.nodes[keys[next]];
-            weights.push(node.ln_d);
-            ln_d_max = ln_d_max.max(node.ln_d);
-            if let Some(children) = node.children {
-                for c in children {
-                    if candidates == Candidates::AllNodes || !self.nodes[c].is_leaf() {
-                        keys.push(c);
-                    }
-                }
-            }
+        let (mut next, mut tail, mut out) = (0, 1, 0);
+        while next < tail {
+            let key = keys[next];
+            let node = &self.nodes[key];
+            let internal = node.children.is_some();
+            let [l, r] = std::hint::select_unpredictable(
+                internal,
+                node.children.unwrap_or_default(),
+                [key, key],
+            );
+            keys[tail] = l;
+            keys[tail + 1] = r;
+            tail += 2 * usize::from(internal);
+            let candidate = internal || all;
+            keys[out] = key;
+            weights[out] = node.ln_d;
+            ln_d_max = ln_d_max.max(if candidate {
+                node.ln_d
+            } else {
+                f64::NEG_INFINITY
+            });
+            out += usize::from(candidate);
             next += 1;
         }
+        keys.truncate(out);
+        weights.truncate(out);
         // Linear weights relative to d_max, (d_v + d_max) / d_max in [1, 2]: one exponential
         // per candidate and no logarithms. A non-finite d_max leaves non-finite weights,
         // which the chooser rejects. Below e^-37 < 2^-53 the sum rounds to exactly 1, so
