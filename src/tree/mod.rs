@@ -123,6 +123,9 @@ pub struct Node<S> {
     /// `(key, stamp)` identifies the subtree's contents; an undo record restores old stamps
     /// with the old contents.
     stamp: u64,
+    /// The undo record under which the node's whole image was last journaled: later changes
+    /// under the same record need no journal entry, since a rollback restores the image.
+    imaged: u64,
 }
 
 impl<S> Node<S> {
@@ -308,6 +311,8 @@ pub struct Forest<K: ConjugateKernel> {
     scratch_pairs: Vec<PairStats>,
     scratch_path: Vec<(NodeKey, PairStats)>,
     recording: bool,
+    /// The number of undo records opened so far; the current one while recording.
+    record: u64,
     undo: Vec<undo::Undo>,
     images: Vec<Node<K::Stat>>,
     spare: Vec<K::Stat>,
@@ -341,6 +346,7 @@ impl<K: ConjugateKernel> Forest<K> {
             scratch_pairs: Vec::new(),
             scratch_path: Vec::new(),
             recording: false,
+            record: 0,
             undo: Vec::new(),
             images: Vec::new(),
             spare: Vec::new(),
@@ -639,6 +645,7 @@ impl<K: ConjugateKernel> Forest<K> {
             fresh: false,
             registered: false,
             stamp: 0,
+            imaged: 0,
         });
         if self.live_leaf[i].is_none() {
             self.set_live_leaf(i, Some(key));
@@ -919,6 +926,7 @@ impl<K: ConjugateKernel> Forest<K> {
             fresh: false,
             registered: false,
             stamp: 0,
+            imaged: 0,
         });
         self.set_parent(a, Some(key));
         self.set_parent(b, Some(key));

@@ -64,8 +64,8 @@ impl<K: ConjugateKernel> Forest<K> {
     /// computed afresh.
     ///
     /// Errors if `top` is unknown or the chooser rejects the weights (a NaN `ln d`). Cost:
-    /// O(size of the subtree), or O(log of the subtree) (a hash lookup and a bisection) for an unchanged
-    /// cached subtree; no allocation once the forest's buffers have grown.
+    /// O(size of the subtree), or O(log of the subtree) for an unchanged cached subtree (a
+    /// hash lookup and a bisection); no allocation once the forest's buffers have grown.
     pub fn sample_sub(
         &mut self,
         top: NodeKey,

@@ -54,6 +54,7 @@ impl<K: ConjugateKernel> Forest<K> {
             ));
         }
         self.recording = true;
+        self.record += 1;
         self.undo.clear();
         self.images.clear();
         Ok(())
@@ -166,19 +167,25 @@ impl<K: ConjugateKernel> Forest<K> {
         }
     }
 
-    /// Whether a change to node `k` must be journaled: a record is open and the node existed
-    /// before it (a node made under the record is deleted by its rollback).
+    /// Whether a change to node `k` must be journaled: a record is open, the node existed
+    /// before it (a node made under the record is deleted by its rollback), and its whole
+    /// image was not journaled under it yet. Once it was, the rollback restores the image
+    /// after replaying every later entry, so those entries would change nothing: a node that
+    /// absorbs many insertions (the root a proposal grows) is journaled once.
     #[inline]
     pub(super) fn journals(&self, k: NodeKey) -> bool {
-        self.recording && !self.nodes[k].fresh
+        let node = &self.nodes[k];
+        self.recording && !node.fresh && node.imaged != self.record
     }
 
     /// Journals node `k`'s whole image before its contents change.
     pub(super) fn save_image(&mut self, k: NodeKey) {
         if self.journals(k) {
             let stat = self.clone_stat(k);
-            let n = &self.nodes[k];
+            let record = self.record;
+            let n = &mut self.nodes[k];
             let image = Node { stat, ..*n };
+            n.imaged = record;
             self.images.push(image);
             self.undo.push(Undo::Image(k));
         }
@@ -214,7 +221,8 @@ impl<K: ConjugateKernel> Forest<K> {
     /// Deletes node `k` (deferred to the commit while a record is open, unless the node was
     /// made under it).
     pub(super) fn remove_node(&mut self, k: NodeKey) {
-        if self.journals(k) {
+        // The deletion is journaled even after an image: the commit deletes what it lists.
+        if self.recording && !self.nodes[k].fresh {
             self.nodes[k].dead = true;
             self.undo.push(Undo::Removed(k));
         } else if let Some(node) = self.nodes.remove(k) {
