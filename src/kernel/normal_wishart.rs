@@ -666,15 +666,34 @@ impl NormalWishart {
     /// diagonal, which the caller keeps.
     #[inline(always)]
     fn refresh_predictive_but_diag(&self, s: &mut NwStat, d: usize) {
+        let shrink = self.refresh_predictive_scalars(s);
+        let (mean, rest) = s.buf.split_at_mut(d);
+        let centre = &mut rest[2 * d * d..2 * d * d + d];
+        for (c, &m) in centre.iter_mut().zip(mean.iter()) {
+            *c = shrink * m;
+        }
+    }
+
+    /// [`NormalWishart::refresh_predictive_but_diag`] with the statistic's mean given apart
+    /// (the caller's copy of what it just stored).
+    #[inline(always)]
+    fn refresh_predictive_with_mean(&self, s: &mut NwStat, d: usize, mean: &[f64]) {
+        let shrink = self.refresh_predictive_scalars(s);
+        let centre = &mut s.buf[d + 2 * d * d..d + 2 * d * d + d];
+        for (c, &m) in centre.iter_mut().zip(mean) {
+            *c = shrink * m;
+        }
+    }
+
+    /// The predictive's scalars of `s` from its count and log-determinant; returns the
+    /// factor `n / r_n` of its centre `ξ_n = n x̄ / r_n`.
+    #[inline(always)]
+    fn refresh_predictive_scalars(&self, s: &mut NwStat) -> f64 {
         let f = self.factors(s.n);
         s.pred_offset = self.pred_const(s.n) - 0.5 * s.ln_det;
         s.pred_scale = f.pred_scale;
         s.pred_power = f.pred_power;
-        let (mean, rest) = s.buf.split_at_mut(d);
-        let centre = &mut rest[2 * d * d..2 * d * d + d];
-        for (c, &m) in centre.iter_mut().zip(mean.iter()) {
-            *c = f.shrink * m;
-        }
+        f.shrink
     }
 
     /// Rebuilds the factor of `Ψ_n` and `ln |Ψ_n|` from the statistics. Cost: O(d³).
@@ -803,10 +822,18 @@ impl NormalWishart {
         };
         let (mean, m2, chol) = s.parts_mut_dim(D);
         let shrink = rank1_update_solved::<D>(chol, &p, &v);
-        welford_add(mean, m2, y, &f, D);
+        welford_scatter_add(mean, m2, y, &f, D);
+        // The new mean is kept in registers for the predictive's centre: read back from
+        // memory as a vector (two elements at once) right after being stored element by
+        // element, it would stall the store forwarding.
+        let mut new_mean = [0.0f64; D];
+        for ((c, &m), &y) in new_mean.iter_mut().zip(mean.iter()).zip(y) {
+            *c = m + (y - m) * f.add_inv;
+        }
+        mean[..D].copy_from_slice(&new_mean);
         s.n += 1;
         s.ln_det += ln_ratio;
-        self.refresh_predictive_but_diag(s, D);
+        self.refresh_predictive_with_mean(s, D, &new_mean);
         // The update scales pivot j by 1/shrink[j]: its reciprocal needs no division.
         let inv_diag = &mut s.buf[D + 2 * D * D + D..D + 2 * D * D + 2 * D];
         for (v, &r) in inv_diag.iter_mut().zip(&shrink) {
@@ -1082,15 +1109,21 @@ impl ConjugateKernel for NormalWishart {
 /// triangle), with the size factors of the statistic before the add.
 #[inline(always)]
 fn welford_add(mean: &mut [f64], m2: &mut [f64], y: &[f64], f: &SizeFactors, d: usize) {
+    welford_scatter_add(mean, m2, y, f, d);
+    for (m, &y) in mean.iter_mut().zip(y) {
+        *m += (y - *m) * f.add_inv;
+    }
+}
+
+/// The scatter half of [`welford_add`], which needs the mean from before the add.
+#[inline(always)]
+fn welford_scatter_add(mean: &[f64], m2: &mut [f64], y: &[f64], f: &SizeFactors, d: usize) {
     for j in 0..d {
         let dj = f.add_weight * (y[j] - mean[j]);
         let col = &mut m2[j * d + j..(j + 1) * d];
         for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
             *m += (yi - mi) * dj;
         }
-    }
-    for (m, &y) in mean.iter_mut().zip(y) {
-        *m += (y - *m) * f.add_inv;
     }
 }
 
