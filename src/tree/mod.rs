@@ -123,9 +123,9 @@ pub struct Node<S> {
     /// `(key, stamp)` identifies the subtree's contents; an undo record restores old stamps
     /// with the old contents.
     stamp: u64,
-    /// The undo record under which the node's whole image was last journaled: later changes
-    /// under the same record need no journal entry, since a rollback restores the image.
-    imaged: u64,
+    /// The node's whole image is journaled in the open undo record: later changes need no
+    /// journal entry, since a rollback restores the image. Cleared when the record closes.
+    imaged: bool,
 }
 
 impl<S> Node<S> {
@@ -311,8 +311,6 @@ pub struct Forest<K: ConjugateKernel> {
     scratch_pairs: Vec<PairStats>,
     scratch_path: Vec<(NodeKey, PairStats)>,
     recording: bool,
-    /// The number of undo records opened so far; the current one while recording.
-    record: u64,
     undo: Vec<undo::Undo>,
     images: Vec<Node<K::Stat>>,
     spare: Vec<K::Stat>,
@@ -346,7 +344,6 @@ impl<K: ConjugateKernel> Forest<K> {
             scratch_pairs: Vec::new(),
             scratch_path: Vec::new(),
             recording: false,
-            record: 0,
             undo: Vec::new(),
             images: Vec::new(),
             spare: Vec::new(),
@@ -645,7 +642,7 @@ impl<K: ConjugateKernel> Forest<K> {
             fresh: false,
             registered: false,
             stamp: 0,
-            imaged: 0,
+            imaged: false,
         });
         if self.live_leaf[i].is_none() {
             self.set_live_leaf(i, Some(key));
@@ -926,7 +923,7 @@ impl<K: ConjugateKernel> Forest<K> {
             fresh: false,
             registered: false,
             stamp: 0,
-            imaged: 0,
+            imaged: false,
         });
         self.set_parent(a, Some(key));
         self.set_parent(b, Some(key));

@@ -54,7 +54,6 @@ impl<K: ConjugateKernel> Forest<K> {
             ));
         }
         self.recording = true;
-        self.record += 1;
         self.undo.clear();
         self.images.clear();
         Ok(())
@@ -75,6 +74,11 @@ impl<K: ConjugateKernel> Forest<K> {
         let mut undo = std::mem::take(&mut self.undo);
         for entry in undo.drain(..) {
             match entry {
+                Undo::Image(k) => {
+                    if let Some(node) = self.nodes.get_mut(k) {
+                        node.imaged = false;
+                    }
+                }
                 Undo::Removed(k) => {
                     if let Some(node) = self.nodes.remove(k) {
                         self.recycle(node.stat);
@@ -175,17 +179,16 @@ impl<K: ConjugateKernel> Forest<K> {
     #[inline]
     pub(super) fn journals(&self, k: NodeKey) -> bool {
         let node = &self.nodes[k];
-        self.recording && !node.fresh && node.imaged != self.record
+        self.recording && !node.fresh && !node.imaged
     }
 
     /// Journals node `k`'s whole image before its contents change.
     pub(super) fn save_image(&mut self, k: NodeKey) {
         if self.journals(k) {
             let stat = self.clone_stat(k);
-            let record = self.record;
             let n = &mut self.nodes[k];
             let image = Node { stat, ..*n };
-            n.imaged = record;
+            n.imaged = true;
             self.images.push(image);
             self.undo.push(Undo::Image(k));
         }
@@ -207,10 +210,12 @@ impl<K: ConjugateKernel> Forest<K> {
         self.nodes[k].children = children;
     }
 
-    /// Puts a new node in the arena, with a fresh stamp.
+    /// Puts a new node in the arena, with a fresh stamp (and no journal mark a copied node
+    /// may carry).
     pub(super) fn insert_node(&mut self, mut node: Node<K::Stat>) -> NodeKey {
         node.stamp = self.next_stamp();
         node.fresh = self.recording;
+        node.imaged = false;
         let key = self.nodes.insert(node);
         if self.recording {
             self.undo.push(Undo::Created(key));
