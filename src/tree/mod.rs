@@ -257,15 +257,12 @@ fn make_room<Key: Hash + Eq, V>(
     mut evicted: impl FnMut(V),
 ) {
     if cache.len() >= limit {
-        for (k, v) in std::mem::take(cache) {
-            if current(&k, &v) {
-                cache.insert(k, v);
-            } else {
-                evicted(v);
-            }
-        }
+        // In place, so that the table keeps its allocation and is never rehashed.
+        cache
+            .extract_if(|k, v| !current(k, v))
+            .for_each(|(_, v)| evicted(v));
         if cache.len() >= limit / 2 {
-            std::mem::take(cache).into_values().for_each(evicted);
+            cache.drain().for_each(|(_, v)| evicted(v));
         }
     }
 }
