@@ -2,9 +2,12 @@
 //! raw-sum implementation, statistics and cached factors after random update sequences, the
 //! downdate fallback, hyperparameter validation, and the toy data's reference figures.
 
+mod kernel_support;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use kernel_support::run_update_ops;
 use nalgebra::{DMatrix, DVector};
 use nrmm::data::DenseData;
 use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper, NwStat};
@@ -240,48 +243,8 @@ proptest! {
         p in problem(10),
         ops in prop::collection::vec((0u8..4, any::<usize>(), any::<usize>()), 1..40),
     ) {
-        // Three statistics and their member lists; ops: 0 add a free point, 1 add it through a
-        // predictive's probe, 2 remove a member, 3 merge one statistic into another and empty
-        // the source.
         let k = p.kernel();
-        let n = p.points.len();
-        let mut stats = [k.empty_stat(), k.empty_stat(), k.empty_stat()];
-        let mut members: Vec<Vec<usize>> = vec![Vec::new(); 3];
-        for (op, x, y) in ops {
-            let c = x % 3;
-            match op {
-                0 | 1 => {
-                    let free: Vec<usize> =
-                        (0..n).filter(|i| !members.iter().any(|m| m.contains(i))).collect();
-                    if !free.is_empty() {
-                        let i = free[y % free.len()];
-                        if op == 0 {
-                            k.add(&mut stats[c], i);
-                        } else {
-                            // Through the probe the predictive leaves (the tree engine's add).
-                            let (lp, probe) = k.ln_predictive_probed(i, &stats[c]);
-                            prop_assert_eq!(lp.to_bits(), k.ln_predictive(i, &stats[c]).to_bits());
-                            k.add_probed(&mut stats[c], i, &probe);
-                        }
-                        members[c].push(i);
-                    }
-                }
-                2 => {
-                    if !members[c].is_empty() {
-                        let at = y % members[c].len();
-                        let i = members[c].swap_remove(at);
-                        k.remove(&mut stats[c], i);
-                    }
-                }
-                _ => {
-                    let other = (c + 1 + y % 2) % 3;
-                    let src = std::mem::replace(&mut stats[other], k.empty_stat());
-                    k.merge(&mut stats[c], &src);
-                    let moved = std::mem::take(&mut members[other]);
-                    members[c].extend(moved);
-                }
-            }
-        }
+        let (stats, members) = run_update_ops(&k, &ops)?;
         for c in 0..3 {
             assert_matches_batch(&k, &stats[c], &members[c], 1e-9);
             assert_factor_is_fresh(&k, &stats[c], &members[c], 1e-9);
