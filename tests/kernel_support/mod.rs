@@ -4,6 +4,9 @@
 use nrmm::kernel::ConjugateKernel;
 use proptest::prelude::*;
 
+/// Three statistics and the points each holds.
+pub type Statistics<S> = (Vec<S>, Vec<Vec<usize>>);
+
 /// Runs `ops` on three statistics over the kernel's `n` points and returns them with their
 /// member lists. Each op `(op, x, y)` acts on statistic `x % 3`: 0 adds a free point, 1 adds
 /// it through the probe its predictive leaves (the tree engine's add; the probed predictive
@@ -12,7 +15,7 @@ use proptest::prelude::*;
 pub fn run_update_ops<K: ConjugateKernel>(
     k: &K,
     ops: &[(u8, usize, usize)],
-) -> Result<(Vec<K::Stat>, Vec<Vec<usize>>), TestCaseError> {
+) -> Result<Statistics<K::Stat>, TestCaseError> {
     let n = k.n_points();
     let mut stats = vec![k.empty_stat(), k.empty_stat(), k.empty_stat()];
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); 3];
