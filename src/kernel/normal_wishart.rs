@@ -828,7 +828,7 @@ impl NormalWishart {
         // element, it would stall the store forwarding.
         let mut new_mean = [0.0f64; D];
         for ((c, &m), &y) in new_mean.iter_mut().zip(mean.iter()).zip(y) {
-            *c = m + (y - m) * f.add_inv;
+            *c = welford_mean(m, y, &f);
         }
         mean[..D].copy_from_slice(&new_mean);
         s.n += 1;
@@ -1111,8 +1111,14 @@ impl ConjugateKernel for NormalWishart {
 fn welford_add(mean: &mut [f64], m2: &mut [f64], y: &[f64], f: &SizeFactors, d: usize) {
     welford_scatter_add(mean, m2, y, f, d);
     for (m, &y) in mean.iter_mut().zip(y) {
-        *m += (y - *m) * f.add_inv;
+        *m = welford_mean(*m, y, f);
     }
+}
+
+/// The Welford step of one coordinate of the mean when `y` is added.
+#[inline(always)]
+fn welford_mean(m: f64, y: f64, f: &SizeFactors) -> f64 {
+    m + (y - m) * f.add_inv
 }
 
 /// The scatter half of [`welford_add`], which needs the mean from before the add.

@@ -856,7 +856,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// one a fresh evaluation gives, bit for bit (the pair statistic depends on the order of
     /// its arguments in the last bits, hence ordered pairs).
     ///
-    /// Errors as [`Forest::pair_stats`]. Cost: O(1) expected (a hash lookup) when remembered, one pair
+    /// Errors as [`Forest::pair_stats`]. Cost: one hash lookup when remembered, one pair
     /// marginal otherwise; the cache holds at most about four entries per pair of registered
     /// trees.
     pub fn ln_d_pair_cached(&mut self, kernel: &K, a: NodeKey, b: NodeKey) -> Result<f64> {

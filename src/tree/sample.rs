@@ -137,45 +137,26 @@ impl<K: ConjugateKernel> Forest<K> {
         keys: &mut Vec<NodeKey>,
         weights: &mut Vec<f64>,
     ) {
-        // The walk runs over every node, with no branch on what it loads (whether a node is
-        // a leaf decides only how far two counters move), so that the loads of many nodes
-        // can be in flight at once: the nodes of a tree lie scattered in the arena, and a
-        // mispredicted branch on each would wait for them one by one. `keys[next..tail]` is
-        // the queue; candidates are compacted into `keys[..out]` behind it (out ≤ next), in
-        // breadth-first order, with their ln d in `weights[..out]`.
-        let n_nodes = 2 * self.nodes[top].size - 1;
         keys.clear();
-        keys.resize(n_nodes + 2, top);
         weights.clear();
-        weights.resize(n_nodes + 1, 0.0);
-        let all = candidates == Candidates::AllNodes;
+        keys.push(top);
+        // One visit per node: the breadth-first walk records each candidate's ln d as it
+        // goes (into `weights`, turned into weights below) and keeps the largest.
         let mut ln_d_max = f64::NEG_INFINITY;
-        let (mut next, mut tail, mut out) = (0, 1, 0);
-        while next < tail {
-            let key = keys[next];
-            let node = &self.nodes[key];
-            let internal = node.children.is_some();
-            let [l, r] = std::hint::select_unpredictable(
-                internal,
-                node.children.unwrap_or_default(),
-                [key, key],
-            );
-            keys[tail] = l;
-            keys[tail + 1] = r;
-            tail += 2 * usize::from(internal);
-            let candidate = internal || all;
-            keys[out] = key;
-            weights[out] = node.ln_d;
-            ln_d_max = ln_d_max.max(if candidate {
-                node.ln_d
-            } else {
-                f64::NEG_INFINITY
-            });
-            out += usize::from(candidate);
+        let mut next = 0;
+        while next < keys.len() {
+            let node = &self.nodes[keys[next]];
+            weights.push(node.ln_d);
+            ln_d_max = ln_d_max.max(node.ln_d);
+            if let Some(children) = node.children {
+                for c in children {
+                    if candidates == Candidates::AllNodes || !self.nodes[c].is_leaf() {
+                        keys.push(c);
+                    }
+                }
+            }
             next += 1;
         }
-        keys.truncate(out);
-        weights.truncate(out);
         // Linear weights relative to d_max, (d_v + d_max) / d_max in [1, 2]: one exponential
         // per candidate and no logarithms. A non-finite d_max leaves non-finite weights,
         // which the chooser rejects. Below e^-37 < 2^-53 the sum rounds to exactly 1, so
