@@ -423,6 +423,17 @@ mod tests {
         DMatrix::from_fn(d, d, |i, j| if i >= j { l[j * d + i] } else { 0.0 })
     }
 
+    /// `A + xxᵀ` for a `d × d` matrix `A` (full layout).
+    fn plus_outer(a: &[f64], x: &[f64], d: usize) -> Vec<f64> {
+        let mut out = a.to_vec();
+        for i in 0..d {
+            for j in 0..d {
+                out[i * d + j] += x[i] * x[j];
+            }
+        }
+        out
+    }
+
     fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
         let scale = a.iter().chain(b).fold(0.0f64, |m, v| m.max(v.abs()));
         a.iter()
@@ -594,12 +605,7 @@ mod tests {
                 7 => run::<7>(&a, &x),
                 _ => run::<8>(&a, &x),
             };
-            let mut a_up = a.clone();
-            for i in 0..d {
-                for j in 0..d {
-                    a_up[i * d + j] += x[i] * x[j];
-                }
-            }
+            let a_up = plus_outer(&a, &x, d);
             let fresh_up = cholesky(&a_up, d, "A + vvᵀ").unwrap();
             prop_assert!(max_rel_diff(&l, &fresh_up) < 1e-12, "{:?} vs {:?}", l, fresh_up);
             let ln0 = ln_det(&cholesky(&a, d, "A").unwrap(), d);
@@ -618,12 +624,7 @@ mod tests {
 
             let mut scratch = x.to_vec();
             let delta_up = rank1_update(&mut l, d, &mut scratch);
-            let mut a_up = a.clone();
-            for i in 0..d {
-                for j in 0..d {
-                    a_up[i * d + j] += x[i] * x[j];
-                }
-            }
+            let a_up = plus_outer(&a, x, d);
             let fresh_up = cholesky(&a_up, d, "A + xxᵀ").unwrap();
             prop_assert!(max_rel_diff(&l, &fresh_up) < 1e-12, "{:?} vs {:?}", l, fresh_up);
             prop_assert!((ln0 + delta_up - ln_det(&fresh_up, d)).abs() < 1e-11);
