@@ -1,7 +1,7 @@
 //! A model assembled at run time from user settings: a conjugate kernel over a data set and
 //! an NRM prior (the command line's shared model flags).
 
-use crate::data::Dataset;
+use crate::data::{Dataset, DenseData};
 use crate::error::{Error, Result};
 use crate::kernel::{MultinomialDirichlet, NormalWishart, NwHyper};
 use crate::prior::{AlphaUpdate, Dp, GammaPrior, Nggp, NggpHyperPriors, Prior};
@@ -27,11 +27,57 @@ pub enum PriorKind {
     Nggp,
 }
 
-/// Everything that defines a model, with `None` meaning "the reference default".
+/// How the Normal-Wishart hyperparameters the user does not give are derived from the data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NwDefaults {
+    /// Unit-equivariant ([`NwHyper::scaled_from_data`] with [`scaled_share`], [`SCALED_R`],
+    /// [`SCALED_NU_MINUS_D`]): rescaling, shifting or any invertible affine map of the data
+    /// leaves the posterior over partitions unchanged.
+    #[default]
+    Scaled,
+    /// The reference code's choice ([`NwHyper::from_data`]: `det Ψ = 0.1`, `r = 0.1`,
+    /// `ν = d + 6`), kept for the paper reproductions and golden values. It depends on the
+    /// data's units.
+    Reference,
+}
+
+impl NwDefaults {
+    /// What a model recorded before this choice existed used: the reference defaults.
+    fn recorded_before_choice() -> Self {
+        NwDefaults::Reference
+    }
+}
+
+/// The number of equal clusters whose volumes fill the data's, by which the unit-equivariant
+/// default sets the expected cluster covariance ([`scaled_share`]).
+pub const SCALED_NOMINAL_CLUSTERS: f64 = 10.0;
+/// The unit-equivariant default's mean precision scale `r`: a cluster mean's prior covariance
+/// is `Σ / r`. A small `r` (mclust's default shrinkage, Fraley & Raftery 2007) makes a new
+/// cluster's predictive broad; in high dimension a larger one lets lone points of a single
+/// Gaussian open clusters of their own (`r = 0.1` finds hundreds of clusters in 600 points of
+/// N(0, I) at d = 100; `r = 0.01` finds one).
+pub const SCALED_R: f64 = 0.01;
+/// The unit-equivariant default's `ν - d`: the smallest integer for which the prior's
+/// expected cluster covariance exists with a margin (`ν > d + 1`), so the prior on shapes
+/// stays as weak as a proper, centred choice allows.
+pub const SCALED_NU_MINUS_D: f64 = 3.0;
+
+/// The unit-equivariant default's expected cluster covariance as a share of the data
+/// covariance in dimension `d`: `G^{-2/d}` with `G` = [`SCALED_NOMINAL_CLUSTERS`], so that a
+/// cluster's ellipsoid has `1/G` of the data's volume (the scale of mclust's default conjugate
+/// prior, Fraley & Raftery 2007). In high dimension the share approaches 1, which keeps noise
+/// in one cluster. Cost: O(1).
+pub fn scaled_share(d: usize) -> f64 {
+    SCALED_NOMINAL_CLUSTERS.powf(-2.0 / d as f64)
+}
+
+/// Everything that defines a model, with `None` meaning "the default".
 ///
 /// Defaults: the kernel follows the data (Normal-Wishart for real vectors,
-/// Multinomial-Dirichlet for counts); Normal-Wishart hyperparameters from the data as in the
-/// reference code (MATH §2.1), each overridable; `β = 0.1`; `α = 1`; `σ = 0.5`; `u = 1`.
+/// Multinomial-Dirichlet for counts); Normal-Wishart hyperparameters from the data as
+/// [`NwDefaults`] says (unit-equivariant unless the reference choice is asked for), each
+/// overridable; `β = 0.1`; `α = 1`; `σ = 0.5`; `u = 1`.
 /// With `hyperpriors`, `α ~ Gamma(1, 1)` (DP: Escobar-West update) and for NGGP
 /// `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]` (MATH §1.6). The NGGP's `u` is always resampled by
 /// samplers, since it is part of the augmented state.
@@ -49,6 +95,9 @@ pub struct ModelSpec {
     pub nw_r: Option<f64>,
     /// Normal-Wishart ν.
     pub nw_nu: Option<f64>,
+    /// How the Normal-Wishart hyperparameters not given are derived from the data.
+    #[serde(default = "NwDefaults::recorded_before_choice")]
+    pub nw_defaults: NwDefaults,
     /// The prior.
     pub prior: PriorKind,
     /// Initial or fixed α.
@@ -70,6 +119,7 @@ impl Default for ModelSpec {
             nw_psi: None,
             nw_r: None,
             nw_nu: None,
+            nw_defaults: NwDefaults::Scaled,
             prior: PriorKind::Dp,
             alpha: None,
             sigma: None,
@@ -135,30 +185,41 @@ impl ModelSpec {
         }
     }
 
+    /// The Normal-Wishart hyperparameters for `x`: the user's values where given, the rest
+    /// from the data as [`NwDefaults`] says. Under the unit-equivariant default, a given
+    /// `ν` also sets the scale's factor `ν - d - 1`, so the expected cluster covariance stays
+    /// [`scaled_share`] of the data's. Cost: O(N d² + d³) unless ξ and Ψ are both given.
+    pub fn nw_hyper(&self, x: &DenseData) -> Result<NwHyper> {
+        let d = x.d() as f64;
+        let (r, nu) = match self.nw_defaults {
+            NwDefaults::Scaled => (SCALED_R, d + SCALED_NU_MINUS_D),
+            NwDefaults::Reference => (NwHyper::REFERENCE_R, d + NwHyper::REFERENCE_NU_MINUS_D),
+        };
+        let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));
+        let (xi, psi) = match (&self.nw_xi, &self.nw_psi) {
+            (Some(xi), Some(psi)) => (xi.clone(), psi.clone()),
+            (xi, psi) => {
+                let from_data = match self.nw_defaults {
+                    // ν ≤ d + 1 has no expected covariance; its scale then follows ν = d + 2.
+                    NwDefaults::Scaled => {
+                        NwHyper::scaled_from_data(x, scaled_share(x.d()), r, (nu - d).max(2.0))?
+                    }
+                    NwDefaults::Reference => NwHyper::from_data(x)?,
+                };
+                (
+                    xi.clone().unwrap_or_else(|| from_data.xi().to_vec()),
+                    psi.clone().unwrap_or_else(|| from_data.psi().to_vec()),
+                )
+            }
+        };
+        NwHyper::new(xi, psi, r, nu)
+    }
+
     /// The kernel over `data`, checking that kernel and data agree.
     pub fn build_kernel(&self, data: Dataset) -> Result<AnyKernel> {
         match (self.kernel, data) {
             (None | Some(KernelKind::Nw), Dataset::Dense(x)) => {
-                // Only ξ and Ψ come from the data; r and ν defaults do not need it.
-                let reference = if self.nw_xi.is_some() && self.nw_psi.is_some() {
-                    None
-                } else {
-                    Some(NwHyper::from_data(&x)?)
-                };
-                let pick = |own: &Option<Vec<f64>>, f: fn(&NwHyper) -> &[f64]| {
-                    own.clone().unwrap_or_else(|| {
-                        reference
-                            .as_ref()
-                            .map(|h| f(h).to_vec())
-                            .unwrap_or_default()
-                    })
-                };
-                let hyper = NwHyper::new(
-                    pick(&self.nw_xi, NwHyper::xi),
-                    pick(&self.nw_psi, NwHyper::psi),
-                    self.nw_r.unwrap_or(0.1),
-                    self.nw_nu.unwrap_or(x.d() as f64 + 6.0),
-                )?;
+                let hyper = self.nw_hyper(&x)?;
                 Ok(AnyKernel::Nw(NormalWishart::new(Arc::new(x), hyper)?))
             }
             (None | Some(KernelKind::Md), Dataset::Counts(c)) => {
@@ -197,4 +258,128 @@ macro_rules! with_kernel {
             $crate::model::AnyKernel::Md($k) => $body,
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::ConjugateKernel;
+    use crate::partition::Partition;
+    use crate::rng::SeedPlan;
+    use crate::sampler::{Gibbs, GibbsScan, Move, RngChooser, Sams, State};
+    use proptest::prelude::*;
+    use rand_distr::Distribution;
+
+    /// Labels after `sweeps` sweeps of SAMS and Gibbs from one cluster, seed `seed`, under the
+    /// default model of `x`.
+    fn chain_labels(x: DenseData, seed: u64, sweeps: usize) -> Vec<usize> {
+        let spec = ModelSpec::default();
+        let AnyKernel::Nw(kernel) = spec.build_kernel(Dataset::Dense(x)).unwrap() else {
+            unreachable!("real data get the Normal-Wishart kernel")
+        };
+        let prior = spec.build_prior().unwrap();
+        let partition = Partition::from_labels(&kernel, &vec![0; kernel.n_points()]).unwrap();
+        let mut state = State { partition, prior };
+        let mut rng = SeedPlan::new(seed).chain(0);
+        let mut gibbs = Gibbs::new(GibbsScan::Full).unwrap();
+        let mut sams = Sams::new();
+        for _ in 0..sweeps {
+            let mut chooser = RngChooser::new(&mut rng);
+            sams.step(&kernel, &mut state, &mut chooser).unwrap();
+            gibbs.step(&kernel, &mut state, &mut chooser).unwrap();
+        }
+        state.partition.canonical_labels()
+    }
+
+    /// Three groups of 12 points in `d` dimensions, 4 standard deviations apart, from `seed`.
+    fn grouped(d: usize, seed: u64) -> Vec<Vec<f64>> {
+        let mut rng = SeedPlan::new(seed).chain(1);
+        (0..36)
+            .map(|i| {
+                (0..d)
+                    .map(|j| {
+                        let centre = if (i / 12 + j) % 3 == 0 { 4.0 } else { 0.0 };
+                        let noise: f64 = rand_distr::StandardNormal.sample(&mut rng);
+                        centre + noise
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// The unit-equivariant defaults: the same seed on the data and on the data with
+        /// random per-column scales (10⁻³ to 10³) and shifts gives the same partitions, and so
+        /// does a random invertible linear map with a shift.
+        #[test]
+        fn default_prior_ignores_units(
+            d in 1usize..5,
+            seed in 0u64..1000,
+            log_scales in proptest::collection::vec(-3.0f64..3.0, 4),
+            shifts in proptest::collection::vec(-1e3f64..1e3, 4),
+            mix in proptest::collection::vec(-0.5f64..0.5, 16),
+        ) {
+            let rows = grouped(d, seed);
+            let base = chain_labels(DenseData::from_rows(&rows).unwrap(), seed, 6);
+            let rescaled: Vec<Vec<f64>> = rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .enumerate()
+                        .map(|(j, v)| v * 10f64.powf(log_scales[j]) + shifts[j])
+                        .collect()
+                })
+                .collect();
+            let same = chain_labels(DenseData::from_rows(&rescaled).unwrap(), seed, 6);
+            prop_assert_eq!(&base, &same);
+            // x ↦ (I + M) x + b with |M_jk| < 0.5 / d: diagonally dominant, so invertible.
+            let mapped: Vec<Vec<f64>> = rows
+                .iter()
+                .map(|r| {
+                    (0..d)
+                        .map(|j| {
+                            let mut v = r[j] + shifts[j];
+                            for (k, x) in r.iter().enumerate() {
+                                v += mix[j * 4 + k] / d as f64 * x;
+                            }
+                            v
+                        })
+                        .collect()
+                })
+                .collect();
+            let same = chain_labels(DenseData::from_rows(&mapped).unwrap(), seed, 6);
+            prop_assert_eq!(&base, &same);
+        }
+    }
+
+    /// `ln m(three groups) - ln m(one cluster)` of [`grouped`] data scaled by `scale`, under
+    /// the model of `spec`.
+    fn split_gain(spec: &ModelSpec, scale: f64) -> f64 {
+        let x: Vec<Vec<f64>> = grouped(2, 3)
+            .iter()
+            .map(|r| r.iter().map(|v| v * scale).collect())
+            .collect();
+        let data = Dataset::Dense(DenseData::from_rows(&x).unwrap());
+        let AnyKernel::Nw(k) = spec.build_kernel(data).unwrap() else {
+            unreachable!("real data get the Normal-Wishart kernel")
+        };
+        let ln_m =
+            |points: std::ops::Range<usize>| k.ln_marginal(&k.stat_of(&points.collect::<Vec<_>>()));
+        (0..3).map(|g| ln_m(12 * g..12 * g + 12)).sum::<f64>() - ln_m(0..36)
+    }
+
+    /// The reference defaults depend on units, which is why they are not the default; the
+    /// unit-equivariant ones change every cluster's marginal by the same Jacobian.
+    #[test]
+    fn reference_defaults_depend_on_units() {
+        let reference = ModelSpec {
+            nw_defaults: NwDefaults::Reference,
+            ..ModelSpec::default()
+        };
+        assert!((split_gain(&reference, 1.0) - split_gain(&reference, 1000.0)).abs() > 1.0);
+        let scaled = ModelSpec::default();
+        assert!((split_gain(&scaled, 1.0) - split_gain(&scaled, 1000.0)).abs() < 1e-8);
+    }
 }

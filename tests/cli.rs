@@ -165,7 +165,17 @@ fn check_run_output(
 #[test]
 fn loglik_of_the_toy_truth_is_the_golden_value() {
     let Some((x, y)) = toy() else { return };
-    let out = ok(&["loglik", "--data", &x, "--labels", &y]);
+    // The golden value is the reference code's, under its data-based hyperparameters.
+    let reference = ["--nw-defaults", "reference"];
+    let out = ok(&[
+        "loglik",
+        "--data",
+        &x,
+        "--labels",
+        &y,
+        reference[0],
+        reference[1],
+    ]);
     assert!(
         out.contains("= -1577.569613"),
         "text output lacks the golden value: {out}"
@@ -174,7 +184,16 @@ fn loglik_of_the_toy_truth_is_the_golden_value() {
         out.contains("clusters: 13") && out.contains("points: 1300"),
         "{out}"
     );
-    let v = ok_json(&["loglik", "--data", &x, "--labels", &y, "--json"]);
+    let v = ok_json(&[
+        "loglik",
+        "--data",
+        &x,
+        "--labels",
+        &y,
+        "--json",
+        reference[0],
+        reference[1],
+    ]);
     assert!((f64_of(&v, "log_joint") + 1577.569613).abs() < 5e-7, "{v}");
     assert_eq!(u64_of(&v, "n_clusters"), 13);
     assert_eq!(u64_of(&v, "n"), 1300);
@@ -1094,13 +1113,15 @@ fn impossible_hyperparameters_name_their_flag() {
         1,
         &["--beta", "> 0"],
     );
-    // Collinear points leave no data-based Normal-Wishart default; explicit ones work.
+    // Collinear points leave no reference default (the unit-equivariant one falls back to the
+    // covariance's diagonal); explicit ones work.
     let line = dir.write("line.txt", "1 2\n2 4\n3 6\n");
     fails_no_stdout(
-        &["exact", "--data", &line],
+        &["exact", "--data", &line, "--nw-defaults", "reference"],
         1,
         &["sample covariance", "give --nw-xi and --nw-psi"],
     );
+    ok(&["exact", "--data", &line]);
     ok(&[
         "exact", "--data", &line, "--nw-xi", "0,0", "--nw-psi", "1,0,0,1", "--nw-r", "1",
         "--nw-nu", "3",

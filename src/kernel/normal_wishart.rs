@@ -185,40 +185,8 @@ impl NwHyper {
     /// code's `(Σ x xᵀ - N ξ ξᵀ)/(N - 1)`. Errors if there are fewer than 2 points or the
     /// covariance is singular (a constant or collinear column). Cost: O(N d² + d³).
     pub fn from_data(x: &DenseData) -> Result<Self> {
-        let (n, d) = (x.n(), x.d());
-        if n < 2 {
-            return Err(Error::Empty(format!(
-                "Normal-Wishart hyperparameters from data need at least 2 points, got {n}"
-            )));
-        }
-        let mut xi = vec![0.0; d];
-        for i in 0..n {
-            for (m, v) in xi.iter_mut().zip(x.row(i)) {
-                *m += v;
-            }
-        }
-        for m in &mut xi {
-            *m /= n as f64;
-        }
-        let mut cov = vec![0.0; d * d];
-        let mut centred = vec![0.0; d];
-        for i in 0..n {
-            for ((c, v), m) in centred.iter_mut().zip(x.row(i)).zip(&xi) {
-                *c = v - m;
-            }
-            for a in 0..d {
-                for b in 0..=a {
-                    cov[a * d + b] += centred[a] * centred[b];
-                }
-            }
-        }
-        for a in 0..d {
-            for b in 0..=a {
-                let v = cov[a * d + b] / (n - 1) as f64;
-                cov[a * d + b] = v;
-                cov[b * d + a] = v;
-            }
-        }
+        let (xi, mut cov) = sample_moments(x)?;
+        let d = x.d();
         let l = cholesky(
             &cov,
             d,
@@ -235,6 +203,61 @@ impl NwHyper {
             d as f64 + Self::REFERENCE_NU_MINUS_D,
         )
     }
+
+    /// The unit-equivariant default: `ξ` = data mean, `ν = d + nu_minus_d`, `r = r`, and `Ψ`
+    /// proportional to the data covariance `C`, `Ψ = share·(ν - d - 1)·C`, so that the
+    /// prior's expected cluster covariance `E[Σ] = Ψ / (ν - d - 1)` is `share·C` (MATH §2.1).
+    /// When `C` is singular (a constant or collinear column, or `d ≥ n`), its diagonal stands in
+    /// for it, with each variance floored at [`NwHyper::VARIANCE_FLOOR`] times the largest, so
+    /// a constant column still gets a positive scale.
+    ///
+    /// Why this choice: any invertible affine map `x ↦ Ax + b` of the data maps the mean to
+    /// `Aξ + b` and `C` to `ACAᵀ`, and the Normal-Wishart marginal of every cluster then
+    /// changes by the same factor `|A|^{-n_c}`, so the posterior over partitions is unchanged
+    /// (up to rounding; the diagonal fallback keeps this for per-column scales and shifts).
+    /// The reference default ([`NwHyper::from_data`]) fixes `det Ψ = 0.1` instead, which ties
+    /// the cluster scale to the data's units. Cost: O(N d² + d³).
+    pub fn scaled_from_data(x: &DenseData, share: f64, r: f64, nu_minus_d: f64) -> Result<Self> {
+        if !(share > 0.0 && share.is_finite()) {
+            return Err(Error::param("share", share, "a finite number > 0"));
+        }
+        if !(nu_minus_d > 1.0 && nu_minus_d.is_finite()) {
+            return Err(Error::param(
+                "nu - d",
+                nu_minus_d,
+                "a finite number > 1 (the expected covariance must exist)",
+            ));
+        }
+        let (xi, mut cov) = sample_moments(x)?;
+        let d = x.d();
+        if !covariance_is_usable(&cov, d) {
+            let top = (0..d).map(|a| cov[a * d + a]).fold(0.0, f64::max);
+            if top <= 0.0 || !top.is_finite() {
+                return Err(Error::Usage(
+                    "every column of the data is constant: there is nothing to cluster".into(),
+                ));
+            }
+            for a in 0..d {
+                for b in 0..d {
+                    if a != b {
+                        cov[a * d + b] = 0.0;
+                    }
+                }
+                cov[a * d + a] = cov[a * d + a].max(Self::VARIANCE_FLOOR * top);
+            }
+        }
+        let nu = d as f64 + nu_minus_d;
+        let factor = share * (nu - d as f64 - 1.0);
+        for v in &mut cov {
+            *v *= factor;
+        }
+        Self::new(xi, cov, r, nu)
+    }
+
+    /// The smallest variance [`NwHyper::scaled_from_data`] gives a column, relative to the
+    /// largest column variance, when the covariance is singular: a constant column then has a
+    /// scale far below every other, so it never separates clusters by itself.
+    pub const VARIANCE_FLOOR: f64 = 1e-6;
 
     /// Dimension d.
     pub fn dim(&self) -> usize {
@@ -260,6 +283,65 @@ impl NwHyper {
     pub fn nu(&self) -> f64 {
         self.nu
     }
+}
+
+/// The data mean and the unbiased sample covariance (`d × d`, row-major), accumulated from
+/// centred points (two passes), the stable form of `(Σ x xᵀ - N x̄ x̄ᵀ)/(N - 1)`. Errors if
+/// there are fewer than 2 points. Cost: O(N d²).
+pub fn sample_moments(x: &DenseData) -> Result<(Vec<f64>, Vec<f64>)> {
+    let (n, d) = (x.n(), x.d());
+    if n < 2 {
+        return Err(Error::Empty(format!(
+            "Normal-Wishart hyperparameters from data need at least 2 points, got {n}"
+        )));
+    }
+    let mut mean = vec![0.0; d];
+    for i in 0..n {
+        for (m, v) in mean.iter_mut().zip(x.row(i)) {
+            *m += v;
+        }
+    }
+    for m in &mut mean {
+        *m /= n as f64;
+    }
+    let mut cov = vec![0.0; d * d];
+    let mut centred = vec![0.0; d];
+    for i in 0..n {
+        for ((c, v), m) in centred.iter_mut().zip(x.row(i)).zip(&mean) {
+            *c = v - m;
+        }
+        for a in 0..d {
+            for b in 0..=a {
+                cov[a * d + b] += centred[a] * centred[b];
+            }
+        }
+    }
+    for a in 0..d {
+        for b in 0..=a {
+            let v = cov[a * d + b] / (n - 1) as f64;
+            cov[a * d + b] = v;
+            cov[b * d + a] = v;
+        }
+    }
+    Ok((mean, cov))
+}
+
+/// Whether a sample covariance is well enough conditioned to serve as a scale matrix: every
+/// variance is positive and the correlation matrix factorises with no pivot at rounding level
+/// (a collinear column, or `d ≥ n`, leaves one). Judged on correlations, so the answer does not
+/// depend on the columns' units.
+fn covariance_is_usable(cov: &[f64], d: usize) -> bool {
+    let sd: Vec<f64> = (0..d).map(|a| cov[a * d + a].sqrt()).collect();
+    if sd.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        return false;
+    }
+    let corr: Vec<f64> = (0..d * d)
+        .map(|k| cov[k] / (sd[k / d] * sd[k % d]))
+        .collect();
+    let Ok(l) = cholesky(&corr, d, "the sample correlation") else {
+        return false;
+    };
+    (0..d).all(|j| l[j * d + j] * l[j * d + j] > 1e-10)
 }
 
 /// Sufficient statistic of a cluster under [`NormalWishart`], with its cached factor.

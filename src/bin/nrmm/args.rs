@@ -61,6 +61,23 @@ pub enum KernelKind {
     Md,
 }
 
+/// How Normal-Wishart hyperparameters not given are derived from the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NwDefaultsArg {
+    /// Unit-equivariant: ξ the data mean, Ψ proportional to the data covariance (its
+    /// diagonal when singular), r = 0.01, ν = d + 3.
+    Scaled,
+    /// The tgMCMC reference code's: Ψ the covariance rescaled to determinant 0.1, r = 0.1,
+    /// ν = d + 6 (depends on the data's units).
+    Reference,
+}
+
+/// What a run recorded before `--nw-defaults` existed used: the reference defaults.
+fn nw_defaults_before_choice() -> NwDefaultsArg {
+    NwDefaultsArg::Reference
+}
+
 /// Which NRM prior.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -109,16 +126,25 @@ pub struct ModelArgs {
     /// Normal-Wishart prior mean ξ, comma-separated (default: the data mean).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub nw_xi: Option<Vec<f64>>,
-    /// Normal-Wishart scale Ψ, d·d comma-separated values row by row (default: the data
-    /// covariance rescaled to determinant 0.1).
+    /// Normal-Wishart scale Ψ, d·d comma-separated values row by row (default: see
+    /// --nw-defaults).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub nw_psi: Option<Vec<f64>>,
-    /// Normal-Wishart mean precision scale r (default 0.1).
+    /// Normal-Wishart mean precision scale r (default 0.01; 0.1 with --nw-defaults
+    /// reference).
     #[arg(long, allow_negative_numbers = true)]
     pub nw_r: Option<f64>,
-    /// Normal-Wishart degrees of freedom ν > d - 1 (default d + 6).
+    /// Normal-Wishart degrees of freedom ν > d - 1 (default d + 3; d + 6 with
+    /// --nw-defaults reference).
     #[arg(long, allow_negative_numbers = true)]
     pub nw_nu: Option<f64>,
+    /// How the Normal-Wishart ξ, Ψ, r and ν not given are derived from the data: `scaled`
+    /// (Ψ proportional to the data covariance, so that a cluster's expected covariance is
+    /// 10^(-2/d) of the data's, a tenth of its volume; the answer does not depend on the data's
+    /// units) or `reference` (the tgMCMC paper's code: det Ψ = 0.1, r = 0.1, ν = d + 6).
+    #[arg(long, value_enum, default_value_t = NwDefaultsArg::Scaled)]
+    #[serde(default = "nw_defaults_before_choice")]
+    pub nw_defaults: NwDefaultsArg,
     /// NRM prior.
     #[arg(long, value_enum, default_value_t = PriorKind::Dp)]
     pub prior: PriorKind,
@@ -374,7 +400,8 @@ pub struct RunArgs {
         long,
         value_name = "DIR",
         conflicts_with_all = [
-            "data", "format", "kernel", "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "prior",
+            "data", "format", "kernel", "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "nw_defaults",
+            "prior",
             "alpha", "sigma", "u", "hyperpriors", "sampler", "proposals", "launch_scans",
             "gibbs_sweeps", "gibbs_subset", "seed", "chains", "chain_offset", "init", "thin",
             "checkpoint_every", "out",

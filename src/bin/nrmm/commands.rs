@@ -112,6 +112,10 @@ impl From<&ModelArgs> for ModelSpec {
             nw_psi: m.nw_psi.clone(),
             nw_r: m.nw_r,
             nw_nu: m.nw_nu,
+            nw_defaults: match m.nw_defaults {
+                NwDefaultsArg::Scaled => nrmm::model::NwDefaults::Scaled,
+                NwDefaultsArg::Reference => nrmm::model::NwDefaults::Reference,
+            },
             prior: match m.prior {
                 PriorKind::Dp => nrmm::model::PriorKind::Dp,
                 PriorKind::Nggp => nrmm::model::PriorKind::Nggp,
