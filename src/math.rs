@@ -64,6 +64,23 @@ pub fn softplus(x: f64) -> f64 {
     }
 }
 
+/// The error for log-weights that cannot be drawn from (a NaN, a `+inf`, or no finite
+/// weight), saying which weight is at fault and what usually causes it. Cost: O(len).
+pub fn bad_log_weights(ln_w: &[f64]) -> Error {
+    let n = ln_w.len();
+    let problem = if let Some(i) = ln_w.iter().position(|w| w.is_nan()) {
+        format!("log-weight {} of {n} is NaN", i + 1)
+    } else if let Some(i) = ln_w.iter().position(|&w| w == f64::INFINITY) {
+        format!("log-weight {} of {n} is +inf", i + 1)
+    } else {
+        format!("all {n} log-weights are -inf (no option has positive probability)")
+    };
+    Error::Numerical(format!(
+        "cannot draw among {n} options: {problem}; a cluster's statistics or marginal \
+         overflowed, which extreme values cause: rescale the data (and --nw-xi, --nw-psi)"
+    ))
+}
+
 /// Draws an index with probability proportional to `exp(ln_w[i])` (MATH P9).
 ///
 /// Shifts by the maximum, draws one open-interval uniform, and walks the cumulative sum,
@@ -72,9 +89,7 @@ pub fn softplus(x: f64) -> f64 {
 pub fn sample_log_weights<R: Rng + ?Sized>(rng: &mut R, ln_w: &[f64]) -> Result<usize> {
     let max = ln_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() || ln_w.iter().any(|w| w.is_nan()) {
-        return Err(Error::Numerical(format!(
-            "cannot sample from log-weights with maximum {max}"
-        )));
+        return Err(bad_log_weights(ln_w));
     }
     let total: f64 = ln_w.iter().map(|&w| (w - max).exp()).sum();
     let target = uniform_open01(rng) * total;
@@ -96,6 +111,19 @@ pub fn sample_log_weights<R: Rng + ?Sized>(rng: &mut R, ln_w: &[f64]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_log_weights_name_the_weight_at_fault() {
+        let m = bad_log_weights(&[-13.19, f64::NAN, -2.0]).to_string();
+        assert!(
+            m.contains("log-weight 2 of 3 is NaN") && m.contains("rescale"),
+            "{m}"
+        );
+        let m = bad_log_weights(&[f64::NEG_INFINITY; 2]).to_string();
+        assert!(m.contains("all 2 log-weights are -inf"), "{m}");
+        let m = bad_log_weights(&[0.0, f64::INFINITY]).to_string();
+        assert!(m.contains("log-weight 2 of 2 is +inf"), "{m}");
+    }
     use crate::rng::SeedPlan;
 
     /// The tails of `softplus` are the general formula's values to the bit.

@@ -1726,12 +1726,17 @@ fn checkpoint_and_resume_mistakes_are_one_line() {
         1,
         &["checkpoint.json", "belongs to another run"],
     );
+    // Damaged, with no good previous checkpoint to fall back to.
+    let previous = dir.0.join("a/chain-0/checkpoint.prev.json");
+    let kept = std::fs::read(&previous).expect("the previous checkpoint");
+    std::fs::write(&previous, "").expect("damage the previous checkpoint");
     std::fs::write(checkpoint("a"), "{\"format\": 3").expect("damage a checkpoint");
     fails_no_stdout(
         &["run", "--resume", &a],
         1,
-        &["checkpoint.json", "is not a checkpoint"],
+        &["checkpoint.json", "corrupt", "checkpoint.prev.json"],
     );
+    std::fs::write(&previous, kept).expect("restore the previous checkpoint");
     std::fs::write(checkpoint("a"), own).expect("restore the checkpoint");
     ok(&["run", "--resume", &a]);
     // Changed data, and a run file of another kind.

@@ -87,10 +87,35 @@ fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
-/// A token quoted for an error message, cut to a readable length.
+/// Refuses input that is not text: a NUL, another control character than whitespace, or DEL
+/// means a binary file given to a text reader, and echoing its bytes would garble the
+/// terminal. Names the line and the byte. Cost: O(bytes).
+fn check_text(bytes: &[u8], origin: &Path, what: &str) -> Result<()> {
+    let binary =
+        |b: u8| b == 0x7f || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c));
+    match bytes.iter().position(|&b| binary(b)) {
+        None => Ok(()),
+        Some(at) => Err(perr(
+            origin,
+            bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1,
+            format!(
+                "binary data (byte 0x{:02x} at offset {at}), expected {what} as text; binary \
+                 inputs are IDX (--format idx) and NumPy .npy (--format npy), and gzip-compressed \
+                 text is read as the text it holds",
+                bytes[at]
+            ),
+        )),
+    }
+}
+
+/// A token quoted for an error message, cut to a readable length, with anything unprintable
+/// escaped.
 fn show(token: &[u8]) -> String {
     const MAX: usize = 40;
-    let text = String::from_utf8_lossy(&token[..token.len().min(MAX)]);
+    let text: String = String::from_utf8_lossy(&token[..token.len().min(MAX)])
+        .chars()
+        .flat_map(char::escape_debug)
+        .collect();
     if token.len() > MAX {
         format!("\"{text}...\"")
     } else {
@@ -169,7 +194,16 @@ fn dense_value(
         ));
     }
     match parse_f64(token) {
-        Some(v) if v.is_finite() => Ok(v),
+        Some(v) if v.is_finite() && v.abs() <= super::MAX_MAGNITUDE => Ok(v),
+        Some(v) if v.is_finite() || token.iter().any(u8::is_ascii_digit) => Err(perr(
+            origin,
+            line,
+            format!(
+                "value {column} ({}) is {}",
+                show(token),
+                super::magnitude_hint()
+            ),
+        )),
         Some(v) => Err(perr(
             origin,
             line,
@@ -191,6 +225,7 @@ fn dense_value(
 }
 
 fn dense_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
+    check_text(bytes, origin, "a matrix of numbers")?;
     let mut values = Vec::new();
     let mut sep = None;
     let (mut n, mut d, mut first_line) = (0usize, 0usize, 0usize);
@@ -279,6 +314,7 @@ fn labels_from_bytes(bytes: &[u8], origin: &Path) -> Result<Vec<i64>> {
     if bytes.starts_with(&[0, 0]) {
         return idx_labels_from_bytes(bytes, origin);
     }
+    check_text(bytes, origin, "one integer label per line")?;
     let mut labels = Vec::new();
     for (line_no, line) in numbered_lines(bytes) {
         if is_blank(line) || is_comment(line) {
@@ -352,6 +388,7 @@ fn docword_from_bytes(bytes: &[u8], origin: &Path) -> Result<SparseCounts> {
         "the vocabulary size W",
         "the number of entries NNZ",
     ];
+    check_text(bytes, origin, "a UCI docword file")?;
     let mut lines = numbered_lines(bytes).filter(|(_, l)| !is_blank(l));
     let mut header = [0u64; 3];
     for (slot, what) in header.iter_mut().zip(HEADER) {
@@ -491,6 +528,7 @@ pub fn load_docword(path: impl AsRef<Path>) -> Result<SparseCounts> {
 // LDA-C.
 
 fn ldac_from_bytes(bytes: &[u8], origin: &Path, vocab: Option<usize>) -> Result<SparseCounts> {
+    check_text(bytes, origin, "an LDA-C file")?;
     if vocab == Some(0) {
         return Err(Error::param(
             "vocabulary size",

@@ -7,6 +7,20 @@ pub mod pca;
 
 use crate::error::{Error, Result};
 
+/// The largest magnitude a value of a dense data set may have. The Normal-Wishart statistics
+/// square values and sum the squares over points (`Σ x xᵀ`), and a square beyond `1e308`
+/// overflows to infinity and turns the marginals into `NaN`; `1e150` leaves room for sums over
+/// up to `1e8` points. Data that large should be rescaled, which changes nothing but units.
+pub const MAX_MAGNITUDE: f64 = 1e150;
+
+/// Why a value beyond [`MAX_MAGNITUDE`] is refused and what to do, for error messages.
+pub fn magnitude_hint() -> String {
+    format!(
+        "beyond the magnitude {MAX_MAGNITUDE:e} that nrmm accepts (squares and sums of squares \
+         of larger values overflow): rescale the data (divide the column by a power of ten)"
+    )
+}
+
 /// A dense `n × d` matrix of finite `f64`, row-major: row `i` is point `i`.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DenseData {
@@ -17,7 +31,7 @@ pub struct DenseData {
 
 impl DenseData {
     /// Builds a matrix from row-major values; errors on empty input, a length that is not
-    /// `n · d`, or a non-finite value.
+    /// `n · d`, or a value that is not finite or exceeds [`MAX_MAGNITUDE`].
     pub fn new(n: usize, d: usize, values: Vec<f64>) -> Result<Self> {
         if n == 0 || d == 0 {
             return Err(Error::Empty(format!(
@@ -36,6 +50,13 @@ impl DenseData {
                 &format!("row {} column {}", pos / d + 1, pos % d + 1),
                 values[pos],
                 "a finite number",
+            ));
+        }
+        if let Some(pos) = values.iter().position(|v| v.abs() > MAX_MAGNITUDE) {
+            return Err(Error::param(
+                &format!("row {} column {}", pos / d + 1, pos % d + 1),
+                values[pos],
+                &format!("a value {}", magnitude_hint()),
             ));
         }
         Ok(DenseData { n, d, values })

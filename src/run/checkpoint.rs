@@ -14,12 +14,20 @@
 //! [`super::Chain::checkpoint`] rebuilds the live chain's statistics in the same way when it
 //! takes a checkpoint. A chain resumed from a checkpoint and the chain that wrote it then hold
 //! bit-identical states, and their continuations are identical.
+//!
+//! Files that must not be resumed from when damaged are *sealed* ([`Sealed`]): they carry the
+//! FNV-1a checksum of their own canonical JSON (written with the checksum field empty), so a
+//! hand edit (a sweep counter, an RNG position) or a damaged or truncated file is recognised
+//! as corrupt on reading ([`load_sealed`]). The checksum detects accidents and edits, not a
+//! determined forger: it is not a signature. [`save_sealed`] keeps the file it replaces as
+//! [`previous_path`], so one damaged write never loses more than one checkpoint interval.
 
 use crate::error::{Error, Result};
 use crate::partition::PartitionSnapshot;
 use crate::rng::NrmmRng;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -115,9 +123,180 @@ pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
         .map_err(|e| Error::parse(path, e.line(), format!("not a valid file of its kind: {e}")))
 }
 
+/// A serialisable file that holds its own checksum (see the module documentation).
+pub trait Sealed: Serialize {
+    /// The checksum field: empty while the checksum is computed.
+    fn checksum_mut(&mut self) -> &mut String;
+}
+
+/// The 64-bit FNV-1a hash of `bytes`. Cost O(bytes).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The checksum of `value`: FNV-1a of its JSON with the checksum field empty, in hexadecimal.
+/// JSON writes every float so that it reads back bit for bit, so a file read back and
+/// serialised again gives the same text, and the same checksum, exactly when its contents
+/// are unchanged.
+fn checksum_of<T: Sealed + Clone>(value: &T) -> std::result::Result<String, serde_json::Error> {
+    let mut blank = value.clone();
+    blank.checksum_mut().clear();
+    Ok(format!("{:016x}", fnv1a64(&serde_json::to_vec(&blank)?)))
+}
+
+/// `checkpoint.prev.json` beside `checkpoint.json`: where [`save_sealed`] keeps the file it
+/// replaces.
+pub fn previous_path(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "checkpoint".into(), |n| n.to_string_lossy().into_owned());
+    let ext = path
+        .extension()
+        .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()));
+    path.with_file_name(format!("{stem}.prev{ext}"))
+}
+
+/// Seals `value` with its checksum and writes it atomically to `path`, keeping the file it
+/// replaces as [`previous_path`]: the new file is written and flushed to a temporary, the old
+/// one renamed to the previous path, the temporary renamed into place. Whenever the process
+/// stops, `path` or the previous path holds a complete checkpoint. Cost: one serialisation
+/// and one file write.
+pub fn save_sealed<T: Sealed + Clone>(path: &Path, value: &T) -> Result<()> {
+    let write_err = |e: serde_json::Error| Error::Write {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    };
+    let mut sealed = value.clone();
+    *sealed.checksum_mut() = checksum_of(value).map_err(write_err)?;
+    let bytes = serde_json::to_vec(&sealed).map_err(write_err)?;
+    if path.is_file() {
+        let previous = previous_path(path);
+        std::fs::rename(path, &previous).map_err(|source| Error::Write {
+            path: previous,
+            source,
+        })?;
+    }
+    write_atomic(path, &bytes)
+}
+
+/// Why a sealed file could not be used.
+#[derive(Debug)]
+pub enum SealedError {
+    /// There is no such file.
+    Missing,
+    /// The file exists but is not what was written: truncated, damaged or edited. The reason
+    /// says which.
+    Corrupt(String),
+    /// The file could not be read at all.
+    Unreadable(Error),
+}
+
+impl fmt::Display for SealedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SealedError::Missing => f.write_str("missing"),
+            SealedError::Corrupt(why) => write!(f, "corrupt ({why})"),
+            SealedError::Unreadable(e) => write!(f, "unreadable ({e})"),
+        }
+    }
+}
+
+/// Reads a file written by [`save_sealed`] and checks its checksum. A file that does not
+/// parse (truncated, damaged) or whose checksum does not match its contents (edited) is
+/// [`SealedError::Corrupt`]. Cost: one read, one parse, one serialisation.
+pub fn load_sealed<T: Sealed + Clone + DeserializeOwned>(
+    path: &Path,
+) -> std::result::Result<T, SealedError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SealedError::Missing),
+        Err(source) => {
+            return Err(SealedError::Unreadable(Error::Io {
+                path: path.to_path_buf(),
+                source,
+            }))
+        }
+    };
+    let mut value: T = serde_json::from_slice(&bytes).map_err(|e| {
+        SealedError::Corrupt(if e.is_eof() {
+            "truncated: it ends in the middle".to_string()
+        } else {
+            format!("damaged: {e}")
+        })
+    })?;
+    let claimed = std::mem::take(value.checksum_mut());
+    let actual = checksum_of(&value).map_err(|e| SealedError::Corrupt(e.to_string()))?;
+    if claimed.is_empty() {
+        return Err(SealedError::Corrupt(
+            "it has no checksum: damaged, or written by an older nrmm".into(),
+        ));
+    }
+    if claimed != actual {
+        return Err(SealedError::Corrupt(
+            "its checksum does not match its contents: edited or damaged".into(),
+        ));
+    }
+    *value.checksum_mut() = claimed;
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Doc {
+        checksum: String,
+        sweep: u64,
+        x: f64,
+    }
+
+    impl Sealed for Doc {
+        fn checksum_mut(&mut self) -> &mut String {
+            &mut self.checksum
+        }
+    }
+
+    #[test]
+    fn sealed_files_detect_edits_and_truncation_and_keep_the_previous() {
+        let dir = std::env::temp_dir().join(format!("nrmm-sealed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("checkpoint.json");
+        let prev = previous_path(&path);
+        assert_eq!(prev, dir.join("checkpoint.prev.json"));
+        let doc = |sweep| Doc {
+            checksum: String::new(),
+            sweep,
+            x: 0.1 + 0.2,
+        };
+        assert!(matches!(
+            load_sealed::<Doc>(&path),
+            Err(SealedError::Missing)
+        ));
+        save_sealed(&path, &doc(10)).unwrap();
+        assert!(!prev.exists());
+        save_sealed(&path, &doc(20)).unwrap();
+        assert_eq!(load_sealed::<Doc>(&path).unwrap().sweep, 20);
+        assert_eq!(load_sealed::<Doc>(&prev).unwrap().sweep, 10);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"sweep\":20", "\"sweep\":7")).unwrap();
+        let e = load_sealed::<Doc>(&path).unwrap_err().to_string();
+        assert!(e.contains("corrupt") && e.contains("checksum"), "{e}");
+        std::fs::write(&path, &text[..text.len() - 3]).unwrap();
+        let e = load_sealed::<Doc>(&path).unwrap_err().to_string();
+        assert!(e.contains("corrupt") && e.contains("truncated"), "{e}");
+        std::fs::write(&path, text.replace("\"checksum\":\"", "\"checksum\":\"0")).unwrap();
+        assert!(matches!(
+            load_sealed::<Doc>(&path),
+            Err(SealedError::Corrupt(_))
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temporary() {

@@ -9,7 +9,10 @@ pub mod checkpoint;
 pub mod draws;
 pub mod trace;
 
-pub use checkpoint::{load_json, save_json, write_atomic, ChainCheckpoint};
+pub use checkpoint::{
+    load_json, load_sealed, previous_path, save_json, save_sealed, write_atomic, ChainCheckpoint,
+    Sealed, SealedError,
+};
 pub use draws::{read_draws, BestDraw, Draw, DrawStride, DrawWriter};
 pub use trace::{first_reaching, TraceColumns, TraceWriter};
 
@@ -163,7 +166,8 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         })
     }
 
-    /// Runs every scheduled move its number of times and summarises the result.
+    /// Runs every scheduled move its number of times and summarises the result. Errors if a
+    /// move fails or the log joint after the sweep is not finite (overflow in the statistics).
     pub fn sweep(&mut self) -> Result<SweepRecord> {
         let start = Instant::now();
         let mut moves = Vec::with_capacity(self.schedule.len());
@@ -177,11 +181,19 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         }
         self.seconds += start.elapsed().as_secs_f64();
         self.sweep += 1;
+        let ln_joint = self.state.ln_joint();
+        if !ln_joint.is_finite() {
+            return Err(Error::Numerical(format!(
+                "the log joint after sweep {} is {ln_joint}: a value of the data or of the \
+                 hyperparameters is too extreme for double precision; rescale them",
+                self.sweep
+            )));
+        }
         Ok(SweepRecord {
             sweep: self.sweep,
             seconds: self.seconds,
             n_clusters: self.state.partition.n_clusters(),
-            ln_joint: self.state.ln_joint(),
+            ln_joint,
             moves,
             hyper: self.state.prior.hyper_values(),
         })

@@ -47,7 +47,7 @@ impl TraceWriter {
         let expected = sweep / thin * thin;
         if last != expected {
             return Err(Error::Usage(format!(
-                "{} ends at sweep {last}, but its chain was checkpointed at sweep {sweep}                  (expected a row for sweep {expected}): the trace does not belong to the checkpoint",
+                "{} ends at sweep {last}, but its chain was checkpointed at sweep {sweep} (expected a row for sweep {expected}): the trace does not belong to the checkpoint",
                 path.display()
             )));
         }

@@ -87,9 +87,7 @@ pub trait Chooser {
 fn normalise(ln_w: &[f64]) -> Result<f64> {
     let total = log_sum_exp(ln_w);
     if !total.is_finite() || ln_w.iter().any(|w| w.is_nan()) {
-        return Err(Error::Numerical(format!(
-            "cannot choose among log-weights with total {total}"
-        )));
+        return Err(crate::math::bad_log_weights(ln_w));
     }
     Ok(total)
 }
@@ -130,9 +128,7 @@ impl Chooser for RngChooser<'_> {
     fn choose_log(&mut self, ln_w: &[f64]) -> Result<(usize, f64)> {
         let max = ln_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         if !max.is_finite() || ln_w.iter().any(|w| w.is_nan()) {
-            return Err(Error::Numerical(format!(
-                "cannot choose among log-weights with maximum {max}"
-            )));
+            return Err(crate::math::bad_log_weights(ln_w));
         }
         self.weights.clear();
         let mut total = 0.0;

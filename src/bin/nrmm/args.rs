@@ -404,13 +404,18 @@ pub struct RunArgs {
             "prior",
             "alpha", "sigma", "u", "hyperpriors", "sampler", "proposals", "launch_scans",
             "gibbs_sweeps", "gibbs_subset", "seed", "chains", "chain_offset", "init", "thin",
-            "checkpoint_every", "out",
+            "checkpoint_every", "out", "force",
         ]
     )]
     pub resume: Option<PathBuf>,
-    /// Output directory.
-    #[arg(long, required_unless_present = "resume")]
+    /// Output directory (required unless --resume is given). A directory that already holds
+    /// a run is refused unless --force is given.
+    #[arg(long, value_name = "DIR", required_unless_present = "resume")]
     pub out: Option<PathBuf>,
+    /// Replace the run already in --out: its run.json, results and chain-*/ directories are
+    /// deleted first (other files are kept). Use --resume DIR to continue a run instead.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `nrmm diagnose`.

@@ -207,10 +207,14 @@ fn explain_kernel_error(e: Error, m: &ModelArgs) -> Error {
                 "--nw-psi must be symmetric positive definite: {what} is not"
             ))
         }
-        Error::NotPositiveDefinite(what) if what.contains("data") => Error::Usage(format!(
-            "{what} is not symmetric positive definite, so the Normal-Wishart defaults cannot \
-             be derived from the data: give --nw-xi and --nw-psi"
-        )),
+        Error::NotPositiveDefinite(what) if what.contains("data") || m.nw_psi.is_none() => {
+            Error::Usage(format!(
+                "{what} is not symmetric positive definite, so the Normal-Wishart defaults \
+                 cannot be derived from the data (the covariance of fewer points than \
+                 dimensions + 1, of a constant column or of collinear columns is singular): \
+                 give --nw-xi and --nw-psi"
+            ))
+        }
         other => other,
     }
 }
@@ -233,6 +237,28 @@ fn check_model_flags(m: &ModelArgs, data: &Dataset) -> Result<()> {
         ));
     }
     let d = x.d();
+    // ξ is on the data's scale, Ψ on its square's.
+    let limit = nrmm::data::MAX_MAGNITUDE;
+    for (flag, values, max) in [
+        ("--nw-xi", &m.nw_xi, limit),
+        ("--nw-psi", &m.nw_psi, limit * limit),
+    ] {
+        // Non-finite values are the library's to refuse, naming their index.
+        if let Some(v) = values
+            .iter()
+            .flatten()
+            .find(|v| v.is_finite() && v.abs() > max)
+        {
+            return Err(Error::param(
+                flag,
+                v,
+                &format!(
+                    "values of magnitude at most {max:e} (they enter squares and sums with the \
+                     data and would overflow): rescale the data and the hyperparameters"
+                ),
+            ));
+        }
+    }
     if let Some(xi) = &m.nw_xi {
         if xi.len() != d {
             return Err(Error::param(
@@ -271,6 +297,7 @@ fn loglik(a: LoglikArgs) -> Result<()> {
         let part = Partition::from_labels(k, &labels)?;
         (part.ln_joint(&prior), part.n_clusters())
     });
+    let ln_joint = finite(ln_joint, prior.joint_label())?;
     use nrmm::prior::NrmPrior;
     if a.json {
         return print_json(&json!({
@@ -292,6 +319,18 @@ fn loglik(a: LoglikArgs) -> Result<()> {
     })
 }
 
+/// `value` if it is finite; otherwise the error that no verb may print a non-finite result
+/// with success, saying what to change.
+pub fn finite(value: f64, what: &str) -> Result<f64> {
+    if value.is_finite() {
+        return Ok(value);
+    }
+    Err(Error::Numerical(format!(
+        "{what} is {value}: a value of the data or of the hyperparameters is too extreme for \
+         double precision; rescale the data (and --nw-xi, --nw-psi) to moderate magnitudes"
+    )))
+}
+
 /// Most points `exact` enumerates: 12 points have 4,213,597 partitions (about a second).
 const EXACT_MAX_POINTS: usize = 12;
 
@@ -310,9 +349,11 @@ fn exact_posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> Result<Exac
         )));
     }
     let weights = PartitionPrior::new(PartitionPriorSpec::from_prior(prior)?, n)?;
-    ExactPosterior::new(kernel, move |sizes: &[usize]| {
+    let post = ExactPosterior::new(kernel, move |sizes: &[usize]| {
         weights.ln_weight(sizes).unwrap_or(f64::NAN)
-    })
+    })?;
+    finite(post.expected_k(), "the exact posterior's E[K]")?;
+    Ok(post)
 }
 
 /// `nrmm exact`: the exact posterior over partitions by enumeration (MATH §7.1).

@@ -29,6 +29,15 @@ const SAMPLED_PAIRS: usize = 200_000;
 /// R-hat above which the chains are reported as not mixed (Vehtari et al. 2021).
 const RHAT_LIMIT: f64 = 1.01;
 
+/// `value`, known to exceed `limit`, with the fewest decimals (at least 3) that show it above
+/// the limit: 1.0104 rather than a rounded 1.010 that reads as "1.010 > 1.01".
+fn above(value: f64, limit: f64) -> String {
+    (3..=12)
+        .map(|p| format!("{value:.p$}"))
+        .find(|s| s.parse::<f64>().is_ok_and(|v| v > limit))
+        .unwrap_or_else(|| value.to_string())
+}
+
 /// One chain's report.
 #[derive(Clone, Debug, Serialize)]
 pub struct ChainReport {
@@ -466,9 +475,9 @@ impl Report {
         for (name, s) in &diagnostics {
             if s.rhat > RHAT_LIMIT {
                 warnings.push(format!(
-                    "R-hat of {name} is {:.3} > {RHAT_LIMIT}: the chains have not mixed; run \
+                    "R-hat of {name} is {} > {RHAT_LIMIT}: the chains have not mixed; run \
                      longer before trusting the estimates",
-                    s.rhat
+                    above(s.rhat, RHAT_LIMIT)
                 ));
             }
         }
@@ -569,10 +578,13 @@ impl Report {
             1 => "1 chain".to_string(),
             c => format!("{c} chains"),
         };
+        let apart = match self.spacing {
+            1 => "a draw from every sweep".to_string(),
+            s => format!("draws {s} sweeps apart"),
+        };
         writeln!(
             out,
-            "after a burn-in of {burn} per chain ({chains}, draws {} sweeps apart):",
-            self.spacing
+            "after a burn-in of {burn} per chain ({chains}, {apart}):"
         )?;
         writeln!(
             out,
@@ -632,5 +644,17 @@ impl Report {
             writeln!(out, "warning: {w}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_above_a_limit_are_shown_above_it() {
+        assert_eq!(above(1.0104, 1.01), "1.0104");
+        assert_eq!(above(1.5, 1.01), "1.500");
+        assert_eq!(above(1.0100001, 1.01), "1.0100001");
     }
 }

@@ -151,6 +151,67 @@ fn remove_stale(path: &Path) -> Result<()> {
     }
 }
 
+/// The files `nrmm run` and `nrmm plot` write at the top of a run directory.
+const RUN_FILES: [&str; 8] = [
+    "run.json",
+    "summary.json",
+    "estimate.txt",
+    "map.txt",
+    "log_joint.svg",
+    "n_clusters.svg",
+    "acceptance.svg",
+    "scatter.svg",
+];
+
+/// The entries of `dir` that belong to a run: its [`RUN_FILES`] and `chain-<i>` directories.
+fn run_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+    // A path that cannot be listed holds no run; creating the directory reports why.
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let chain = name
+            .strip_prefix("chain-")
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+        if (chain && entry.path().is_dir()) || RUN_FILES.contains(&name.as_str()) {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Refuses an `--out` that already holds a run (a `run.json`) unless `--force` is given
+/// (checked before the data are read, so the mistake costs nothing).
+fn check_out(out: &Path, force: bool) -> Result<()> {
+    if force || !out.join("run.json").exists() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{} already holds a run: continue it with `nrmm run --resume {}`, replace it with \
+         --force (its run.json, results and chain-*/ directories are deleted), or choose \
+         another --out",
+        out.display(),
+        out.display()
+    )))
+}
+
+/// Deletes the run in `out` that `--force` replaces: its [`RUN_FILES`] and every `chain-<i>/`,
+/// so no chain of the old run is mistaken for one of the new.
+fn clear_run(out: &Path) -> Result<()> {
+    for path in run_entries(out)? {
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|source| Error::Write { path, source })?;
+    }
+    Ok(())
+}
+
 /// The one line that tells what an interruption left behind and how to go on.
 fn interrupted_line(dir: &Path, ends: &[(u64, ChainEnd)], checkpoints: bool) -> String {
     let mut stops = Vec::new();
@@ -195,6 +256,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
                 .out
                 .clone()
                 .ok_or_else(|| Error::Usage("--out DIR is required (or --resume DIR)".into()))?;
+            check_out(&out, a.force)?;
             (new_settings(&a)?, out, false)
         }
     };
@@ -238,6 +300,9 @@ pub fn run(a: RunArgs) -> Result<Status> {
             } else {
                 None
             });
+        }
+        if !resume && a.force {
+            clear_run(&dir)?;
         }
         create_dir(&dir)?;
         for stale in ["summary.json", "estimate.txt", "map.txt"] {

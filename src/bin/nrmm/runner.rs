@@ -12,8 +12,8 @@ use nrmm::kernel::ParametricKernel;
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
 use nrmm::run::{
-    load_json, save_json, BestDraw, Chain, ChainCheckpoint, DrawStride, DrawWriter, Observer,
-    Scheduled, TraceWriter,
+    load_sealed, previous_path, save_json, save_sealed, BestDraw, Chain, ChainCheckpoint,
+    DrawStride, DrawWriter, Observer, Scheduled, Sealed, SealedError, TraceWriter,
 };
 use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, State};
 use nrmm::sva::SvaKernel;
@@ -152,12 +152,17 @@ impl Init {
     }
 }
 
-/// The checkpoint file of one chain: its state and where its observers are.
-#[derive(Serialize, Deserialize)]
+/// The checkpoint file of one chain: its state and where its observers are, sealed with a
+/// checksum of its contents, which include the identity of the run (see [`Sealed`]).
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ChainFile {
     /// [`CHECKPOINT_FORMAT`].
     pub format: String,
-    /// [`RunSettings::chain_identity`] of the chain that wrote it.
+    /// The checksum of the file's contents (see [`nrmm::run::checkpoint`]).
+    #[serde(default)]
+    pub checksum: String,
+    /// [`RunSettings::chain_identity`] of the chain that wrote it: a hash of the data's
+    /// fingerprint, the model, the sampler, the seed and the chain.
     pub identity: String,
     /// The chain's index.
     pub chain: u64,
@@ -167,6 +172,16 @@ pub struct ChainFile {
     pub draws: DrawStride,
     /// The best state so far.
     pub best: BestDraw,
+    /// Whether it was read from the previous checkpoint because the last was missing or
+    /// corrupt (never written).
+    #[serde(skip)]
+    pub from_previous: bool,
+}
+
+impl Sealed for ChainFile {
+    fn checksum_mut(&mut self) -> &mut String {
+        &mut self.checksum
+    }
 }
 
 /// The state a chain ended in, written to `chain-<i>/end.json`.
@@ -267,26 +282,111 @@ fn same_prior(loaded: &Prior, expected: &Prior) -> bool {
     }
 }
 
-/// Chain `chain`'s checkpoint in run directory `dir`, if it has one, checked to belong to the
-/// run of `settings` (whose initial prior is `prior`) and to be within its budget; called for
-/// every chain before anything is written, so that a mistaken resume changes nothing.
+/// The last sweep recorded in a trace file (0 when it has no row or does not exist).
+fn last_traced_sweep(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .rev()
+                .find_map(|l| l.split(',').next()?.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Chain `chain`'s checkpoint in run directory `dir`, checked to belong to the run of
+/// `settings` (whose initial prior is `prior`) and to be within its budget; called for every
+/// chain before anything is written, so that a mistaken resume changes nothing.
+///
+/// When the last checkpoint is missing or corrupt, the previous one is used, and a line on
+/// standard error says so. When neither exists, the chain restarts only if it never reached
+/// its first checkpoint (its trace ends before sweep `--checkpoint-every` and it did not
+/// finish), which a line also says; otherwise resuming would silently throw its sweeps away,
+/// and this refuses. A corrupt checkpoint with no good previous one is refused too.
 pub fn load_checkpoint(
     dir: &Path,
     settings: &RunSettings,
     chain: u64,
     prior: &Prior,
 ) -> Result<Option<ChainFile>> {
-    let path = chain_dir(dir, chain).join("checkpoint.json");
-    if !path.is_file() {
+    let chain_path = chain_dir(dir, chain);
+    let path = chain_path.join("checkpoint.json");
+    let previous = previous_path(&path);
+    let file = match load_sealed::<ChainFile>(&path) {
+        Ok(file) => file,
+        Err(SealedError::Unreadable(e)) => return Err(e),
+        Err(last) => match load_sealed::<ChainFile>(&previous) {
+            Ok(mut file) => {
+                crate::output::report_line(&format!(
+                    "warning: chain {chain}: {} is {last}; resuming from the previous \
+                     checkpoint {} (sweep {})",
+                    path.display(),
+                    previous.display(),
+                    file.state.sweep
+                ));
+                file.from_previous = true;
+                file
+            }
+            Err(SealedError::Unreadable(e)) => return Err(e),
+            Err(SealedError::Missing) => return missing_checkpoint(dir, settings, chain, last),
+            Err(prev) => {
+                return Err(Error::Usage(format!(
+                    "chain {chain} cannot be resumed: {} is {last} and {} is {prev}; start the \
+                     run afresh with --force (or with another --out)",
+                    path.display(),
+                    previous.display()
+                )))
+            }
+        },
+    };
+    check_checkpoint(file, dir, settings, chain, prior).map(Some)
+}
+
+/// What to do about chain `chain` when neither its checkpoint nor the previous one can be
+/// used (`last` says why the checkpoint cannot): restart a chain that never reached its first
+/// checkpoint, saying so, and refuse otherwise.
+fn missing_checkpoint(
+    dir: &Path,
+    settings: &RunSettings,
+    chain: u64,
+    last: SealedError,
+) -> Result<Option<ChainFile>> {
+    let chain_path = chain_dir(dir, chain);
+    let path = chain_path.join("checkpoint.json");
+    let traced = last_traced_sweep(&chain_path.join("trace.csv"));
+    let every = settings.checkpoint_every.unwrap_or(1);
+    let finished = chain_path.join("end.json").exists();
+    if matches!(last, SealedError::Missing) && traced < every && !finished {
+        crate::output::report_line(&format!(
+            "note: chain {chain} stopped before its first checkpoint: it starts again from \
+             sweep 0"
+        ));
         return Ok(None);
     }
-    let file: ChainFile = load_json(&path).map_err(|e| match e {
-        Error::Parse { .. } => Error::Usage(format!(
-            "{} is not a checkpoint of this version of nrmm",
-            path.display()
-        )),
-        other => other,
-    })?;
+    let done = if finished {
+        "it finished".to_string()
+    } else {
+        format!("its trace reaches sweep {traced}")
+    };
+    Err(Error::Usage(format!(
+        "chain {chain} has no checkpoint to resume from ({} is {last}, and there is no previous \
+         checkpoint) although {done}: resuming would restart it from sweep 0. Restore the \
+         checkpoint, or start the run afresh with `nrmm run ... --out {} --force`",
+        path.display(),
+        dir.display()
+    )))
+}
+
+/// Checks that a sealed checkpoint belongs to chain `chain` of the run of `settings` and fits
+/// its prior and budget.
+fn check_checkpoint(
+    file: ChainFile,
+    dir: &Path,
+    settings: &RunSettings,
+    chain: u64,
+    prior: &Prior,
+) -> Result<ChainFile> {
+    let path = chain_dir(dir, chain).join("checkpoint.json");
     let identity = settings.chain_identity(chain)?;
     if file.format != CHECKPOINT_FORMAT || file.chain != chain || file.identity != identity {
         return Err(Error::Usage(format!(
@@ -311,7 +411,7 @@ pub fn load_checkpoint(
             )));
         }
     }
-    Ok(Some(file))
+    Ok(file)
 }
 
 /// Runs one chain to its budget (see [`launch`]).
@@ -327,12 +427,28 @@ fn run_chain<K: SvaKernel + 'static>(
     let checkpoint_path = dir.join("checkpoint.json");
     let trace_path = dir.join("trace.csv");
     let draws_path = dir.join("draws.jsonl");
-    if job.checkpoint.is_none() && checkpoint_path.exists() {
-        // A checkpoint of an earlier run in the same directory must not outlive its trace.
-        std::fs::remove_file(&checkpoint_path).map_err(|source| Error::Write {
-            path: checkpoint_path.clone(),
-            source,
-        })?;
+    let previous = previous_path(&checkpoint_path);
+    match &job.checkpoint {
+        // Checkpoints of an earlier run in the same directory must not outlive its trace.
+        None => {
+            for stale in [&checkpoint_path, &previous] {
+                if stale.exists() {
+                    std::fs::remove_file(stale).map_err(|source| Error::Write {
+                        path: stale.clone(),
+                        source,
+                    })?;
+                }
+            }
+        }
+        // The damaged last checkpoint gives way to the good one, so that the next write keeps
+        // a good previous checkpoint.
+        Some(file) if file.from_previous => {
+            std::fs::copy(&previous, &checkpoint_path).map_err(|source| Error::Write {
+                path: checkpoint_path.clone(),
+                source,
+            })?;
+        }
+        Some(_) => {}
     }
     let (mut chain, mut trace, mut draws, mut best, mut last_checkpoint) = match job.checkpoint {
         Some(file) => {
@@ -389,13 +505,15 @@ fn run_chain<K: SvaKernel + 'static>(
                 draws.flush()?;
                 let file = ChainFile {
                     format: CHECKPOINT_FORMAT.to_string(),
+                    checksum: String::new(),
                     identity: settings.chain_identity(job.chain)?,
                     chain: job.chain,
                     state: chain.checkpoint()?,
                     draws: draws.stride(),
                     best: best.clone(),
+                    from_previous: false,
                 };
-                save_json(&checkpoint_path, &file)?;
+                save_sealed(&checkpoint_path, &file)?;
                 last_checkpoint = Some(record.sweep);
             }
         }

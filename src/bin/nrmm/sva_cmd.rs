@@ -188,6 +188,12 @@ pub fn sva(a: SvaArgs) -> Result<()> {
     };
     let seconds = start.elapsed().as_secs_f64();
     let n = r.labels.len();
+    // Components can keep weight without being any point's most likely one.
+    let used = r
+        .labels
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let mean_ln_pred = r.ln_pred.iter().sum::<f64>() / r.ln_pred.len().max(1) as f64;
     let agreement = match &truth {
         Some(t) => Some((
@@ -212,6 +218,7 @@ pub fn sva(a: SvaArgs) -> Result<()> {
             "config": config,
             "shuffle_seed": a.shuffle_seed,
             "n_components": r.k,
+            "n_components_used": used,
             "weights": r.weights,
             "events": r.events,
             "seconds": seconds,
@@ -231,14 +238,16 @@ pub fn sva(a: SvaArgs) -> Result<()> {
     output::stdout(|out| {
         writeln!(
             out,
-            "{} over {n} points (dimension {d}) in {:.3} s: {} components",
+            "{} over {n} points (dimension {d}) in {:.3} s: {} components, {} of them holding \
+             points under the hard assignment",
             if config.prune_merge.is_some() {
                 "SVA-PM"
             } else {
                 "SVA"
             },
             seconds,
-            r.k
+            r.k,
+            used
         )?;
         writeln!(
             out,

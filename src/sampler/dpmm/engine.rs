@@ -89,9 +89,7 @@ where
 pub fn draw_log<R: rand::Rng + ?Sized>(ln_w: &[f64], rng: &mut R) -> Result<(usize, f64)> {
     let max = ln_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() || ln_w.iter().any(|w| w.is_nan()) {
-        return Err(Error::Numerical(format!(
-            "cannot draw a label from log-weights with maximum {max}"
-        )));
+        return Err(crate::math::bad_log_weights(ln_w));
     }
     let total: f64 = ln_w.iter().map(|&w| (w - max).exp()).sum();
     let target = uniform_open01(rng) * total;
@@ -129,9 +127,7 @@ pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result
         nan |= v.is_nan();
     }
     if !max.is_finite() || nan {
-        return Err(Error::Numerical(format!(
-            "cannot draw a label from log-weights with maximum {max}"
-        )));
+        return Err(crate::math::bad_log_weights(w));
     }
     let mut total = 0.0;
     for v in w.iter_mut() {
