@@ -207,6 +207,11 @@ fn explain_kernel_error(e: Error, m: &ModelArgs) -> Error {
                 "--nw-psi must be symmetric positive definite: {what} is not"
             ))
         }
+        // One point has no covariance: not an empty input, a model that needs its flags.
+        Error::Empty(what) if what.contains("Normal-Wishart") => Error::Usage(format!(
+            "{what}: the Normal-Wishart defaults (xi the data mean, psi from the data \
+             covariance) cannot be derived from fewer than 2 points; give --nw-xi and --nw-psi"
+        )),
         Error::NotPositiveDefinite(what) if what.contains("data") || m.nw_psi.is_none() => {
             Error::Usage(format!(
                 "{what} is not symmetric positive definite, so the Normal-Wishart defaults \
