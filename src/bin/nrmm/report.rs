@@ -566,7 +566,10 @@ impl Report {
         }
         let burn: Vec<u64> = self.chains.iter().map(|c| c.burn_in).collect();
         let burn = if burn.iter().all(|&b| b == burn[0]) {
-            format!("{} sweeps", burn[0])
+            match burn[0] {
+                1 => "1 sweep".to_string(),
+                b => format!("{b} sweeps"),
+            }
         } else {
             format!(
                 "{}-{} sweeps",
