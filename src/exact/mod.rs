@@ -12,6 +12,8 @@
 //!   ([`dp_ln_eppf`]); top partitions, `P(K = k)`, co-clustering, expectations, i.i.d. draws.
 //! * [`compare`]: sampled partitions ([`EmpiricalPartitions`]), TV distances, and the expected
 //!   TV of a perfect sampler (large-`N` approximation, exact, and Monte Carlo).
+//! * [`kernel_hyper`]: the posterior with the kernel's own hyperparameters integrated out by
+//!   quadrature ([`hyper_integrated_posterior`]).
 //! * [`tv`]: the TV of a chain's visited partitions with its batch-means effective size and
 //!   the noise floor at that size ([`ExactPosterior::chain_tv`], [`ChainTv`]).
 //! * [`summary`]: serialisable reports.
@@ -28,6 +30,7 @@
 
 pub mod compare;
 pub mod enumerate;
+pub mod kernel_hyper;
 pub mod posterior;
 pub mod summary;
 pub mod transition;
@@ -38,6 +41,7 @@ pub use enumerate::{
     bell_number, for_each_partition, PartitionCursor, PartitionView, Rgs, RgsIndex, SetPartitions,
     MAX_EXACT_N,
 };
+pub use kernel_hyper::hyper_integrated_posterior;
 pub use posterior::{dp_ln_eppf, subset_ln_marginals, ExactPosterior, PosteriorSampler};
 pub use summary::{KProbability, PartitionProbability, PosteriorSummary, SampleComparison};
 pub use transition::{transition_matrix, TransitionMatrix};

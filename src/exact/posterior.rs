@@ -132,26 +132,59 @@ impl ExactPosterior {
     ///
     /// Errors when the table length is not `2^n`, on NaN or `+∞` entries for non-empty subsets
     /// or prior values, and when every partition has weight 0.
-    pub fn from_subset_table<F>(n: usize, ln_marginals: &[f64], mut ln_prior: F) -> Result<Self>
+    pub fn from_subset_table<F>(n: usize, ln_marginals: &[f64], ln_prior: F) -> Result<Self>
+    where
+        F: FnMut(&[usize]) -> f64,
+    {
+        Self::from_subset_mixture(n, &[(0.0, ln_marginals.to_vec())], ln_prior)
+    }
+
+    /// The posterior when the kernel's hyperparameters `h` are integrated out by quadrature:
+    /// `tables` holds, per node `h_q`, `ln w_q` (the log of its quadrature weight times its
+    /// prior density) and its subset table of `ln m(X_S | h_q)` ([`subset_ln_marginals`] of
+    /// the kernel at `h_q`), and
+    /// `ln p(Π | X) = ln p(Π) + ln Σ_q w_q Π_{c∈Π} m(X_c | h_q) - ln Z`.
+    ///
+    /// Cost: per partition, one `ln_prior` call and `Q (K + 1)` operations for `Q` nodes.
+    /// Errors as [`ExactPosterior::from_subset_table`] (for every table), or when there are no
+    /// tables or a weight is NaN or `+∞`.
+    pub fn from_subset_mixture<F>(
+        n: usize,
+        tables: &[(f64, Vec<f64>)],
+        mut ln_prior: F,
+    ) -> Result<Self>
     where
         F: FnMut(&[usize]) -> f64,
     {
         check_n(n)?;
-        if ln_marginals.len() != 1usize << n {
-            return Err(Error::DimensionMismatch(format!(
-                "a subset table for {n} points needs 2^{n} = {} log marginals, got {}",
-                1usize << n,
-                ln_marginals.len()
-            )));
+        if tables.is_empty() {
+            return Err(Error::Empty(
+                "a quadrature over kernel hyperparameters without nodes".into(),
+            ));
         }
-        if let Some(mask) = (1..ln_marginals.len())
-            .find(|&m| ln_marginals[m].is_nan() || ln_marginals[m] == f64::INFINITY)
-        {
-            return Err(Error::Numerical(format!(
-                "log marginal of subset mask {mask:#b} is {}; expected a finite value or -inf",
-                ln_marginals[mask]
-            )));
+        for (ln_w, ln_marginals) in tables {
+            if ln_w.is_nan() || *ln_w == f64::INFINITY {
+                return Err(Error::Numerical(format!(
+                    "a quadrature node's log weight is {ln_w}; expected a finite value or -inf"
+                )));
+            }
+            if ln_marginals.len() != 1usize << n {
+                return Err(Error::DimensionMismatch(format!(
+                    "a subset table for {n} points needs 2^{n} = {} log marginals, got {}",
+                    1usize << n,
+                    ln_marginals.len()
+                )));
+            }
+            if let Some(mask) = (1..ln_marginals.len())
+                .find(|&m| ln_marginals[m].is_nan() || ln_marginals[m] == f64::INFINITY)
+            {
+                return Err(Error::Numerical(format!(
+                    "log marginal of subset mask {mask:#b} is {}; expected a finite value or -inf",
+                    ln_marginals[mask]
+                )));
+            }
         }
+        let mut per_node = vec![0.0; tables.len()];
         let index = RgsIndex::new(n)?;
         let mut ln_weight = Vec::with_capacity(index.n_partitions());
         let mut cursor = PartitionCursor::new(n)?;
@@ -166,11 +199,19 @@ impl ExactPosterior {
                     view.rgs()
                 )));
             }
-            let likelihood: f64 = view
-                .block_masks()
-                .iter()
-                .map(|&mask| ln_marginals[mask as usize])
-                .sum();
+            for (out, (ln_w, ln_marginals)) in per_node.iter_mut().zip(tables) {
+                *out = ln_w
+                    + view
+                        .block_masks()
+                        .iter()
+                        .map(|&mask| ln_marginals[mask as usize])
+                        .sum::<f64>();
+            }
+            let likelihood = if per_node.len() == 1 {
+                per_node[0]
+            } else {
+                log_sum_exp(&per_node)
+            };
             ln_weight.push(prior + likelihood);
             if !cursor.advance() {
                 break;

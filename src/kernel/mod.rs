@@ -7,11 +7,13 @@
 //! Normal-Wishart kernel, the Cholesky factor of Ψ_n), kept valid by every method here.
 
 pub mod cholesky;
+pub mod hyperprior;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
 pub mod params;
 mod scratch;
 
+pub use hyperprior::{HyperKernel, KernelHyperPriors, LogNormalPrior};
 pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
 pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
 pub use params::{ln_gamma_variate, MdParam, NwParam, ParametricKernel};

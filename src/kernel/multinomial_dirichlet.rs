@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use super::hyperprior::HyperKernel;
 use super::ConjugateKernel;
 use crate::data::SparseCounts;
 use crate::error::{Error, Result};
@@ -677,6 +678,67 @@ fn validate_doc(ids: &[u32], counts: &[u32], vocab: usize, what: &str) -> Result
         ));
     }
     Ok(())
+}
+
+/// The Multinomial-Dirichlet kernel's one hyperparameter for hyperpriors: the concentration
+/// `β` (free by default, log-normal centred on the kernel's `β`; see [`super::hyperprior`]).
+impl HyperKernel for MultinomialDirichlet {
+    fn hyper_names(&self) -> &'static [&'static str] {
+        &["md_beta"]
+    }
+
+    fn hyper_values(&self) -> Vec<f64> {
+        vec![self.hyper.beta]
+    }
+
+    fn hyper_offset(&self, _j: usize) -> f64 {
+        0.0
+    }
+
+    fn hyper_default_sd(&self, _j: usize) -> f64 {
+        2.0
+    }
+
+    fn hyper_free_by_default(&self, _j: usize) -> bool {
+        true
+    }
+
+    /// `ln m(S)` at `β = h[0]` from the pooled counts (MATH §2.2). Cost: one `ln Γ` per
+    /// distinct word of the statistic.
+    fn ln_marginal_at(&self, s: &MdStat, h: &[f64]) -> f64 {
+        if s.n == 0 {
+            return 0.0;
+        }
+        let beta = h[0];
+        let v_beta = self.hyper.vocab as f64 * beta;
+        let ln_gamma_beta = ln_gamma(beta);
+        let words: f64 = s
+            .words
+            .iter()
+            .map(|&(_, c)| ln_gamma(beta + c as f64) - ln_gamma_beta)
+            .sum();
+        s.ln_norm + ln_gamma(v_beta) - ln_gamma(v_beta + s.total as f64) + words
+    }
+
+    /// The kernel at `β = h[0]` over the same corpus. Errors unless `h` holds one finite
+    /// value > 0. Cost: as [`MultinomialDirichlet::with_hyper`].
+    fn with_hyper_values(&self, h: &[f64]) -> Result<Self> {
+        if h.len() != 1 {
+            return Err(Error::DimensionMismatch(format!(
+                "{} Multinomial-Dirichlet hyperparameter values, expected 1 (beta)",
+                h.len()
+            )));
+        }
+        Self::with_hyper(
+            self.data.clone(),
+            DirichletHyper::new(h[0], self.hyper.vocab)?,
+        )
+    }
+
+    /// Recomputes `Σ_w [ln Γ(β + C_w) - ln Γ(β)]`. Cost: one table look-up per distinct word.
+    fn refresh_stat(&self, s: &mut MdStat) {
+        s.ln_word = s.words.iter().map(|&(_, c)| self.t(c as u64)).sum();
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ use super::cholesky::{
     cholesky, factor_in_place, ln_det, rank1_downdate, rank1_update, rank1_update_solved,
     shifted_solve_norm2, solve_fixed, DOWNDATE_MIN_DET_RATIO,
 };
+use super::hyperprior::HyperKernel;
 use super::scratch::{out_of_line, with_scratch};
 use super::{ConjugateKernel, Probe};
 use crate::data::DenseData;
@@ -491,6 +492,12 @@ pub struct NormalWishart {
     marg_const: Arc<[f64]>,
     pred_const: Arc<[f64]>,
     factors: Arc<[SizeFactors]>,
+    /// The scale matrix `Ψ₀` the kernel was made with (row-major), of which `Ψ = s Ψ₀`.
+    psi_base: Arc<[f64]>,
+    /// `ln |Ψ₀|`.
+    ln_det_psi_base: f64,
+    /// The multiplier `s` of `Ψ = s Ψ₀` (1 as made).
+    psi_scale: f64,
 }
 
 /// At most this many sizes have their [`SizeFactors`] tabulated (the rest are computed per
@@ -561,7 +568,8 @@ impl NormalWishart {
         let d = hyper.dim();
         let psi_chol = cholesky(&hyper.psi, d, "the Normal-Wishart scale matrix psi")?;
         let ln_det_psi = ln_det(&psi_chol, d);
-        Self::build(data, hyper, psi_chol.into(), ln_det_psi)
+        let base = (hyper.psi.clone().into(), ln_det_psi, 1.0);
+        Self::build(data, hyper, psi_chol.into(), ln_det_psi, base)
     }
 
     /// The same hyperparameters bound to another data set of the same dimension (for
@@ -572,7 +580,13 @@ impl NormalWishart {
             self.hyper.clone(),
             self.psi_chol.clone(),
             self.ln_det_psi,
+            self.base(),
         )
+    }
+
+    /// `(Ψ₀, ln |Ψ₀|, s)`, carried to a kernel made from this one.
+    fn base(&self) -> (Arc<[f64]>, f64, f64) {
+        (self.psi_base.clone(), self.ln_det_psi_base, self.psi_scale)
     }
 
     fn build(
@@ -580,6 +594,7 @@ impl NormalWishart {
         hyper: NwHyper,
         psi_chol: Arc<[f64]>,
         ln_det_psi: f64,
+        (psi_base, ln_det_psi_base, psi_scale): (Arc<[f64]>, f64, f64),
     ) -> Result<Self> {
         let d = hyper.dim();
         if data.d() != d {
@@ -593,11 +608,32 @@ impl NormalWishart {
             .chunks_exact(d)
             .flat_map(|row| row.iter().zip(&hyper.xi).map(|(v, m)| v - m))
             .collect();
+        Ok(Self::assemble(
+            data,
+            centred,
+            hyper,
+            psi_chol,
+            ln_det_psi,
+            (psi_base, ln_det_psi_base, psi_scale),
+        ))
+    }
+
+    /// The kernel from its data, the data centred by ξ and the factor of Ψ: tabulates the
+    /// size constants and factors. Cost: O(N + d) `ln Γ` and O(min(N, 2¹⁴)) factors.
+    fn assemble(
+        data: Arc<DenseData>,
+        centred: Arc<[f64]>,
+        hyper: NwHyper,
+        psi_chol: Arc<[f64]>,
+        ln_det_psi: f64,
+        (psi_base, ln_det_psi_base, psi_scale): (Arc<[f64]>, f64, f64),
+    ) -> Self {
+        let d = hyper.dim();
         let (marg_const, pred_const) = size_tables(&hyper, ln_det_psi, data.n() + 1);
         let factors = (0..=(data.n() + 1).min(FACTOR_TABLE_SIZES))
             .map(|n| SizeFactors::at(&hyper, n))
             .collect();
-        Ok(NormalWishart {
+        NormalWishart {
             data,
             hyper,
             d,
@@ -607,7 +643,10 @@ impl NormalWishart {
             marg_const: marg_const.into(),
             pred_const: pred_const.into(),
             factors,
-        })
+            psi_base,
+            ln_det_psi_base,
+            psi_scale,
+        }
     }
 
     /// The hyperparameters.
@@ -1264,6 +1303,112 @@ fn pred_const_direct(hyper: &NwHyper, n: usize) -> f64 {
     -0.5 * d * std::f64::consts::PI.ln() - 0.5 * d * (1.0 / rn).ln_1p()
         + ln_gamma(0.5 * (nu_n + 1.0))
         - ln_gamma(0.5 * (nu_n + 1.0 - d))
+}
+
+/// The Normal-Wishart kernel's hyperparameters for hyperpriors: the multiplier `s` of the
+/// scale `Ψ = s Ψ₀` (`Ψ₀` the scale the kernel was made with), the mean precision `r` and the
+/// degrees of freedom `ν > d - 1`. `s` and `r` are free by default, `ν` on request (see
+/// [`super::hyperprior`]). A diagonal kernel can share this design: one multiplier `s` of every
+/// dimension's scale.
+impl HyperKernel for NormalWishart {
+    fn hyper_names(&self) -> &'static [&'static str] {
+        &["nw_s", "nw_r", "nw_nu"]
+    }
+
+    fn hyper_values(&self) -> Vec<f64> {
+        vec![self.psi_scale, self.hyper.r, self.hyper.nu]
+    }
+
+    fn hyper_offset(&self, j: usize) -> f64 {
+        if j == 2 {
+            self.d as f64 - 1.0
+        } else {
+            0.0
+        }
+    }
+
+    fn hyper_default_sd(&self, j: usize) -> f64 {
+        if j == 2 {
+            1.0
+        } else {
+            2.0
+        }
+    }
+
+    fn hyper_free_by_default(&self, j: usize) -> bool {
+        j < 2
+    }
+
+    /// Forms `Ψ_n = s Ψ₀ + M₂ + (r n/(r + n)) x̄ x̄ᵀ` from the statistic's mean and scatter
+    /// (which do not depend on the hyperparameters), factorises it and adds the size
+    /// constants (MATH §2.1). NaN if `Ψ_n` cannot be factorised. Cost: O(d³) and 2d `ln Γ`.
+    fn ln_marginal_at(&self, st: &NwStat, h: &[f64]) -> f64 {
+        if st.n == 0 {
+            return 0.0;
+        }
+        let d = self.d;
+        let (scale, r, nu) = (h[0], h[1], h[2]);
+        let n = st.n as f64;
+        let c = r * n / (r + n);
+        let (mean, m2) = (st.mean(), st.scatter());
+        let psi = &self.psi_base;
+        let ln_det_n = with_scratch(d * d, |p| {
+            for j in 0..d {
+                let cm = c * mean[j];
+                for i in j..d {
+                    let k = j * d + i;
+                    p[k] = scale * psi[k] + m2[k] + cm * mean[i];
+                }
+            }
+            match factor_in_place(p, d) {
+                Ok(()) => ln_det(p, d),
+                Err(_) => f64::NAN,
+            }
+        });
+        let df = d as f64;
+        let ln_det_psi = df * scale.ln() + self.ln_det_psi_base;
+        -0.5 * n * df * std::f64::consts::PI.ln() - 0.5 * df * (n / r).ln_1p()
+            + 0.5 * nu * ln_det_psi
+            - 0.5 * (nu + n) * ln_det_n
+            + ln_mv_gamma_ratio(d, 0.5 * (nu + n), 0.5 * nu)
+    }
+
+    /// `Ψ = s Ψ₀` with the given `r` and `ν`, over the same centred data; the size tables
+    /// are made anew. Errors if `h` does not hold three values or one is out of range.
+    /// Cost: O(d³ + N) plus O(N + d) `ln Γ`.
+    fn with_hyper_values(&self, h: &[f64]) -> Result<Self> {
+        if h.len() != 3 {
+            return Err(Error::DimensionMismatch(format!(
+                "{} Normal-Wishart hyperparameter values, expected 3 (s, r, nu)",
+                h.len()
+            )));
+        }
+        let scale = h[0];
+        if !(scale > 0.0 && scale.is_finite()) {
+            return Err(Error::param("nw_s", scale, "a finite number > 0"));
+        }
+        let psi: Vec<f64> = self.psi_base.iter().map(|&v| scale * v).collect();
+        let hyper = NwHyper::new(self.hyper.xi.clone(), psi, h[1], h[2])?;
+        let psi_chol = cholesky(&hyper.psi, self.d, "the Normal-Wishart scale matrix psi")?;
+        let ln_det_psi = ln_det(&psi_chol, self.d);
+        Ok(Self::assemble(
+            self.data.clone(),
+            self.centred.clone(),
+            hyper,
+            psi_chol.into(),
+            ln_det_psi,
+            (self.psi_base.clone(), self.ln_det_psi_base, scale),
+        ))
+    }
+
+    /// Refactorises `Ψ_n` from the statistic's mean and scatter. Cost: O(d³).
+    fn refresh_stat(&self, s: &mut NwStat) {
+        if s.n == 0 {
+            self.reset(s);
+        } else {
+            self.refactor(s);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -144,6 +144,17 @@ impl<K: ConjugateKernel> Partition<K> {
         self.revision
     }
 
+    /// Recomputes every live cluster's statistic with `refresh` and its cached log marginal
+    /// under `kernel`, after the kernel's hyperparameters changed (see
+    /// [`crate::kernel::HyperKernel::refresh_stat`]). Members, slots and the revision stay as
+    /// they are. Cost: one `refresh` per cluster (O(K d³) for the Normal-Wishart kernel).
+    pub fn refresh_stats(&mut self, kernel: &K, mut refresh: impl FnMut(&mut K::Stat)) {
+        for c in self.slots.iter_mut().flatten() {
+            refresh(&mut c.stat);
+            c.ln_m = kernel.ln_marginal(&c.stat);
+        }
+    }
+
     /// Number of non-empty clusters.
     pub fn n_clusters(&self) -> usize {
         self.n_clusters

@@ -48,6 +48,11 @@ pub struct ChainCheckpoint<P> {
     /// `None` for moves that keep none. Empty in checkpoints of schedules without such moves.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aux: Vec<Option<serde_json::Value>>,
+    /// The kernel's resampled hyperparameters, in the kernel's order
+    /// ([`crate::kernel::HyperKernel::hyper_values`]); empty for chains without kernel
+    /// hyperpriors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_hyper: Vec<f64>,
 }
 
 /// Writes `bytes` to `path` atomically: to a temporary file in the same directory, flushed to

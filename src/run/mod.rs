@@ -21,7 +21,8 @@ use crate::kernel::ConjugateKernel;
 use crate::partition::Partition;
 use crate::prior::NrmPrior;
 use crate::rng::NrmmRng;
-use crate::sampler::{Move, RngChooser, State, StepInfo};
+use crate::sampler::{KernelUpdate, Move, RngChooser, State, StepInfo};
+use std::borrow::Cow;
 use std::time::Instant;
 
 /// A move in a schedule, run `repeats` times per sweep.
@@ -55,14 +56,23 @@ pub trait Observer<K: ConjugateKernel, P: NrmPrior> {
     fn observe(&mut self, record: &SweepRecord, state: &State<K, P>) -> Result<()>;
 }
 
-/// A Markov chain: its state, its own RNG stream and its schedule of moves.
+/// A Markov chain: its state, its own RNG stream and its schedule of moves, and optionally
+/// an update of the kernel's own hyperparameters run once per sweep after the schedule.
+///
+/// **Kernel hyperparameters.** Moves see an immutable kernel. With a [`KernelUpdate`]
+/// ([`Chain::with_kernel_update`]), the kernel's hyperparameters are part of the chain's state:
+/// the chain starts on the kernel it is given and, whenever the update changes the values,
+/// owns the kernel rebuilt at them (over the same data), refreshes every cluster's statistic
+/// ([`Partition::refresh_stats`]) and tells every move ([`Move::kernel_changed`]) before the
+/// next sweep. Checkpoints carry the values, so a resumed chain rebuilds the same kernel.
 pub struct Chain<'k, K: ConjugateKernel, P: NrmPrior> {
-    kernel: &'k K,
+    kernel: Cow<'k, K>,
     state: State<K, P>,
     rng: NrmmRng,
     schedule: Vec<Scheduled<K, P>>,
     sweep: u64,
     seconds: f64,
+    kernel_update: Option<Box<dyn KernelUpdate<K>>>,
 }
 
 impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
@@ -74,13 +84,35 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         schedule: Vec<Scheduled<K, P>>,
     ) -> Self {
         Chain {
-            kernel,
+            kernel: Cow::Borrowed(kernel),
             state,
             rng,
             schedule,
             sweep: 0,
             seconds: 0.0,
+            kernel_update: None,
         }
+    }
+
+    /// The chain with `update` resampling the kernel's hyperparameters once per sweep, after
+    /// the schedule (see the type's documentation). Give it before the first sweep.
+    pub fn with_kernel_update(mut self, update: Box<dyn KernelUpdate<K>>) -> Self {
+        self.kernel_update = Some(update);
+        self
+    }
+
+    /// The kernel the chain is on now (the one it was given, or that kernel rebuilt at the
+    /// hyperparameter values the chain has reached).
+    pub fn kernel(&self) -> &K {
+        &self.kernel
+    }
+
+    /// The names and current values of the kernel's resampled hyperparameters; empty without
+    /// a kernel update.
+    pub fn kernel_hyper_values(&self) -> Vec<(&'static str, f64)> {
+        self.kernel_update
+            .as_ref()
+            .map_or_else(Vec::new, |u| u.values(&self.kernel))
     }
 
     /// The current state.
@@ -107,7 +139,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
     /// Normal-Wishart O(n d² + K d³).
     pub fn checkpoint(&mut self) -> Result<ChainCheckpoint<P>> {
         let partition = self.state.partition.snapshot();
-        self.state.partition = Partition::restore(self.kernel, &partition)?;
+        self.state.partition = Partition::restore(&*self.kernel, &partition)?;
         let mut aux = Vec::with_capacity(self.schedule.len());
         for s in &self.schedule {
             aux.push(s.mv.save_aux()?);
@@ -122,6 +154,11 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             prior: self.state.prior.clone(),
             rng: self.rng.clone(),
             aux,
+            kernel_hyper: self
+                .kernel_hyper_values()
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect(),
         })
     }
 
@@ -132,7 +169,20 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
     pub fn resume(
         kernel: &'k K,
         checkpoint: ChainCheckpoint<P>,
+        schedule: Vec<Scheduled<K, P>>,
+    ) -> Result<Self> {
+        Self::resume_with(kernel, checkpoint, schedule, None)
+    }
+
+    /// [`Chain::resume`] for a chain that ran with the kernel update `kernel_update` (the one
+    /// given to [`Chain::with_kernel_update`], or `None`): the kernel is rebuilt at the
+    /// checkpoint's hyperparameter values before the partition and the moves' states are.
+    /// Errors if the checkpoint has such values and no update is given, or the reverse.
+    pub fn resume_with(
+        kernel: &'k K,
+        checkpoint: ChainCheckpoint<P>,
         mut schedule: Vec<Scheduled<K, P>>,
+        kernel_update: Option<Box<dyn KernelUpdate<K>>>,
     ) -> Result<Self> {
         if !(checkpoint.seconds >= 0.0 && checkpoint.seconds.is_finite()) {
             return Err(Error::Usage(format!(
@@ -140,7 +190,22 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
                 checkpoint.seconds
             )));
         }
-        let partition = Partition::restore(kernel, &checkpoint.partition)?;
+        let kernel: Cow<'k, K> =
+            match (&kernel_update, checkpoint.kernel_hyper.is_empty()) {
+                (None, true) => Cow::Borrowed(kernel),
+                (Some(u), false) => Cow::Owned(u.rebuild(kernel, &checkpoint.kernel_hyper)?),
+                (None, false) => return Err(Error::Usage(
+                    "checkpoint: it holds kernel hyperparameters, but the chain resumed has no \
+                     kernel hyperpriors"
+                        .into(),
+                )),
+                (Some(_), true) => return Err(Error::Usage(
+                    "checkpoint: it holds no kernel hyperparameters, but the chain resumed has \
+                     kernel hyperpriors"
+                        .into(),
+                )),
+            };
+        let partition = Partition::restore(&*kernel, &checkpoint.partition)?;
         let state = State {
             partition,
             prior: checkpoint.prior,
@@ -154,7 +219,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         }
         for (i, s) in schedule.iter_mut().enumerate() {
             let aux = checkpoint.aux.get(i).cloned().flatten();
-            s.mv.restore_aux(kernel, &state, aux)?;
+            s.mv.restore_aux(&kernel, &state, aux)?;
         }
         Ok(Chain {
             kernel,
@@ -163,6 +228,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             schedule,
             sweep: checkpoint.sweep,
             seconds: checkpoint.seconds,
+            kernel_update,
         })
     }
 
@@ -175,10 +241,11 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             let mut info = StepInfo::default();
             for _ in 0..s.repeats {
                 let mut chooser = RngChooser::new(&mut self.rng);
-                info.absorb(s.mv.step(self.kernel, &mut self.state, &mut chooser)?);
+                info.absorb(s.mv.step(&self.kernel, &mut self.state, &mut chooser)?);
             }
             moves.push((s.mv.name(), info));
         }
+        self.update_kernel()?;
         self.seconds += start.elapsed().as_secs_f64();
         self.sweep += 1;
         let ln_joint = self.state.ln_joint();
@@ -189,14 +256,37 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
                 self.sweep
             )));
         }
+        let mut hyper = self.state.prior.hyper_values();
+        hyper.extend(self.kernel_hyper_values());
         Ok(SweepRecord {
             sweep: self.sweep,
             seconds: self.seconds,
             n_clusters: self.state.partition.n_clusters(),
             ln_joint,
             moves,
-            hyper: self.state.prior.hyper_values(),
+            hyper,
         })
+    }
+
+    /// Runs the kernel update, if any; when the values change, moves the chain onto the
+    /// rebuilt kernel (see the type's documentation). Cost: the update, and on a change one
+    /// kernel rebuild, one statistic refresh per cluster and each move's
+    /// [`Move::kernel_changed`].
+    fn update_kernel(&mut self) -> Result<()> {
+        let Some(update) = self.kernel_update.as_mut() else {
+            return Ok(());
+        };
+        let Some(new) = update.update(&self.kernel, &self.state.partition, &mut self.rng)? else {
+            return Ok(());
+        };
+        self.state
+            .partition
+            .refresh_stats(&new, |s| update.refresh_stat(&new, s));
+        self.kernel = Cow::Owned(new);
+        for s in &mut self.schedule {
+            s.mv.kernel_changed(&self.kernel, &self.state)?;
+        }
+        Ok(())
     }
 
     /// Runs `sweeps` sweeps, handing each record to every observer.

@@ -9,6 +9,7 @@ pub mod chooser;
 pub mod dpmm;
 pub mod gibbs;
 pub mod hyper;
+pub mod kernel_hyper;
 pub mod sams;
 pub mod split_merge;
 pub mod tgmcmc;
@@ -18,6 +19,7 @@ pub use chooser::{Chooser, PathEnumerator, RngChooser};
 pub use dpmm::{Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions};
 pub use gibbs::{Gibbs, GibbsScan};
 pub use hyper::HyperMove;
+pub use kernel_hyper::{KernelHyperMove, KernelUpdate};
 pub use sams::Sams;
 pub use split_merge::JainNeal;
 pub use tgmcmc::{TgSams, TgmcmcPaper};
@@ -117,6 +119,15 @@ pub trait Move<K: ConjugateKernel, P: NrmPrior>: Send {
                 self.name()
             ))),
         }
+    }
+
+    /// Tells the move that the chain's kernel changed hyperparameters (and every cluster's
+    /// statistic was refreshed for it) between two steps: what the move keeps across steps
+    /// that depends on the kernel must be rebuilt for `kernel`. The default re-derives that
+    /// state from point indices, through [`Move::save_aux`] and [`Move::restore_aux`].
+    fn kernel_changed(&mut self, kernel: &K, state: &State<K, P>) -> Result<()> {
+        let aux = self.save_aux()?;
+        self.restore_aux(kernel, state, aux)
     }
 }
 

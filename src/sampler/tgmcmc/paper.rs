@@ -550,6 +550,14 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgmcmcPaper<K> {
         Ok(())
     }
 
+    /// Drops the cached empty statistic (the kernel's) and rebuilds the forest from its
+    /// shapes under the new kernel, as a resumed chain does.
+    fn kernel_changed(&mut self, kernel: &K, state: &State<K, P>) -> Result<()> {
+        self.empty = None;
+        let aux = Move::<K, P>::save_aux(self)?;
+        Move::<K, P>::restore_aux(self, kernel, state, aux)
+    }
+
     fn step(
         &mut self,
         kernel: &K,

@@ -506,6 +506,15 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgSams<K> {
         "tg-sams"
     }
 
+    /// Drops the tree caches: their statistics, and the reference tree's shape, belong to the
+    /// kernel they were built with. The next step builds them for the new kernel, as a chain
+    /// resumed from a checkpoint does. Cost: the next step rebuilds the reference tree (one
+    /// sequential insertion per point).
+    fn kernel_changed(&mut self, _kernel: &K, _state: &State<K, P>) -> Result<()> {
+        self.engine = None;
+        Ok(())
+    }
+
     fn step(
         &mut self,
         kernel: &K,
