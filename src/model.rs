@@ -80,7 +80,8 @@ pub fn scaled_share(d: usize) -> f64 {
 /// overridable; `β = 0.1`; `α = 1`; `σ = 0.5`; `u = 1`.
 /// With `hyperpriors`, `α ~ Gamma(1, 1)` (DP: Escobar-West update) and for NGGP
 /// `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]` (MATH §1.6). The NGGP's `u` is always resampled by
-/// samplers, since it is part of the augmented state.
+/// samplers, since it is part of the augmented state. With `kernel_hyperpriors`, the kernel's
+/// own hyperparameters are resampled too ([`crate::kernel::hyperprior`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ModelSpec {
     /// Kernel; `None` follows the data.
@@ -108,6 +109,13 @@ pub struct ModelSpec {
     pub u: Option<f64>,
     /// Whether α (and σ) carry the reference hyperpriors instead of being fixed.
     pub hyperpriors: bool,
+    /// Whether the kernel's own hyperparameters (Normal-Wishart scale multiplier `s` of
+    /// `Ψ = s Ψ₀` and mean precision `r`; Multinomial-Dirichlet `β`) carry the default
+    /// log-normal hyperpriors of [`crate::kernel::KernelHyperPriors::default_for`], centred on
+    /// the kernel this spec builds, and are resampled every sweep
+    /// ([`crate::sampler::KernelHyperMove`]). Off by default.
+    #[serde(default)]
+    pub kernel_hyperpriors: bool,
 }
 
 impl Default for ModelSpec {
@@ -125,6 +133,7 @@ impl Default for ModelSpec {
             sigma: None,
             u: None,
             hyperpriors: false,
+            kernel_hyperpriors: false,
         }
     }
 }

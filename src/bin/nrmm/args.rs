@@ -162,6 +162,13 @@ pub struct ModelArgs {
     /// then resample them each sweep; `exact` integrates them out.
     #[arg(long)]
     pub hyperpriors: bool,
+    /// Put hyperpriors on the kernel's own hyperparameters and resample them every sweep: for
+    /// Normal-Wishart the multiplier s of the scale Ψ = s·Ψ₀ and the mean precision r
+    /// (log-normal, centred on the defaults or the given --nw-psi and --nw-r, log-scale
+    /// standard deviation 2), for Multinomial-Dirichlet the concentration β (the same).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_hyperpriors: bool,
 }
 
 /// `nrmm loglik`.
@@ -402,7 +409,7 @@ pub struct RunArgs {
         conflicts_with_all = [
             "data", "format", "kernel", "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "nw_defaults",
             "prior",
-            "alpha", "sigma", "u", "hyperpriors", "sampler", "proposals", "launch_scans",
+            "alpha", "sigma", "u", "hyperpriors", "kernel_hyperpriors", "sampler", "proposals", "launch_scans",
             "gibbs_sweeps", "gibbs_subset", "seed", "chains", "chain_offset", "init", "thin",
             "checkpoint_every", "out", "force",
         ]

@@ -124,6 +124,7 @@ impl From<&ModelArgs> for ModelSpec {
             sigma: m.sigma,
             u: m.u,
             hyperpriors: m.hyperpriors,
+            kernel_hyperpriors: m.kernel_hyperpriors,
         }
     }
 }
@@ -361,8 +362,21 @@ fn exact_posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> Result<Exac
     Ok(post)
 }
 
+/// Refuses `--kernel-hyperpriors` in the verbs whose exact posterior holds the kernel's
+/// hyperparameters fixed.
+fn refuse_kernel_hyperpriors(m: &ModelArgs, verb: &str) -> Result<()> {
+    if m.kernel_hyperpriors {
+        return Err(Error::Usage(format!(
+            "{verb} enumerates partitions with the kernel's hyperparameters fixed; the \
+             integral over kernel hyperpriors is not offered here: drop --kernel-hyperpriors"
+        )));
+    }
+    Ok(())
+}
+
 /// `nrmm exact`: the exact posterior over partitions by enumeration (MATH §7.1).
 fn exact(a: ExactArgs) -> Result<()> {
+    refuse_kernel_hyperpriors(&a.model, "exact")?;
     let (kernel, prior, _) = build(&a.data, &a.model, Builtin::SetB)?;
     let post = with_kernel!(&kernel, |k| exact_posterior(k, &prior))?;
     // More than every partition is every partition; the clamp also keeps a huge --top from
@@ -530,6 +544,7 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
             &format!("at least {CHECK_EXACT_MIN_SWEEPS}"),
         ));
     }
+    refuse_kernel_hyperpriors(&a.model, "check-exact")?;
     let (kernel, prior, spec) = build(&a.data, &a.model, Builtin::SetB)?;
     let n = with_kernel!(&kernel, |k| k.n_points());
     if n > CHECK_EXACT_MAX_POINTS {

@@ -10,6 +10,7 @@ use crate::rundir::{RunDir, RunSettings};
 use nrmm::data::load::{self, Format};
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
+use nrmm::kernel::HyperKernel;
 use nrmm::math::ln_add_exp;
 use nrmm::model::AnyKernel;
 use nrmm::partition::Partition;
@@ -43,6 +44,22 @@ fn prior_at(base: &Prior, hyper: &BTreeMap<String, f64>) -> Result<Prior> {
     Ok(p)
 }
 
+/// `kernel` moved to the kernel hyperparameter values of a draw, when the draw has them (a
+/// run with `--kernel-hyperpriors`); `None` when it has none, and the kernel is the run's.
+fn kernel_at<K: HyperKernel>(kernel: &K, hyper: &BTreeMap<String, f64>) -> Result<Option<K>> {
+    let names = kernel.hyper_names();
+    if !names.iter().any(|n| hyper.contains_key(*n)) {
+        return Ok(None);
+    }
+    let mut values = kernel.hyper_values();
+    for (v, n) in values.iter_mut().zip(names) {
+        if let Some(&x) = hyper.get(*n) {
+            *v = x;
+        }
+    }
+    kernel.with_hyper_values(&values).map(Some)
+}
+
 /// One new point's prediction.
 struct Row {
     /// Cluster log probabilities, the last for a new cluster.
@@ -54,7 +71,7 @@ struct Row {
 /// Predictions of `new` under the partition `labels` with hyperparameters `hyper`, and the
 /// predictive density averaged over the draws of `sources`, read one chain at a time. Cost
 /// O((1 + draws) · m · K) predictives.
-fn predict_with<K: PredictiveKernel>(
+fn predict_with<K: PredictiveKernel + HyperKernel>(
     kernel: &K,
     new: &K::NewData,
     base: &Prior,
@@ -62,6 +79,9 @@ fn predict_with<K: PredictiveKernel>(
     hyper: &BTreeMap<String, f64>,
     sources: &[DrawSource],
 ) -> Result<Vec<Row>> {
+    let run_kernel = kernel;
+    let moved = kernel_at(run_kernel, hyper)?;
+    let kernel = moved.as_ref().unwrap_or(run_kernel);
     let partition = Partition::from_labels(kernel, labels)?;
     let prior = prior_at(base, hyper)?;
     let ln_probs = cluster_log_probabilities(kernel, &partition, &prior, new)?;
@@ -69,6 +89,8 @@ fn predict_with<K: PredictiveKernel>(
     let mut draws = 0usize;
     for source in sources {
         for d in source.read()? {
+            let moved = kernel_at(run_kernel, &d.hyper)?;
+            let kernel = moved.as_ref().unwrap_or(run_kernel);
             let state = [(
                 Partition::from_labels(kernel, &d.labels)?,
                 prior_at(base, &d.hyper)?,

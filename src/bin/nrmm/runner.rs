@@ -8,14 +8,16 @@ use crate::output::create_dir;
 use crate::progress::Progress;
 use crate::rundir::{chain_dir, RunSettings, CHECKPOINT_FORMAT};
 use nrmm::data::load;
-use nrmm::kernel::ParametricKernel;
+use nrmm::kernel::{HyperKernel, KernelHyperPriors, ParametricKernel};
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
 use nrmm::run::{
     load_sealed, previous_path, save_json, save_sealed, BestDraw, Chain, ChainCheckpoint,
     DrawStride, DrawWriter, Observer, Scheduled, Sealed, SealedError, TraceWriter,
 };
-use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, State};
+use nrmm::sampler::{
+    Gibbs, GibbsScan, HyperMove, JainNeal, KernelHyperMove, KernelUpdate, Move, Sams, State,
+};
 use nrmm::sva::SvaKernel;
 use nrmm::{Error, Result};
 use rayon::prelude::*;
@@ -244,7 +246,7 @@ pub struct Shared<'a> {
 /// Runs every job in parallel (each chain on its own stream, so results do not depend on the
 /// number of threads) and returns their ends in job order; the first error in job order is
 /// returned once every chain has stopped (a failure stops the others at their next sweep).
-pub fn launch<K: SvaKernel + 'static>(
+pub fn launch<K: SvaKernel + HyperKernel + 'static>(
     kernel: &K,
     jobs: Vec<(ChainJob<'_>, Vec<Scheduled<K, Prior>>)>,
     shared: &Shared<'_>,
@@ -414,8 +416,22 @@ fn check_checkpoint(
     Ok(file)
 }
 
+/// The update of the kernel's own hyperparameters when the run's model has
+/// `--kernel-hyperpriors`: the default priors, centred on `kernel` (the run's kernel as built
+/// from its settings, so a resumed run has the same priors).
+fn kernel_update<K: HyperKernel + 'static>(
+    kernel: &K,
+    settings: &RunSettings,
+) -> Result<Option<Box<dyn KernelUpdate<K>>>> {
+    if !settings.model.kernel_hyperpriors {
+        return Ok(None);
+    }
+    let priors = KernelHyperPriors::default_for(kernel)?;
+    Ok(Some(Box::new(KernelHyperMove::new(priors)?)))
+}
+
 /// Runs one chain to its budget (see [`launch`]).
-fn run_chain<K: SvaKernel + 'static>(
+fn run_chain<K: SvaKernel + HyperKernel + 'static>(
     kernel: &K,
     job: ChainJob<'_>,
     moves: Vec<Scheduled<K, Prior>>,
@@ -456,7 +472,8 @@ fn run_chain<K: SvaKernel + 'static>(
             let trace = TraceWriter::resume(&trace_path, settings.thin, sweep)?;
             let draws =
                 DrawWriter::resume(&draws_path, settings.draws_per_chain, file.draws, sweep)?;
-            let chain = Chain::resume(kernel, file.state, moves)?;
+            let update = kernel_update(kernel, settings)?;
+            let chain = Chain::resume_with(kernel, file.state, moves, update)?;
             (chain, trace, draws, file.best, Some(sweep))
         }
         None => {
@@ -470,7 +487,10 @@ fn run_chain<K: SvaKernel + 'static>(
                 prior: shared.prior.clone(),
             };
             let rng = nrmm::rng::SeedPlan::new(settings.seed).chain(job.chain);
-            let chain = Chain::new(kernel, state, rng, moves);
+            let mut chain = Chain::new(kernel, state, rng, moves);
+            if let Some(update) = kernel_update(kernel, settings)? {
+                chain = chain.with_kernel_update(update);
+            }
             let trace = TraceWriter::create(&trace_path, settings.thin)?;
             let draws = DrawWriter::create(&draws_path, settings.thin, settings.draws_per_chain)?;
             (chain, trace, draws, BestDraw::default(), None)
@@ -528,6 +548,7 @@ fn run_chain<K: SvaKernel + 'static>(
         log_joint: state.ln_joint(),
         hyper: nrmm::prior::NrmPrior::hyper_values(&state.prior)
             .into_iter()
+            .chain(chain.kernel_hyper_values())
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
     };

@@ -84,6 +84,9 @@ fn config(a: &SvaArgs) -> Result<SvaConfig> {
     if m.hyperpriors {
         return refuse("--hyperpriors");
     }
+    if m.kernel_hyperpriors {
+        return refuse("--kernel-hyperpriors");
+    }
     let defaults = PruneMerge::default();
     let c = SvaConfig {
         alpha: m.alpha.unwrap_or(1.0),
