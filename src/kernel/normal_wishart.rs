@@ -1355,9 +1355,14 @@ impl HyperKernel for NormalWishart {
         let ln_det_n = with_scratch(d * d, |p| {
             for j in 0..d {
                 let cm = c * mean[j];
-                for i in j..d {
-                    let k = j * d + i;
-                    p[k] = scale * psi[k] + m2[k] + cm * mean[i];
+                let col = j * d + j..(j + 1) * d;
+                for (((out, &ps), &m), &mi) in p[col.clone()]
+                    .iter_mut()
+                    .zip(&psi[col.clone()])
+                    .zip(&m2[col])
+                    .zip(&mean[j..])
+                {
+                    *out = scale * ps + m + cm * mi;
                 }
             }
             match factor_in_place(p, d) {
