@@ -44,6 +44,7 @@ fn run_writes_chains_from_ibhc_starts() {
     for (sampler, init, extra) in [
         ("tgmcmc", "noisy-ibhc", vec!["--gibbs-subset", "4"]),
         ("tgmcmc-paper", "exact-ibhc", vec!["--depth", "1"]),
+        ("tgmcmc-paper", "top-insert", vec![]),
         (
             "tgmcmc-paper",
             "single",

@@ -102,6 +102,63 @@ fn exact_ibhc_recovers_three_well_separated_clusters() {
     }
 }
 
+/// The tree a sampler builds for a cluster it was given without one (`Forest::ibhc_tree`):
+/// with the points of three well separated groups listed one group after the other, each
+/// group is a whole subtree and the root's children are unions of whole groups; trees
+/// registered before stay registered, and the new tree is loose and valid.
+#[test]
+fn ibhc_tree_keeps_groups_whole() {
+    let prior = Dp::new(1.0).unwrap();
+    for data_seed in 0..3 {
+        let (data, truth) = three_clusters(data_seed, 30);
+        let kernel = nw(data);
+        let mut f = Forest::new(&kernel, &prior);
+        let outside = f.build_tree(&kernel, &[0, 1]).unwrap();
+        f.register_root(outside).unwrap();
+        let points: Vec<usize> = (2..truth.len()).collect();
+        let root = f.ibhc_tree(&kernel, &points).unwrap();
+        assert!(f.is_registered(outside) && !f.is_registered(root));
+        assert_eq!(f.n_roots(), 1);
+        f.register_root(root).unwrap();
+        f.validate(&kernel, &prior).unwrap();
+        let group = |c: usize| -> Vec<usize> {
+            points.iter().copied().filter(|&i| truth[i] == c).collect()
+        };
+        let points_of = |key| {
+            let mut v = Vec::new();
+            f.points(key, &mut v).unwrap();
+            v.sort_unstable();
+            v
+        };
+        let subtrees: Vec<Vec<usize>> = f
+            .subtree(root)
+            .unwrap()
+            .into_iter()
+            .map(points_of)
+            .collect();
+        for c in 0..3 {
+            assert!(
+                subtrees.contains(&group(c)),
+                "data seed {data_seed}: group {c} is not a subtree"
+            );
+        }
+        for child in f.node(root).unwrap().children().unwrap() {
+            let inside = points_of(child);
+            for c in 0..3 {
+                let g = group(c);
+                assert!(
+                    g.iter().all(|i| inside.contains(i)) || g.iter().all(|i| !inside.contains(i)),
+                    "data seed {data_seed}: the root cuts group {c}"
+                );
+            }
+        }
+    }
+    let kernel = nw(three_clusters(0, 5).0);
+    let mut f = Forest::new(&kernel, &prior);
+    assert!(f.ibhc_tree(&kernel, &[]).is_err());
+    assert!(f.ibhc_tree(&kernel, &[3, 4, 3]).is_err());
+}
+
 #[test]
 fn builds_are_reproducible_and_canonically_ordered() {
     let (data, _) = three_clusters(1, 20);

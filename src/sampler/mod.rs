@@ -103,6 +103,12 @@ pub trait Move<K: ConjugateKernel, P: NrmPrior>: Send {
         Ok(None)
     }
 
+    /// Offers the move the forest the chain's start partition was read from (an IBHC
+    /// initialisation), before its first step. A move that keeps trees as state starts from
+    /// them, as the reference tgMCMC code starts from its IBHC forest
+    /// ([`TgmcmcPaper`](crate::sampler::tgmcmc::TgmcmcPaper)); the default ignores them.
+    fn start_from_forest(&mut self, _forest: &crate::tree::Forest<K>) {}
+
     /// Takes back what [`Move::save_aux`] wrote, for a chain resumed in `state`: `None` when
     /// the checkpoint holds nothing for this move. The default accepts only `None`, so a
     /// checkpoint of a different schedule is an error rather than a silent restart.

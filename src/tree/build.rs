@@ -124,11 +124,65 @@ impl<K: ConjugateKernel> Forest<K> {
     /// Cost: `O(K²)` pair marginals for the `K` starting trees plus `K` per merge, and a
     /// binary heap with lazy deletion of stale candidates.
     pub fn greedy_merge(&mut self, kernel: &K) -> Result<()> {
+        self.agglomerate(kernel, false)
+    }
+
+    /// One loose tree over `points` that keeps apart what IBHC keeps apart: exact IBHC of the
+    /// points in the given order ([`Forest::sequential_insert`] in [`IbhcMode::Exact`]:
+    /// SeqInsert with Update and destroy, a new tree for an item no tree accepts), then the
+    /// trees it leaves joined into one, greedily, the pair with the smallest `ln d` first
+    /// whatever its sign (the agglomeration of [`Forest::greedy_merge`] run to a single tree).
+    ///
+    /// This is how a sampler that keeps trees (tgMCMC as published) builds the tree of a
+    /// cluster it was given without one. SeqInsert alone ([`Forest::build_tree`]) never undoes
+    /// an early placement: when the points of two well separated groups arrive interleaved
+    /// or one group after the other, the later group's points spread over both children of
+    /// nodes built by the earlier one, so no node separates the groups, and a split move,
+    /// which cuts the tree at a node, cannot propose the split the data ask for. Here the
+    /// groups IBHC finds are whole subtrees and the last joins sit at the top.
+    ///
+    /// Trees registered before the call stay registered and are not looked at. Errors if
+    /// `points` is empty, repeats a point or holds an index outside the data set, or as
+    /// [`Forest::sequential_insert`] and [`Forest::pair_stats`]. Cost: exact IBHC over
+    /// `|points|` items (`O(|points| m)` pair marginals for the `m` trees it leaves) plus
+    /// `O(m²)` pair marginals for the joins.
+    pub fn ibhc_tree(&mut self, kernel: &K, points: &[usize]) -> Result<NodeKey> {
+        self.check_points(points, "ibhc_tree")?;
+        let outside: Vec<NodeKey> = self.roots().collect();
+        for &root in &outside {
+            self.unregister(root);
+        }
+        let built = self.ibhc_tree_alone(kernel, points);
+        for &root in &outside {
+            self.register(root)?;
+        }
+        built
+    }
+
+    /// [`Forest::ibhc_tree`] with no other tree registered.
+    fn ibhc_tree_alone(&mut self, kernel: &K, points: &[usize]) -> Result<NodeKey> {
+        let leaves = points
+            .iter()
+            .map(|&i| self.make_leaf(kernel, i))
+            .collect::<Result<Vec<_>>>()?;
+        self.sequential_insert(kernel, leaves, IbhcMode::Exact)?;
+        self.agglomerate(kernel, true)?;
+        let root = self
+            .roots()
+            .next()
+            .expect("IBHC of at least one point leaves a tree");
+        self.unregister(root);
+        Ok(root)
+    }
+
+    /// Greedy agglomeration of the registered trees (see [`Forest::greedy_merge`]); with
+    /// `all`, every pair is a candidate whatever its `ln d`, so the trees end as one.
+    fn agglomerate(&mut self, kernel: &K, all: bool) -> Result<()> {
         let start: Vec<NodeKey> = self.roots().collect();
         let mut heap = BinaryHeap::new();
         for (i, &a) in start.iter().enumerate() {
             for &b in &start[i + 1..] {
-                self.push_candidate(kernel, &mut heap, a, b)?;
+                self.push_candidate(kernel, &mut heap, a, b, all)?;
             }
         }
         while let Some(c) = heap.pop() {
@@ -140,20 +194,21 @@ impl<K: ConjugateKernel> Forest<K> {
             let pair = self.join_with(kernel, c.a, c.b, c.st);
             let others: Vec<NodeKey> = self.roots().collect();
             for other in others {
-                self.push_candidate(kernel, &mut heap, other, pair)?;
+                self.push_candidate(kernel, &mut heap, other, pair, all)?;
             }
             self.register(pair)?;
         }
         Ok(())
     }
 
-    /// Pushes the pair `(a, b)`, ordered by canonical key, if `ln d(a, b) < 0`.
+    /// Pushes the pair `(a, b)`, ordered by canonical key, if `ln d(a, b) < 0` or `all`.
     fn push_candidate(
         &self,
         kernel: &K,
         heap: &mut BinaryHeap<Candidate>,
         a: NodeKey,
         b: NodeKey,
+        all: bool,
     ) -> Result<()> {
         let (ka, kb) = (self.nodes[a].min_point, self.nodes[b].min_point);
         let (a, b, ka, kb) = if ka < kb {
@@ -162,7 +217,7 @@ impl<K: ConjugateKernel> Forest<K> {
             (b, a, kb, ka)
         };
         let st = self.pair_stats(kernel, a, b)?;
-        if st.ln_d < 0.0 {
+        if st.ln_d < 0.0 || all {
             heap.push(Candidate { a, b, ka, kb, st });
         }
         Ok(())

@@ -342,14 +342,29 @@ impl<K: ConjugateKernel> Forest<K> {
     /// empty, repeats a point, or holds an index outside the data set. Cost: `|points|`
     /// SeqInserts.
     pub fn build_tree(&mut self, kernel: &K, points: &[usize]) -> Result<NodeKey> {
-        let Some((&first, rest)) = points.split_first() else {
-            return Err(Error::Empty("build_tree needs at least one point".into()));
-        };
+        self.check_points(points, "build_tree")?;
+        let (&first, rest) = points.split_first().expect("checked non-empty");
+        let mut root = self.make_leaf(kernel, first)?;
+        for &i in rest {
+            let leaf = self.make_leaf(kernel, i)?;
+            root = self.insert(kernel, root, leaf)?;
+        }
+        Ok(root)
+    }
+}
+
+impl<K: ConjugateKernel> Forest<K> {
+    /// Checks the point list of a tree to build (`what` names the caller): not empty, no
+    /// point twice (indices outside the data set are left to [`Forest::make_leaf`]).
+    pub(super) fn check_points(&self, points: &[usize], what: &str) -> Result<()> {
+        if points.is_empty() {
+            return Err(Error::Empty(format!("{what} needs at least one point")));
+        }
         let mut seen = vec![false; self.n_points()];
         for &i in points {
             if seen.get(i).copied().unwrap_or(false) {
                 return Err(Error::param(
-                    "build_tree points",
+                    &format!("{what} points"),
                     i,
                     "each point at most once",
                 ));
@@ -358,12 +373,7 @@ impl<K: ConjugateKernel> Forest<K> {
                 *s = true;
             }
         }
-        let mut root = self.make_leaf(kernel, first)?;
-        for &i in rest {
-            let leaf = self.make_leaf(kernel, i)?;
-            root = self.insert(kernel, root, leaf)?;
-        }
-        Ok(root)
+        Ok(())
     }
 }
 

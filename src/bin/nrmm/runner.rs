@@ -19,6 +19,7 @@ use nrmm::sampler::{
     Gibbs, GibbsScan, HyperMove, JainNeal, KernelHyperMove, KernelUpdate, Move, Sams, State,
 };
 use nrmm::sva::SvaKernel;
+use nrmm::tree::Forest;
 use nrmm::{Error, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -136,21 +137,28 @@ impl Init {
     }
 
     /// The initial partition of chain `chain` over `kernel`'s data (an IBHC build or an SVA
-    /// pass draws its order from the chain's own stream of `seed`).
-    pub fn partition<K: SvaKernel + 'static>(
+    /// pass draws its order from the chain's own stream of `seed`), with the forest it was
+    /// read from when it is an IBHC forest's (moves that keep trees start from it,
+    /// [`Move::start_from_forest`]).
+    pub fn start<K: SvaKernel + 'static>(
         &self,
         kernel: &K,
         prior: &Prior,
         seed: u64,
         chain: usize,
-    ) -> Result<Partition<K>> {
-        match self {
-            Init::Single => Ok(Partition::single(kernel)),
-            Init::Singletons => Ok(Partition::singletons(kernel)),
-            Init::Labels(labels) => Partition::from_labels(kernel, labels),
-            Init::Ibhc(mode) => crate::tree_cmd::ibhc_partition(kernel, prior, *mode, seed, chain),
-            Init::Sva => crate::sva_cmd::sva_partition(kernel, prior, seed, chain),
-        }
+    ) -> Result<(Partition<K>, Option<Forest<K>>)> {
+        let partition = match self {
+            Init::Single => Partition::single(kernel),
+            Init::Singletons => Partition::singletons(kernel),
+            Init::Labels(labels) => Partition::from_labels(kernel, labels)?,
+            Init::Ibhc(mode) => {
+                let forest = crate::tree_cmd::ibhc_forest(kernel, prior, *mode, seed, chain)?;
+                let partition = Partition::from_labels(kernel, &forest.labels()?)?;
+                return Ok((partition, Some(forest)));
+            }
+            Init::Sva => crate::sva_cmd::sva_partition(kernel, prior, seed, chain)?,
+        };
+        Ok((partition, None))
     }
 }
 
@@ -434,7 +442,7 @@ fn kernel_update<K: HyperKernel + 'static>(
 fn run_chain<K: SvaKernel + HyperKernel + 'static>(
     kernel: &K,
     job: ChainJob<'_>,
-    moves: Vec<Scheduled<K, Prior>>,
+    mut moves: Vec<Scheduled<K, Prior>>,
     shared: &Shared<'_>,
 ) -> Result<ChainEnd> {
     let settings = job.settings;
@@ -477,13 +485,17 @@ fn run_chain<K: SvaKernel + HyperKernel + 'static>(
             (chain, trace, draws, file.best, Some(sweep))
         }
         None => {
+            let (partition, forest) =
+                shared
+                    .init
+                    .start(kernel, shared.prior, settings.seed, job.chain as usize)?;
+            if let Some(forest) = &forest {
+                for s in &mut moves {
+                    s.mv.start_from_forest(forest);
+                }
+            }
             let state = State {
-                partition: shared.init.partition(
-                    kernel,
-                    shared.prior,
-                    settings.seed,
-                    job.chain as usize,
-                )?,
+                partition,
                 prior: shared.prior.clone(),
             };
             let rng = nrmm::rng::SeedPlan::new(settings.seed).chain(job.chain);

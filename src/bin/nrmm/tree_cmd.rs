@@ -6,7 +6,6 @@ use crate::args::{DataArgs, FormatArg, ModelArgs, SamplerArgs};
 use crate::output;
 use clap::{Args, ValueEnum};
 use nrmm::kernel::ConjugateKernel;
-use nrmm::partition::Partition;
 use nrmm::prior::Prior;
 use nrmm::rng::SeedPlan;
 use nrmm::run::Scheduled;
@@ -182,17 +181,17 @@ pub fn tgmcmc_paper<K: ConjugateKernel + 'static>(
     ))
 }
 
-/// The partition of an IBHC forest (`--init noisy-ibhc` / `exact-ibhc`): the points queued in
-/// a random order drawn from the chain's own initialisation stream, built at the prior's
-/// initial hyperparameters. Cost: `O(n K)` pair marginals.
-pub fn ibhc_partition<K: ConjugateKernel>(
+/// The IBHC forest of `--init noisy-ibhc` (also `top-insert`) / `exact-ibhc`: the points
+/// queued in a random order drawn from the chain's own initialisation stream, built at the
+/// prior's initial hyperparameters; its clusters are the chain's start, and tgmcmc-paper starts
+/// from the forest itself, as the reference code does. Cost: `O(n K)` pair marginals.
+pub fn ibhc_forest<K: ConjugateKernel>(
     kernel: &K,
     prior: &Prior,
     mode: IbhcMode,
     seed: u64,
     chain: usize,
-) -> Result<Partition<K>> {
+) -> Result<Forest<K>> {
     let mut rng = SeedPlan::new(seed).task(chain as u64, 0, 0);
-    let forest = Forest::ibhc(kernel, prior, mode, &mut RngChooser::new(&mut rng))?;
-    Partition::from_labels(kernel, &forest.labels()?)
+    Forest::ibhc(kernel, prior, mode, &mut RngChooser::new(&mut rng))
 }

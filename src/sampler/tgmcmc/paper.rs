@@ -61,10 +61,13 @@ fn ln_b_pair(ln_d: f64) -> (f64, f64) {
 /// move checks that its trees are the clusters of the partition (O(1) when the partition's
 /// [`Partition::revision`] is the one the move left, O(n) otherwise) and that its `θ` caches
 /// match the prior; if the partition differs (first step, or another move changed it)
-/// the forest is rebuilt from the partition, each cluster by SeqInsert of its points in
-/// increasing index order. Run it alone in its schedule: anything else changing the
-/// partition throws the trees away. [`TgmcmcPaper::with_forest`] starts from a given forest,
-/// such as the noisy-IBHC forest the reference starts from.
+/// the forest is rebuilt from the partition, each cluster's tree by exact IBHC of its points in
+/// increasing index order with the trees it leaves joined into one ([`Forest::ibhc_tree`]), so
+/// that the groups within a cluster are whole subtrees a split can cut off. Run it alone in
+/// its schedule: anything else changing the partition throws the trees away.
+/// [`TgmcmcPaper::with_forest`] starts from a given forest, such as the noisy-IBHC forest the
+/// reference starts from; a chain hands it the forest of its IBHC initialisation through
+/// [`Move::start_from_forest`].
 ///
 /// **Checkpoints.** Because the trees are state, [`Move::save_aux`] records them, as the
 /// shapes of the registered trees keyed by point indices ([`Forest::shapes`]), and
@@ -154,11 +157,17 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
     /// forest is used only if its registered trees are the clusters of that partition;
     /// otherwise it is rebuilt (see the type's documentation).
     pub fn with_forest(mut self, forest: Forest<K>) -> Self {
+        self.adopt(forest);
+        self
+    }
+
+    /// Takes `forest` as the move's trees, to be checked against the partition at the next
+    /// step.
+    fn adopt(&mut self, forest: Forest<K>) {
         self.forest = Some(forest);
         self.synced = None;
         self.hyper_seen = None;
         self.rebuild.set(false);
-        self
     }
 
     /// The move's forest (`None` before the first step unless given).
@@ -508,6 +517,11 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgmcmcPaper<K> {
         "tgmcmc-paper"
     }
 
+    /// Starts from a copy of `forest` ([`TgmcmcPaper::with_forest`]). Cost: O(n).
+    fn start_from_forest(&mut self, forest: &Forest<K>) {
+        self.adopt(forest.clone());
+    }
+
     /// The shapes of the registered trees (`None` before the move has a forest); marks the
     /// live forest to be rebuilt from them before the next step (see the type's
     /// documentation). Cost: O(n).
@@ -619,8 +633,9 @@ fn trees_match<K: ConjugateKernel>(
     Ok(true)
 }
 
-/// A forest whose trees are the clusters of `part`, each built by SeqInsert of its points in
-/// increasing index order, with `θ` caches from `prior`. Cost: `n` SeqInserts.
+/// A forest whose trees are the clusters of `part`, each built by [`Forest::ibhc_tree`] from
+/// its points in increasing index order (exact IBHC, the trees it leaves joined into one), with
+/// `θ` caches from `prior`. Cost: exact IBHC of every cluster.
 fn forest_from_partition<K: ConjugateKernel, P: NrmPrior>(
     kernel: &K,
     prior: &P,
@@ -632,7 +647,7 @@ fn forest_from_partition<K: ConjugateKernel, P: NrmPrior>(
         members.clear();
         members.extend_from_slice(part.cluster(slot).expect("live slot").members());
         members.sort_unstable();
-        let root = forest.build_tree(kernel, &members)?;
+        let root = forest.ibhc_tree(kernel, &members)?;
         forest.register_root(root)?;
     }
     Ok(forest)
