@@ -11,7 +11,8 @@ use nrmm::prior::{Dp, Prior};
 use nrmm::rng::{uniform_open01, SeedPlan};
 use nrmm::run::{Chain, Scheduled};
 use nrmm::sampler::{
-    Direct, DpmmOptions, Move, QuasiCollapsed, QuasiDirect, State, SubCluster, SubClusterOptions,
+    Direct, DpmmOptions, Move, QuasiCollapsed, QuasiDirect, Splittable, State, SubCluster,
+    SubClusterOptions,
 };
 
 /// Six uniform blobs of half-width `spread` in 2-D: `n` points, enough for several label
@@ -45,7 +46,7 @@ fn moves(which: usize) -> Box<dyn Move<NormalWishart, Prior>> {
         })),
         1 => Box::new(SubCluster::dpmm(DpmmOptions {
             merge_factor: 0.01,
-            splittable: false,
+            splittable: Splittable::Off,
         })),
         2 => Box::new(Direct::new()),
         3 => Box::new(QuasiDirect::new()),

@@ -28,7 +28,9 @@ use nrmm::kernel::NormalWishart;
 use nrmm::partition::Partition;
 use nrmm::prior::{Dp, Nggp, Prior};
 use nrmm::rng::{uniform_open01, SeedPlan};
-use nrmm::sampler::{DpmmOptions, Move, RngChooser, State, SubCluster, SubClusterOptions};
+use nrmm::sampler::{
+    DpmmOptions, Move, RngChooser, Splittable, State, SubCluster, SubClusterOptions,
+};
 use support::{exact_posterior, nw_reference};
 
 /// Independent one-step trials per configuration (about 2 s each in release).
@@ -140,7 +142,7 @@ fn the_check_rejects_an_inexact_move() {
         || {
             Box::new(SubCluster::dpmm(DpmmOptions {
                 merge_factor: 1.0,
-                splittable: false,
+                splittable: Splittable::Off,
             }))
         },
         14,

@@ -16,7 +16,9 @@ pub mod tgmcmc;
 mod two_groups;
 
 pub use chooser::{Chooser, PathEnumerator, RngChooser};
-pub use dpmm::{Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions};
+pub use dpmm::{
+    Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, Splittable, SubCluster, SubClusterOptions,
+};
 pub use gibbs::{Gibbs, GibbsScan};
 pub use hyper::HyperMove;
 pub use kernel_hyper::{KernelHyperMove, KernelUpdate};

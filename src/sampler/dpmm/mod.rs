@@ -13,7 +13,7 @@ pub mod engine;
 pub mod subcluster;
 
 pub use direct::{Direct, QuasiCollapsed, QuasiDirect};
-pub use subcluster::{DpmmOptions, SubCluster, SubClusterOptions, LAUNCH_SAMPLE};
+pub use subcluster::{DpmmOptions, Splittable, SubCluster, SubClusterOptions, LAUNCH_SAMPLE};
 
 use crate::kernel::ConjugateKernel;
 use crate::partition::{Partition, Slot};

@@ -10,7 +10,8 @@
 //!   the argument and the tests for the checks against enumeration.
 //! * **DPMM.jl-faithful** ([`SubCluster::dpmm`], the `subcluster-dpmm` sampler): persistent
 //!   sub-labels, the Chang-Fisher split and merge ratios as DPMM.jl computes them (with its
-//!   `0.01` merge factor), the "splittable" heuristic and pairwise first-accepted merges. Its
+//!   `0.01` merge factor), the "splittable" heuristic as its code decides it (or as its
+//!   report reads, [`Splittable`]) and pairwise first-accepted merges. Its
 //!   Hastings ratios omit the normaliser of the sub-cluster auxiliary law (below), so it is
 //!   not exact; its measured bias is recorded on [`SubCluster::dpmm`].
 //!
@@ -32,7 +33,8 @@ use rand::Rng;
 
 use super::apply_labels;
 use super::engine::{
-    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, side_log_probs, CHUNK,
+    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, group_stats, side_log_probs,
+    CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
@@ -67,19 +69,44 @@ impl Default for SubClusterOptions {
 pub struct DpmmOptions {
     /// The factor of the merge ratio (DPMM.jl: 0.01).
     pub merge_factor: f64,
-    /// Whether a cluster may split only when the mean of its last 4 sub-cluster
-    /// log-likelihood sums is within 1e-2 of the latest one (DPMM.jl's "splittable").
-    pub splittable: bool,
+    /// Which clusters may propose a split (DPMM.jl's "splittable" heuristic).
+    pub splittable: Splittable,
 }
 
 impl Default for DpmmOptions {
-    /// DPMM.jl's settings: merge factor 0.01, "splittable" heuristic on.
+    /// DPMM.jl's settings: merge factor 0.01, "splittable" as its code decides it.
     fn default() -> Self {
         DpmmOptions {
             merge_factor: 0.01,
-            splittable: true,
+            splittable: Splittable::Code,
         }
     }
+}
+
+/// When the DPMM.jl-faithful variant lets a cluster propose a split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Splittable {
+    /// As DPMM.jl's code decides it (`maybeSplit` of its `SplitMerge.jl`). Each cluster keeps
+    /// the history of `ln m(X_ℓ) + ln m(X_r)`, the log marginal likelihoods of its two
+    /// sub-clusters: one value when the cluster appears (with its fresh sub-labels), one after
+    /// every step's label pass, the last 4 kept. At the start of a step, before the label
+    /// pass, a cluster is splittable when it has 4 values and their mean minus the latest is
+    /// below 1e-2 (no absolute value: it holds unless the latest fell below the mean), so a
+    /// new cluster waits 3 steps. A splittable cluster whose sub-clusters are not both
+    /// occupied gets uniformly random sub-labels and a history restarted from them, and
+    /// proposes that split. Only clusters that were splittable at the start of the step take
+    /// part in merges (one that split keeps its slot and stays a candidate, as the code's
+    /// key does).
+    Code,
+    /// As the DPMM.jl report's formula reads: the last 4 sums over the cluster's points of the
+    /// sub-cluster log-likelihoods at the sampled sub-cluster parameters, taken after the
+    /// step's label pass, their mean within 1e-2 of the latest in absolute value. Sums over
+    /// 10⁵-10⁶ points move by far more than 1e-2 between steps, so large clusters never
+    /// split. Clusters that are not splittable or do not split take part in merges.
+    Report,
+    /// No heuristic: every cluster whose sub-clusters are both occupied proposes a split
+    /// (with merge factor 1, Chang & Fisher's bare ratios).
+    Off,
 }
 
 /// Default number of points of the set `S` on which a launch of the exact variant fits its
@@ -230,11 +257,11 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// `(π̄_kℓ, π̄_kr) ~ Dir(N_kℓ + α/2, N_kr + α/2)` and `θ̄_ks`; draw every label
     /// `z_i ∝ π_k f(x_i | θ_k)` over the existing clusters (a cluster may empty and vanish)
     /// and then its sub-label `z̄_i ∝ π̄_{z_i s} f(x_i | θ̄_{z_i s})`; propose to split every
-    /// cluster (in slot order) whose sub-clusters are both non-empty (and, with the heuristic,
-    /// which is "splittable") with the ratio
+    /// cluster (in slot order) whose sub-clusters are both non-empty and which is
+    /// "splittable" ([`DpmmOptions::splittable`], [`Splittable`]) with the ratio
     /// `H = α Γ(N_ℓ) m(X_ℓ) Γ(N_r) m(X_r) / (Γ(N) m(X))`, a split cluster's two halves getting
-    /// uniformly random sub-labels; then try merges of the pairs of the remaining original
-    /// clusters in slot order, the first accepted partner winning, with
+    /// uniformly random sub-labels; then try merges of pairs of the merge candidates (as
+    /// [`Splittable`] says) in slot order, the first accepted partner winning, with
     /// `H = f Γ(N₁+N₂)/(α Γ(N₁)Γ(N₂)) · m(X₁∪X₂)/(m(X₁)m(X₂)) · Γ(α)/Γ(α+N₁+N₂) ·
     /// Γ(α/2+N₁)Γ(α/2+N₂)/Γ(α/2)²` (`f` = [`DpmmOptions::merge_factor`]), the merged
     /// cluster's sub-clusters being the two old clusters.
@@ -246,10 +273,12 @@ impl<K: ParametricKernel> SubCluster<K> {
     ///
     /// **Not exact** (see the module documentation). Measured on the 7-point data sets of
     /// MATH §5.3 (DP, α = 1, 4 chains × 40,000 sweeps, `tests/dpmm_tv.rs`, noise floor
-    /// `E[TV]` 0.02 to 0.09): TV to the exact posterior 0.97 on data set A and 0.80 on data
-    /// set B with DPMM.jl's settings ([`DpmmOptions::default`]), and still 0.18 and 0.58 with
-    /// Chang & Fisher's bare ratios (merge factor 1, no "splittable" heuristic): the missing
-    /// proposal and auxiliary-normaliser terms, not only DPMM.jl's heuristics, bias it.
+    /// `E[TV]` 0.02 to 0.09): TV to the exact posterior 0.24 on data set A and 0.58 on data
+    /// set B with DPMM.jl's settings ([`DpmmOptions::default`], "splittable" as its code
+    /// decides it); 0.97 and 0.81 with the report's formula ([`Splittable::Report`], which
+    /// rarely lets a cluster split); and still 0.18 and 0.58 with Chang & Fisher's bare ratios
+    /// (merge factor 1, [`Splittable::Off`]): the missing proposal and auxiliary-normaliser
+    /// terms, not only DPMM.jl's heuristics, bias it.
     pub fn dpmm(options: DpmmOptions) -> Self {
         SubCluster {
             variant: Variant::Dpmm(options),
@@ -786,6 +815,18 @@ impl<K: ParametricKernel> SubCluster<K> {
         let alpha = ln_alpha.exp();
         let rng = chain_rng(chooser, "subcluster-dpmm")?;
         self.sync_sub_labels(&state.partition, rng);
+        if opts.splittable == Splittable::Code {
+            // A cluster without a history is new to this move: its history starts from its
+            // sub-labels, as a cluster DPMM.jl creates does.
+            for (_, c) in state.partition.clusters() {
+                if !self.history.contains_key(&c.key()) {
+                    let mut sorted = c.members().to_vec();
+                    sorted.sort_unstable();
+                    let ll = sub_ln_marginals(kernel, &sorted, &self.sub);
+                    self.history.insert(c.key(), vec![ll]);
+                }
+            }
+        }
         // Parameters of clusters and sub-clusters.
         let slots: Vec<Slot> = state.partition.slots().collect();
         let k = slots.len();
@@ -838,6 +879,17 @@ impl<K: ParametricKernel> SubCluster<K> {
         for (s, o) in self.sub.iter_mut().zip(&out) {
             *s = o.1;
         }
+        let code = opts.splittable == Splittable::Code;
+        // The clusters' keys before the pass, and which may split (DPMM.jl decides this
+        // before its label pass, from the history up to the last step).
+        let old_keys: Vec<usize> = slots
+            .iter()
+            .map(|&s| state.partition.cluster(s).expect("live").key())
+            .collect();
+        let may_split: Vec<bool> = old_keys
+            .iter()
+            .map(|key| code && self.history.get(key).is_some_and(|h| code_splittable(h)))
+            .collect();
         let mut sub_ll = vec![0.0; k];
         for o in &out {
             sub_ll[o.0 as usize] += o.2;
@@ -848,11 +900,40 @@ impl<K: ParametricKernel> SubCluster<K> {
         for (i, &l) in self.labels.iter().enumerate().rev() {
             first[l as usize] = i;
         }
-        let keyed_ll: BTreeMap<usize, f64> = first
-            .iter()
-            .zip(&sub_ll)
-            .filter(|(&i, _)| i != usize::MAX)
-            .map(|(&i, &ll)| (i, ll))
+        let keyed_ll: BTreeMap<usize, f64> = if code {
+            // The sub-clusters' log marginal likelihoods after the pass; each history moves
+            // to its cluster's new key.
+            let groups: Vec<u32> = self
+                .labels
+                .iter()
+                .zip(&self.sub)
+                .map(|(&l, &v)| 2 * l + u32::from(v))
+                .collect();
+            let stats = group_stats(kernel, None, &groups, 2 * k);
+            let mut moved = BTreeMap::new();
+            for j in (0..k).filter(|&j| first[j] != usize::MAX) {
+                let mut hist = self.history.remove(&old_keys[j]).unwrap_or_default();
+                hist.push(
+                    kernel.ln_marginal(&stats[2 * j]) + kernel.ln_marginal(&stats[2 * j + 1]),
+                );
+                if hist.len() > HISTORY {
+                    hist.remove(0);
+                }
+                moved.insert(first[j], hist);
+            }
+            self.history = moved;
+            BTreeMap::new()
+        } else {
+            first
+                .iter()
+                .zip(&sub_ll)
+                .filter(|(&i, _)| i != usize::MAX)
+                .map(|(&i, &ll)| (i, ll))
+                .collect()
+        };
+        let may_split_now: BTreeMap<usize, bool> = (0..k)
+            .filter(|&j| first[j] != usize::MAX)
+            .map(|j| (first[j], may_split[j]))
             .collect();
         let mut info = StepInfo::default();
         // Splits, in slot order, of the clusters present now.
@@ -861,17 +942,42 @@ impl<K: ParametricKernel> SubCluster<K> {
         for &slot in &slots {
             let c = state.partition.cluster(slot).expect("live");
             let key = c.key();
-            let hist = self.history.entry(key).or_default();
-            if let Some(&ll) = keyed_ll.get(&key) {
-                hist.push(ll);
-                if hist.len() > HISTORY {
-                    hist.remove(0);
+            let splittable = match opts.splittable {
+                Splittable::Code => may_split_now.get(&key).copied().unwrap_or(false),
+                Splittable::Report => {
+                    let hist = self.history.entry(key).or_default();
+                    if let Some(&ll) = keyed_ll.get(&key) {
+                        hist.push(ll);
+                        if hist.len() > HISTORY {
+                            hist.remove(0);
+                        }
+                    }
+                    hist.len() == HISTORY
+                        && (hist.iter().sum::<f64>() / HISTORY as f64 - hist[HISTORY - 1]).abs()
+                            < SPLITTABLE_TOL
                 }
+                Splittable::Off => true,
+            };
+            if code && splittable {
+                merge_candidates.push(slot);
             }
-            let splittable = !opts.splittable
-                || (hist.len() == HISTORY
-                    && (hist.iter().sum::<f64>() / HISTORY as f64 - hist[HISTORY - 1]).abs()
-                        < SPLITTABLE_TOL);
+            let members = c.members();
+            if code
+                && splittable
+                && !(members.iter().any(|&i| self.sub[i] == 0)
+                    && members.iter().any(|&i| self.sub[i] == 1))
+            {
+                // DPMM.jl's `reset_cluster!`: fresh sub-labels, a history restarted from them.
+                let mut sorted = members.to_vec();
+                sorted.sort_unstable();
+                let rng = chain_rng(chooser, "subcluster-dpmm")?;
+                for &i in &sorted {
+                    self.sub[i] = (rng.next_u64() >> 63) as u8;
+                }
+                self.history
+                    .insert(key, vec![sub_ln_marginals(kernel, &sorted, &self.sub)]);
+            }
+            let c = state.partition.cluster(slot).expect("live");
             let (mut l, mut r) = (Vec::new(), Vec::new());
             for &i in c.members() {
                 if self.sub[i] == 0 {
@@ -881,7 +987,9 @@ impl<K: ParametricKernel> SubCluster<K> {
                 }
             }
             if !splittable || l.is_empty() || r.is_empty() {
-                merge_candidates.push(slot);
+                if !code {
+                    merge_candidates.push(slot);
+                }
                 continue;
             }
             r.sort_unstable();
@@ -906,7 +1014,14 @@ impl<K: ParametricKernel> SubCluster<K> {
                 for &i in l.iter().chain(&r) {
                     self.sub[i] = (rng.next_u64() >> 63) as u8;
                 }
-            } else {
+                if code {
+                    // Both halves start their histories, as new clusters do.
+                    self.history
+                        .insert(l[0], vec![sub_ln_marginals(kernel, &l, &self.sub)]);
+                    self.history
+                        .insert(r[0], vec![sub_ln_marginals(kernel, &r, &self.sub)]);
+                }
+            } else if !code {
                 merge_candidates.push(slot);
             }
         }
@@ -955,6 +1070,11 @@ impl<K: ParametricKernel> SubCluster<K> {
                     }
                     self.history.remove(&k1);
                     self.history.remove(&k2);
+                    if code {
+                        // The merged cluster's sub-clusters are the two old clusters.
+                        self.history
+                            .insert(k1.min(k2), vec![c1.ln_marginal() + c2.ln_marginal()]);
+                    }
                     state.partition.merge_clusters(kernel, s1, s2);
                     used[x] = true;
                     used[y] = true;
@@ -967,6 +1087,20 @@ impl<K: ParametricKernel> SubCluster<K> {
         self.history.retain(|key, _| keys.contains(key));
         Ok(info)
     }
+}
+
+/// DPMM.jl's `maybeSplit` on a cluster's history of sub-cluster log marginal likelihoods
+/// ([`Splittable::Code`]): 4 values whose mean minus the latest is below 1e-2.
+fn code_splittable(hist: &[f64]) -> bool {
+    hist.len() == HISTORY
+        && hist.iter().sum::<f64>() / HISTORY as f64 - hist[HISTORY - 1] < SPLITTABLE_TOL
+}
+
+/// `ln m(X_ℓ) + ln m(X_r)` of the sub-clusters of the points `members` (sorted) under the
+/// sub-labels `sub`. Cost: two batch statistics over `members`.
+fn sub_ln_marginals<K: ParametricKernel>(kernel: &K, members: &[usize], sub: &[u8]) -> f64 {
+    let (l, r): (Vec<usize>, Vec<usize>) = members.iter().partition(|&&i| sub[i] == 0);
+    kernel.ln_marginal(&kernel.stat_of(&l)) + kernel.ln_marginal(&kernel.stat_of(&r))
 }
 
 /// A proposal that could not be made (a singleton to split, a single cluster to merge, a
