@@ -81,7 +81,7 @@ fn run_writes_chains_from_ibhc_starts() {
         let trace = std::fs::read_to_string(format!("{out}/chain-0/trace.csv")).unwrap();
         assert_eq!(trace.lines().count(), 51, "{trace}");
         // The same seed gives the same chain.
-        let again = dir.arg("again");
+        let again = dir.arg(&format!("again-{sampler}-{init}"));
         let mut args2 = args.clone();
         let at = args2.iter().position(|&a| a == out).unwrap();
         args2[at] = &again;
