@@ -704,9 +704,9 @@ def classifier_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def git(*args: str) -> str:
+def git(where: Path, *args: str) -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+        return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True,
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -766,8 +766,13 @@ def main() -> int:
     threadpool_limits(limits=a.peer_threads)
     started = time.perf_counter()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    commit = git("rev-parse", "--short", "HEAD")
-    subject = git("log", "-1", "--format=%s")
+    # The checkout the nrmm binary was built in (--nrmm may point to another one).
+    checkout = Path(cfg.nrmm).resolve().parent
+    # Its last commit that changed more than this benchmark and its report: the nrmm measured.
+    source = ["--", ":(top)", ":(top,exclude)benches/real-data", ":(top,exclude)BENCHMARKS.md"]
+    commit = git(checkout, "log", "-1", "--format=%h", *source)
+    subject = git(checkout, "log", "-1", "--format=%s", *source)
+    branch = git(checkout, "rev-parse", "--abbrev-ref", "HEAD")
     log(f"nrmm at {commit} ({subject}); output in {out}")
 
     if a.render_only:
@@ -775,37 +780,48 @@ def main() -> int:
     else:
         for stale in ("sets.csv", "noise.csv", "mnist_classifier.csv", "meta.json", "results.md"):
             (out / stale).unlink(missing_ok=True)
-        set_rows, skipped = [], []
-        if "sets" not in skip:
-            sets, skipped = load_sets(names)
-            for msg in skipped:
-                log("skipped " + msg)
-            for ds in sets:
-                set_rows += bench_set(ds, cfg)
-                write_csv(out / "sets.csv", set_rows)
-        noise_rows = []
-        if "noise" not in skip:
-            noise_rows = bench_noise(dims, cfg, 3.0 if quick else 10.0)
-            write_csv(out / "noise.csv", noise_rows)
-        clf_msg = "skipped (--skip classifier)"
-        if "classifier" not in skip:
-            clf_rows, clf_msg = bench_classifier(cfg, quick, a.example_sweeps)
-            write_csv(out / "mnist_classifier.csv", clf_rows)
         import sklearn
 
         meta = {
             "when": when,
             "commit": commit,
+            "branch": branch,
             "subject": subject,
-            "minutes": round((time.perf_counter() - started) / 60, 1),
+            "minutes": None,  # set at the end: a report without it is of an unfinished run
             "mode": "--quick" if quick else "full run",
             "versions": f"scikit-learn {sklearn.__version__}, numpy {np.__version__}",
             "sets": names,
-            "parts": {"sets": "sets" not in skip, "noise": "noise" not in skip},
-            "classifier": clf_msg,
-            "skipped": skipped,
+            "classifier": "skipped (--skip classifier)" if "classifier" in skip else "not run yet",
+            "skipped": [],
         }
-        (out / "meta.json").write_text(json.dumps(meta, indent=1))
+
+        def save_meta():
+            (out / "meta.json").write_text(json.dumps(meta, indent=1))
+
+        # Cheap parts first, and the tables rewritable (--render-only) after each: an interrupted
+        # run still reports what it measured.
+        sets = []
+        if "sets" not in skip:
+            sets, meta["skipped"] = load_sets(names)
+            for msg in meta["skipped"]:
+                log("skipped " + msg)
+        save_meta()
+        big = {"10k", "mnist_pca50"}
+        set_rows = []
+        for ds in [s for s in sets if s.name not in big]:
+            set_rows += bench_set(ds, cfg)
+            write_csv(out / "sets.csv", set_rows)
+        if "noise" not in skip:
+            write_csv(out / "noise.csv", bench_noise(dims, cfg, 3.0 if quick else 10.0))
+        if "classifier" not in skip:
+            clf_rows, meta["classifier"] = bench_classifier(cfg, quick, a.example_sweeps)
+            write_csv(out / "mnist_classifier.csv", clf_rows)
+            save_meta()
+        for ds in [s for s in sets if s.name in big]:
+            set_rows += bench_set(ds, cfg)
+            write_csv(out / "sets.csv", set_rows)
+        meta["minutes"] = round((time.perf_counter() - started) / 60, 1)
+        save_meta()
         text = render(out)
         shutil.rmtree(cfg.work, ignore_errors=True) if not os.environ.get("REALBENCH_KEEP") else None
     (out / "results.md").write_text(text)
@@ -834,8 +850,11 @@ def render(out: Path) -> str:
     orig = [n for n in present if not n.endswith("_std")]
     std = [n for n in present if n.endswith("_std")]
     md = [
-        f"Measured {meta['when']} on commit `{meta['commit']}` ({meta['subject']}), "
-        f"{meta['minutes']} min wall in all ({meta['mode']}; {meta['versions']}).",
+        f"Measured {meta['when']} with nrmm at `{meta['commit']}` ({meta['subject']}; "
+        f"built on branch {meta.get('branch', '?')}), "
+        + (f"{meta['minutes']} min wall in all" if meta["minutes"] is not None
+         else "**unfinished run** (the parts below are those it completed)")
+        + f" ({meta['mode']}; {meta['versions']}).",
         "",
         "#### Held-out density, clustering and time, original units",
         "",
