@@ -674,7 +674,7 @@ def noise_table(rows: list[dict]) -> str:
     by = {}
     for r in rows:
         by.setdefault(r["d"], {})[r["method"]] = r
-    for d, ms in sorted(by.items()):
+    for d, ms in sorted(by.items(), key=lambda kv: int(kv[0])):
         n = ms.get("nrmm", {})
         k = n.get("k") if not n.get("error") else f"— ({n.get('error')})"
 
