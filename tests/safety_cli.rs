@@ -343,3 +343,164 @@ fn messages_say_what_is_wrong() {
     let out = ok(&["sva", "--data", &x]);
     assert!(out.contains("of them holding points"), "{out}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 6. The inputs people have.
+
+/// Runs `nrmm args` with `input` on standard input.
+fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(cli::BIN)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("nrmm starts");
+    child
+        .stdin
+        .take()
+        .expect("a pipe")
+        .write_all(input)
+        .expect("write standard input");
+    child.wait_with_output().expect("nrmm ends")
+}
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).expect("compress");
+    enc.finish().expect("compress")
+}
+
+#[test]
+fn csv_npy_gzip_and_standard_input_give_the_same_answer() {
+    let dir = TempDir::new("formats");
+    let (x, labels) = small(&dir, 12);
+    let text = std::fs::read_to_string(&x).expect("the data");
+    let reference = ok(&["loglik", "--data", &x, "--labels", &labels]);
+    // CSV with a header and an id column, skipped by name.
+    let mut csv = String::from("id,\"width\",height\n");
+    for (i, line) in text.lines().enumerate() {
+        csv.push_str(&format!("p{i},{}\n", line.replace(' ', ",")));
+    }
+    let c = dir.write("x.csv", &csv);
+    let said = ok(&[
+        "loglik",
+        "--data",
+        &c,
+        "--skip-columns",
+        "id",
+        "--labels",
+        &labels,
+    ]);
+    assert_eq!(said, reference);
+    // The same CSV compressed, and on standard input.
+    std::fs::write(dir.0.join("x.csv.gz"), gz(csv.as_bytes())).expect("write");
+    let said = ok(&[
+        "loglik",
+        "--data",
+        &dir.arg("x.csv.gz"),
+        "--skip-columns",
+        "1",
+        "--labels",
+        &labels,
+    ]);
+    assert_eq!(said, reference);
+    let out = with_stdin(
+        &[
+            "loglik",
+            "--data",
+            "-",
+            "--skip-columns",
+            "id",
+            "--labels",
+            &labels,
+        ],
+        csv.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text_of(&out.stderr));
+    assert_eq!(text_of(&out.stdout), reference);
+    // NumPy, C order.
+    let values: Vec<f64> = text
+        .split_whitespace()
+        .map(|v| v.parse().expect("a number"))
+        .collect();
+    let mut header = "{'descr': '<f8', 'fortran_order': False, 'shape': (12, 2), }".to_string();
+    while !(11 + header.len()).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    npy.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(dir.0.join("x.npy"), &npy).expect("write");
+    assert_eq!(
+        ok(&["loglik", "--data", &dir.arg("x.npy"), "--labels", &labels]),
+        reference
+    );
+    std::fs::write(dir.0.join("cut.npy"), &npy[..npy.len() - 8]).expect("write");
+    fails_no_stdout(
+        &["loglik", "--data", &dir.arg("cut.npy"), "--labels", &labels],
+        1,
+        &["cut.npy", "truncated .npy file"],
+    );
+    // A run keeps the header's names of the columns it used, and resumes from standard input.
+    let run = dir.arg("run");
+    let out = with_stdin(
+        &[
+            "run",
+            "--data",
+            "-",
+            "--skip-columns",
+            "id",
+            "--sweeps",
+            "10",
+            "--checkpoint-every",
+            "5",
+            "--out",
+            &run,
+        ],
+        csv.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text_of(&out.stderr));
+    let summary: Value = serde_json::from_str(&dir.read("run/summary.json")).expect("JSON");
+    assert_eq!(summary["columns"], serde_json::json!(["width", "height"]));
+    let out = with_stdin(&["run", "--resume", &run, "--sweeps", "20"], csv.as_bytes());
+    assert!(out.status.success(), "{}", text_of(&out.stderr));
+    let out = with_stdin(
+        &["run", "--resume", &run, "--sweeps", "30"],
+        csv.replacen("p0,", "p0,1", 1).as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out.stderr));
+    assert!(text_of(&out.stderr).contains("same data"));
+}
+
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_documents_every_input_format() {
+    for verb in ["run", "loglik", "compare"] {
+        let help = ok(&[verb, "--help"]);
+        for needle in [
+            "--header",
+            "--skip-columns",
+            "npy",
+            "gzip",
+            "standard input",
+        ] {
+            assert!(
+                help.contains(needle),
+                "{verb} --help lacks {needle}: {help}"
+            );
+        }
+    }
+    fails_no_stdout(
+        &["loglik", "--labels", "l.txt", "--header"],
+        1,
+        &["--header", "need --data"],
+    );
+}

@@ -1,7 +1,9 @@
 //! Readers and writers for the data formats `nrmm` consumes.
 //!
-//! * **Dense matrix** (text): one point per line, values separated by whitespace or by commas
-//!   (decided on the first data line), blank lines and `#` comment lines skipped.
+//! * **Dense matrix** (text, CSV): one point per line, values separated by whitespace or by
+//!   commas (decided on the first data line), blank lines and `#` comment lines skipped, fields
+//!   optionally in double quotes; a first line without any number is a header of column names
+//!   ([`DenseOptions`] forces a header, and leaves out columns by number or name).
 //! * **Labels** (text): one integer per line, any sign; or an IDX label file (magic 2049).
 //! * **UCI docword** (text): header lines `D`, `W`, `NNZ`, then `NNZ` lines
 //!   `docID wordID count`, ids 1-based.
@@ -10,13 +12,22 @@
 //! * **IDX** (binary, big-endian): `00 00 08 ndims`, `ndims` 32-bit sizes, then unsigned bytes;
 //!   images (magic 2051, `n × rows × cols`) load as a dense `n × (rows·cols)` matrix of grey
 //!   levels, labels (magic 2049) as integers.
+//! * **NumPy `.npy`**: a 2-D array of little-endian f8, f4, i8 or i4, C or Fortran order
+//!   ([`super::npy`]).
+//! * **gzip**: any of the above compressed with gzip (recognised by its magic bytes) is
+//!   decompressed first.
+//!
+//! Text formats refuse binary input (a NUL or another control character) with the line and the
+//! byte, and values of dense data beyond [`super::MAX_MAGNITUDE`] with the line, column and the
+//! advice to rescale.
 //!
 //! Every format can be read from a path (`load_*`), from any [`Read`] (`read_*`) or from a byte
 //! slice (`parse_*`); the last two name the input `<input>` in errors. Every error names the
 //! input, the 1-based line (0 for binary formats and whole-input problems), what was found and
 //! what was expected.
 //!
-//! Cost: one read of the whole input into memory, then one pass with no allocation per value
+//! Cost: one read of the whole input into memory (decompressed, for gzip), then one pass with
+//! no allocation per value
 //! (tokens are byte slices of the input); count formats are sorted once,
 //! `O(nnz log nnz)`. Memory allocated while parsing is bounded by a small multiple of the input
 //! size plus a constant, whatever a header claims, so arbitrary bytes cannot trigger a huge
@@ -106,6 +117,38 @@ fn check_text(bytes: &[u8], origin: &Path, what: &str) -> Result<()> {
             ),
         )),
     }
+}
+
+/// The first bytes of a gzip stream.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// `bytes` decompressed if they are a gzip stream (one or several members), as they are
+/// otherwise. A gzip stream inside another is refused, which bounds the expansion by deflate's
+/// own limit (about 1000-fold). Cost: `O(decompressed bytes)`.
+fn gunzip<'a>(bytes: &'a [u8], origin: &Path) -> Result<std::borrow::Cow<'a, [u8]>> {
+    if !bytes.starts_with(&GZIP_MAGIC) {
+        return Ok(std::borrow::Cow::Borrowed(bytes));
+    }
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            perr(
+                origin,
+                0,
+                format!(
+                    "gzip-compressed, but not a complete gzip stream ({e}): truncated or damaged?"
+                ),
+            )
+        })?;
+    if out.starts_with(&GZIP_MAGIC) {
+        return Err(perr(
+            origin,
+            0,
+            "gzip-compressed twice: decompress it once (gunzip) and give the result",
+        ));
+    }
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// A token quoted for an error message, cut to a readable length, with anything unprintable
@@ -224,57 +267,153 @@ fn dense_value(
     }
 }
 
+/// How dense text is read: its header and the columns to leave out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DenseOptions {
+    /// The first data line is a header of column names even if its fields are numbers.
+    /// Without it, a first line none of whose fields is a number is taken as a header.
+    pub header: bool,
+    /// Columns to leave out (an id column, the labels): 1-based column numbers, or names from
+    /// the header.
+    pub skip_columns: Vec<String>,
+}
+
+/// A dense matrix with the names of its columns when its file had a header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// The values.
+    pub data: DenseData,
+    /// The header's names of the kept columns, if the file had a header.
+    pub columns: Option<Vec<String>>,
+}
+
+/// The fields of a line of dense text, trimmed, a pair of surrounding double quotes dropped
+/// (spreadsheets quote CSV fields), into `out`.
+fn split_fields<'a>(line: &'a [u8], sep: Separator, out: &mut Vec<&'a [u8]>) {
+    out.clear();
+    let unquote = |t: &'a [u8]| {
+        t.strip_prefix(b"\"")
+            .and_then(|t| t.strip_suffix(b"\""))
+            .unwrap_or(t)
+    };
+    match sep {
+        Separator::Comma => out.extend(line.split(|&b| b == b',').map(|t| unquote(t.trim_ascii()))),
+        Separator::Whitespace => out.extend(tokens(line).map(unquote)),
+    }
+}
+
+/// The 0-based columns `skip` names among `width` columns with optional header `names`.
+fn skipped_columns(
+    skip: &[String],
+    width: usize,
+    names: Option<&[String]>,
+    origin: &Path,
+    line: usize,
+) -> Result<Vec<bool>> {
+    let mut skipped = vec![false; width];
+    for spec in skip {
+        let by_name = names.and_then(|names| names.iter().position(|n| n == spec));
+        let j = match (by_name, spec.parse::<usize>()) {
+            (Some(j), _) => j,
+            (None, Ok(k)) if (1..=width).contains(&k) => k - 1,
+            (None, Ok(k)) => {
+                return Err(perr(
+                    origin,
+                    line,
+                    format!(
+                        "cannot skip column {k}: the lines have {width} columns (numbered from 1)"
+                    ),
+                ))
+            }
+            (None, Err(_)) => {
+                let known = match names {
+                    Some(names) => format!("the header names {}", names.join(", ")),
+                    None => "there is no header, so columns are known by number only".to_string(),
+                };
+                return Err(perr(
+                    origin,
+                    line,
+                    format!("cannot skip column \"{spec}\": {known}"),
+                ));
+            }
+        };
+        skipped[j] = true;
+    }
+    if skipped.iter().all(|&s| s) {
+        return Err(perr(
+            origin,
+            line,
+            format!("every one of the {width} columns is skipped, so no values remain"),
+        ));
+    }
+    Ok(skipped)
+}
+
 fn dense_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
+    Ok(table_from_bytes(bytes, origin, &DenseOptions::default())?.data)
+}
+
+/// What the first data line of dense text fixes: the separator, its line number, the number of
+/// fields, the header's names (if it is a header) and the skipped columns.
+type Layout = (Separator, usize, usize, Option<Vec<String>>, Vec<bool>);
+
+fn table_from_bytes(bytes: &[u8], origin: &Path, opts: &DenseOptions) -> Result<Table> {
+    let bytes = &*gunzip(bytes, origin)?;
     check_text(bytes, origin, "a matrix of numbers")?;
     let mut values = Vec::new();
-    let mut sep = None;
-    let (mut n, mut d, mut first_line) = (0usize, 0usize, 0usize);
+    let mut fields = Vec::new();
+    let mut layout: Option<Layout> = None;
+    let mut n = 0usize;
     for (line_no, line) in numbered_lines(bytes) {
         if is_blank(line) || is_comment(line) {
             continue;
         }
-        let sep = *sep.get_or_insert_with(|| {
-            first_line = line_no;
-            if line.contains(&b',') {
+        if layout.is_none() {
+            let sep = if line.contains(&b',') {
                 Separator::Comma
             } else {
                 Separator::Whitespace
-            }
-        });
-        let before = values.len();
-        match sep {
-            Separator::Comma => {
-                for (j, token) in line.split(|&b| b == b',').enumerate() {
-                    let token = token.trim_ascii();
-                    values.push(dense_value(token, origin, line_no, j + 1, sep, first_line)?);
-                }
-            }
-            Separator::Whitespace => {
-                for (j, token) in tokens(line).enumerate() {
-                    values.push(dense_value(token, origin, line_no, j + 1, sep, first_line)?);
-                }
-            }
-        }
-        let count = values.len() - before;
-        if n == 0 {
-            d = count;
-        } else if count != d {
-            return Err(perr(
+            };
+            split_fields(line, sep, &mut fields);
+            let is_header = opts.header || fields.iter().all(|f| parse_f64(f).is_none());
+            let names: Option<Vec<String>> = is_header.then(|| {
+                fields
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).into_owned())
+                    .collect()
+            });
+            let skipped = skipped_columns(
+                &opts.skip_columns,
+                fields.len(),
+                names.as_deref(),
                 origin,
                 line_no,
-                format!(
-                    "{count} value{}, expected {d} like line {first_line}",
-                    if count == 1 { "" } else { "s" }
-                ),
-            ));
+            )?;
+            layout = Some((sep, line_no, fields.len(), names, skipped));
+            if is_header {
+                continue;
+            }
         }
+        let Some((sep, first_line, width, header, skipped)) = &layout else {
+            continue;
+        };
+        let row = Row {
+            sep: *sep,
+            first_line: *first_line,
+            width: *width,
+            skipped,
+            after_header: header.is_some(),
+        };
+        row.read(line, line_no, origin, &mut fields, &mut values)?;
         n += 1;
     }
     if n == 0 {
-        let what = if bytes.is_empty() {
-            "the input is empty"
-        } else {
-            "the input holds only blank or comment lines"
+        let what = match &layout {
+            Some((_, line, _, Some(_), _)) => {
+                format!("the input holds only a header (line {line})")
+            }
+            _ if bytes.is_empty() => "the input is empty".to_string(),
+            _ => "the input holds only blank or comment lines".to_string(),
         };
         return Err(perr(
             origin,
@@ -282,18 +421,91 @@ fn dense_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
             format!("{what}, expected one point per line"),
         ));
     }
-    DenseData::new(n, d, values)
+    let Some((_, _, _, header, skipped)) = layout else {
+        return Err(perr(origin, 0, "no data line"));
+    };
+    let d = skipped.iter().filter(|&&s| !s).count();
+    debug_assert_eq!(values.len(), n * d);
+    let columns = header.map(|names| {
+        names
+            .into_iter()
+            .zip(&skipped)
+            .filter(|(_, &s)| !s)
+            .map(|(name, _)| name)
+            .collect()
+    });
+    Ok(Table {
+        data: DenseData::new(n, d, values)?,
+        columns,
+    })
+}
+
+/// The layout of the data lines of dense text, fixed by its first data line.
+struct Row<'s> {
+    sep: Separator,
+    first_line: usize,
+    width: usize,
+    skipped: &'s [bool],
+    after_header: bool,
+}
+
+impl Row<'_> {
+    /// Reads one data line into `values`, checking its width.
+    fn read<'a>(
+        &self,
+        line: &'a [u8],
+        line_no: usize,
+        origin: &Path,
+        fields: &mut Vec<&'a [u8]>,
+        values: &mut Vec<f64>,
+    ) -> Result<()> {
+        split_fields(line, self.sep, fields);
+        // Values first, so that a token that is not a number (a separator mix-up) is named
+        // before the count of values.
+        for (j, token) in fields.iter().enumerate() {
+            if !self.skipped.get(j).copied().unwrap_or(false) {
+                let v = dense_value(token, origin, line_no, j + 1, self.sep, self.first_line)?;
+                values.push(v);
+            }
+        }
+        if fields.len() != self.width {
+            let count = fields.len();
+            let like = if self.after_header {
+                format!("like the header on line {}", self.first_line)
+            } else {
+                format!("like line {}", self.first_line)
+            };
+            return Err(perr(
+                origin,
+                line_no,
+                format!(
+                    "{count} value{}, expected {} {like}",
+                    if count == 1 { "" } else { "s" },
+                    self.width
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Parses a dense matrix (one point per line, whitespace- or comma-separated) from bytes;
 /// errors name the input `<input>`.
 ///
 /// The separator is decided on the first data line: commas if it has one, whitespace otherwise.
-/// Blank lines and lines starting with `#` are skipped; non-finite values, unparsable tokens,
-/// rows of a different length than the first, and input without data are errors.
-/// Cost: `O(bytes)`, one allocation for all values.
+/// Blank lines and lines starting with `#` are skipped; a first line none of whose fields is a
+/// number is a header and skipped (see [`parse_table`] to keep its names); fields may be quoted.
+/// Non-finite values, values beyond [`super::MAX_MAGNITUDE`], unparsable tokens, rows of a
+/// different length than the first, and input without data are errors. Gzip-compressed input
+/// is decompressed first. Cost: `O(bytes)`, one allocation for all values.
 pub fn parse_dense(bytes: &[u8]) -> Result<DenseData> {
     dense_from_bytes(bytes, input_path())
+}
+
+/// Parses dense text as [`parse_dense`] does, with a header forced or detected and columns
+/// left out as `opts` says, keeping the header's names of the columns kept.
+pub fn parse_table(bytes: &[u8], opts: &DenseOptions) -> Result<Table> {
+    table_from_bytes(bytes, input_path(), opts)
 }
 
 /// Reads a dense matrix from any reader (see [`parse_dense`]).
@@ -311,6 +523,7 @@ pub fn load_dense(path: impl AsRef<Path>) -> Result<DenseData> {
 // Labels.
 
 fn labels_from_bytes(bytes: &[u8], origin: &Path) -> Result<Vec<i64>> {
+    let bytes = &*gunzip(bytes, origin)?;
     if bytes.starts_with(&[0, 0]) {
         return idx_labels_from_bytes(bytes, origin);
     }
@@ -388,6 +601,7 @@ fn docword_from_bytes(bytes: &[u8], origin: &Path) -> Result<SparseCounts> {
         "the vocabulary size W",
         "the number of entries NNZ",
     ];
+    let bytes = &*gunzip(bytes, origin)?;
     check_text(bytes, origin, "a UCI docword file")?;
     let mut lines = numbered_lines(bytes).filter(|(_, l)| !is_blank(l));
     let mut header = [0u64; 3];
@@ -528,6 +742,7 @@ pub fn load_docword(path: impl AsRef<Path>) -> Result<SparseCounts> {
 // LDA-C.
 
 fn ldac_from_bytes(bytes: &[u8], origin: &Path, vocab: Option<usize>) -> Result<SparseCounts> {
+    let bytes = &*gunzip(bytes, origin)?;
     check_text(bytes, origin, "an LDA-C file")?;
     if vocab == Some(0) {
         return Err(Error::param(
@@ -738,6 +953,7 @@ fn idx_split<'a>(bytes: &'a [u8], origin: &Path, expected: &str) -> Result<(Vec<
 }
 
 fn idx_images_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
+    let bytes = &*gunzip(bytes, origin)?;
     const EXPECTED: &str = "2051 (0x00000803, unsigned-byte images n x rows x cols)";
     if bytes.len() >= 4 && bytes[..4] == IDX_LABELS_MAGIC.to_be_bytes() {
         return Err(perr(
@@ -760,6 +976,7 @@ fn idx_images_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
 }
 
 fn idx_labels_from_bytes(bytes: &[u8], origin: &Path) -> Result<Vec<i64>> {
+    let bytes = &*gunzip(bytes, origin)?;
     const EXPECTED: &str = "2049 (0x00000801, unsigned-byte labels)";
     let (dims, payload) = idx_split(bytes, origin, EXPECTED)?;
     if dims.len() != 1 {
@@ -823,6 +1040,8 @@ pub enum Format {
     Ldac,
     /// IDX unsigned-byte images (MNIST style).
     Idx,
+    /// NumPy `.npy`, a 2-D array of little-endian f8, f4, i8 or i4 (see [`super::npy`]).
+    Npy,
 }
 
 impl Format {
@@ -833,6 +1052,7 @@ impl Format {
             Format::Docword => "docword",
             Format::Ldac => "ldac",
             Format::Idx => "idx",
+            Format::Npy => "npy",
         }
     }
 }
@@ -852,10 +1072,11 @@ impl FromStr for Format {
             "docword" | "uci" => Ok(Format::Docword),
             "ldac" | "lda-c" => Ok(Format::Ldac),
             "idx" => Ok(Format::Idx),
+            "npy" => Ok(Format::Npy),
             _ => Err(Error::param(
                 "format",
                 s,
-                "one of dense, docword, ldac, idx",
+                "one of dense, docword, ldac, idx, npy",
             )),
         }
     }
@@ -864,7 +1085,9 @@ impl FromStr for Format {
 /// Guesses the format of a file from its name and its first bytes (`head`; the whole file or
 /// its first few kilobytes).
 ///
-/// In order: two leading zero bytes mean IDX (text formats never contain NUL); an extension
+/// `head` is the content after decompression, and a `.gz` ending of the name is ignored.
+/// In order: two leading zero bytes mean IDX (text formats never contain NUL), the magic
+/// `\x93NUMPY` or an extension `.npy` means NumPy; an extension
 /// `.ldac`/`.lda-c` means LDA-C, a name starting with `docword` means UCI docword, an extension
 /// `.idx` or `ubyte` in the name means IDX; otherwise the content decides: a `:` on the first
 /// non-blank line means LDA-C, three lines holding one integer each followed by a line of three
@@ -872,6 +1095,26 @@ impl FromStr for Format {
 pub fn detect_format(path: &Path, head: &[u8]) -> Format {
     if head.starts_with(&[0, 0]) {
         return Format::Idx;
+    }
+    if head.starts_with(super::npy::NPY_MAGIC) {
+        return Format::Npy;
+    }
+    // `x.csv.gz` is named like `x.csv` (the content is decompressed before it is looked at).
+    let unzipped;
+    let path = if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+    {
+        unzipped = path.with_extension("");
+        &unzipped
+    } else {
+        path
+    };
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+    {
+        return Format::Npy;
     }
     let name = path
         .file_name()
@@ -920,20 +1163,106 @@ pub fn detect_format(path: &Path, head: &[u8]) -> Format {
     }
 }
 
-fn dataset_from_bytes(bytes: &[u8], origin: &Path, format: Option<Format>) -> Result<Dataset> {
-    let format = format.unwrap_or_else(|| detect_format(origin, bytes));
+/// How a data set is read: its format (detected when `None`) and, for dense text and NumPy
+/// arrays, the header and the columns to leave out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The format, or `None` to detect it ([`detect_format`]).
+    pub format: Option<Format>,
+    /// Header and skipped columns (dense text; skipped columns by number also for `.npy`).
+    pub dense: DenseOptions,
+}
+
+/// A data set read with [`LoadOptions`], with the names of its columns when a header gave them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    /// The data.
+    pub dataset: Dataset,
+    /// The header's names of the kept columns (dense text with a header only).
+    pub columns: Option<Vec<String>>,
+}
+
+fn dataset_from_bytes(bytes: &[u8], origin: &Path, opts: &LoadOptions) -> Result<Loaded> {
+    let bytes = &*gunzip(bytes, origin)?;
+    let format = opts.format.unwrap_or_else(|| detect_format(origin, bytes));
+    let dense_only = |what: &str| {
+        Error::Usage(format!(
+            "{} is {format} data, which has no {what}: --header and --skip-columns apply to \
+             dense text (and --skip-columns by number to .npy arrays)",
+            origin.display()
+        ))
+    };
+    let plain = |dataset| Loaded {
+        dataset,
+        columns: None,
+    };
     Ok(match format {
-        Format::Dense => Dataset::Dense(dense_from_bytes(bytes, origin)?),
-        Format::Docword => Dataset::Counts(docword_from_bytes(bytes, origin)?),
-        Format::Ldac => Dataset::Counts(ldac_from_bytes(bytes, origin, None)?),
-        Format::Idx => Dataset::Dense(idx_images_from_bytes(bytes, origin)?),
+        Format::Dense => {
+            let t = table_from_bytes(bytes, origin, &opts.dense)?;
+            Loaded {
+                dataset: Dataset::Dense(t.data),
+                columns: t.columns,
+            }
+        }
+        Format::Npy => {
+            if opts.dense.header {
+                return Err(dense_only("header"));
+            }
+            let x = super::npy::npy_from_bytes(bytes, origin)?;
+            plain(Dataset::Dense(drop_columns(
+                x,
+                &opts.dense.skip_columns,
+                origin,
+            )?))
+        }
+        _ if opts.dense != DenseOptions::default() => return Err(dense_only("columns")),
+        Format::Docword => plain(Dataset::Counts(docword_from_bytes(bytes, origin)?)),
+        Format::Ldac => plain(Dataset::Counts(ldac_from_bytes(bytes, origin, None)?)),
+        Format::Idx => plain(Dataset::Dense(idx_images_from_bytes(bytes, origin)?)),
     })
+}
+
+/// `x` without the columns `skip` numbers (1-based).
+fn drop_columns(x: DenseData, skip: &[String], origin: &Path) -> Result<DenseData> {
+    if skip.is_empty() {
+        return Ok(x);
+    }
+    let skipped = skipped_columns(skip, x.d(), None, origin, 0)?;
+    let d = skipped.iter().filter(|&&s| !s).count();
+    let values = (0..x.n())
+        .flat_map(|i| {
+            x.row(i)
+                .iter()
+                .zip(&skipped)
+                .filter(|(_, &s)| !s)
+                .map(|(&v, _)| v)
+        })
+        .collect();
+    DenseData::new(x.n(), d, values)
 }
 
 /// Parses a data set from bytes in the given format, or in the format [`detect_format`]
 /// guesses from the content when `format` is `None`.
 pub fn parse_dataset(bytes: &[u8], format: Option<Format>) -> Result<Dataset> {
-    dataset_from_bytes(bytes, input_path(), format)
+    let opts = LoadOptions {
+        format,
+        ..LoadOptions::default()
+    };
+    Ok(dataset_from_bytes(bytes, input_path(), &opts)?.dataset)
+}
+
+/// Parses a data set from bytes read elsewhere (standard input, a network), naming it `name`
+/// in errors and format detection, read as `opts` says. Gzip-compressed bytes are
+/// decompressed first.
+pub fn parse_dataset_named(bytes: &[u8], name: &Path, opts: &LoadOptions) -> Result<Loaded> {
+    dataset_from_bytes(bytes, name, opts)
+}
+
+/// Loads a data set from a file as `opts` says (see [`load_dataset`]), with the header's
+/// column names. Cost: one read of the file and one parse.
+pub fn load_dataset_with(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Loaded> {
+    let path = path.as_ref();
+    dataset_from_bytes(&read_file(path)?, path, opts)
 }
 
 /// Loads a data set from a file in the given format, or in the format [`detect_format`]
@@ -942,8 +1271,11 @@ pub fn parse_dataset(bytes: &[u8], format: Option<Format>) -> Result<Dataset> {
 /// size is the largest id + 1; use [`load_ldac`] to fix it). Cost: one read of the file and
 /// one parse.
 pub fn load_dataset(path: impl AsRef<Path>, format: Option<Format>) -> Result<Dataset> {
-    let path = path.as_ref();
-    dataset_from_bytes(&read_file(path)?, path, format)
+    let opts = LoadOptions {
+        format,
+        ..LoadOptions::default()
+    };
+    Ok(load_dataset_with(path, &opts)?.dataset)
 }
 
 // ---------------------------------------------------------------------------------------------

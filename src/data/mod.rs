@@ -3,6 +3,7 @@
 
 pub mod generate;
 pub mod load;
+pub mod npy;
 pub mod pca;
 
 use crate::error::{Error, Result};

@@ -100,17 +100,29 @@ pub enum FormatArg {
     Ldac,
     /// IDX images (`ubyte`).
     Idx,
+    /// NumPy `.npy`: a 2-D array of little-endian f8, f4, i8 or i4.
+    Npy,
 }
 
 /// The data a verb reads.
 #[derive(Debug, Args)]
 pub struct DataArgs {
-    /// Data file; without it, the built-in default data set (a seeded 13-cluster 2-D mixture).
+    /// Data file, or - for standard input; without it, the built-in default data set (a seeded
+    /// 13-cluster 2-D mixture). Dense text (whitespace or CSV, a header line of names detected),
+    /// UCI docword, LDA-C, IDX, NumPy .npy, each also gzip-compressed.
     #[arg(long)]
     pub data: Option<PathBuf>,
-    /// File format (detected from the file when omitted).
+    /// File format (detected from the file's name and content when omitted).
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
+    /// The first line of dense text is a header of column names, even if they are numbers (a
+    /// first line without any number is taken as a header anyway).
+    #[arg(long)]
+    pub header: bool,
+    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names
+    /// (e.g. an id column: --skip-columns id).
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub skip_columns: Vec<String>,
 }
 
 /// Model flags shared by every verb that builds a model.
@@ -457,7 +469,8 @@ pub struct PredictArgs {
     /// The run directory whose point estimate and draws are used.
     #[arg(long, value_name = "DIR")]
     pub run: PathBuf,
-    /// The new points (the format of the run's data).
+    /// The new points (the format of the run's data, read with its --header and
+    /// --skip-columns), or - for standard input; gzip-compressed files are read too.
     #[arg(long)]
     pub data: PathBuf,
     /// File format of the new points (detected when omitted).

@@ -138,25 +138,66 @@ pub enum Builtin {
     SetB,
 }
 
-/// The data of `--data` (format from `--format` or detected), or the built-in data set.
+/// The library's format of a `--format` value.
+pub fn format_of(f: FormatArg) -> Format {
+    match f {
+        FormatArg::Dense => Format::Dense,
+        FormatArg::Docword => Format::Docword,
+        FormatArg::Ldac => Format::Ldac,
+        FormatArg::Idx => Format::Idx,
+        FormatArg::Npy => Format::Npy,
+    }
+}
+
+/// What `--data` names standard input with.
+pub const STDIN: &str = "-";
+
+/// Reads `path` as `opts` says, or standard input when the path is `-`.
+pub fn load_path(path: &std::path::Path, opts: &load::LoadOptions) -> Result<load::Loaded> {
+    if path.as_os_str() != STDIN {
+        return load::load_dataset_with(path, opts);
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(|source| {
+        Error::Io {
+            path: "<stdin>".into(),
+            source,
+        }
+    })?;
+    load::parse_dataset_named(&bytes, std::path::Path::new("<stdin>"), opts)
+}
+
+/// The data of `--data` (format from `--format` or detected, `-` for standard input), or the
+/// built-in data set.
 pub fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
+    load_table(d, builtin).map(|l| l.dataset)
+}
+
+/// [`load_data`], with the header's column names when the data had a header.
+pub fn load_table(d: &DataArgs, builtin: Builtin) -> Result<load::Loaded> {
     match &d.data {
-        Some(path) => load::load_dataset(
+        Some(path) => load_path(
             path,
-            d.format.map(|f| match f {
-                FormatArg::Dense => Format::Dense,
-                FormatArg::Docword => Format::Docword,
-                FormatArg::Ldac => Format::Ldac,
-                FormatArg::Idx => Format::Idx,
-            }),
+            &load::LoadOptions {
+                format: d.format.map(format_of),
+                dense: load::DenseOptions {
+                    header: d.header,
+                    skip_columns: d.skip_columns.clone(),
+                },
+            },
         ),
-        None if d.format.is_some() => Err(Error::Usage(
-            "--format needs --data: the built-in data set has no file".into(),
+        None if d.format.is_some() || d.header || !d.skip_columns.is_empty() => Err(Error::Usage(
+            "--format, --header and --skip-columns need --data: the built-in data set has no \
+             file"
+                .into(),
         )),
-        None => Ok(Dataset::Dense(match builtin {
-            Builtin::Toy => generate::toy_like(1).0,
-            Builtin::SetB => generate::data_set_b(),
-        })),
+        None => Ok(load::Loaded {
+            dataset: Dataset::Dense(match builtin {
+                Builtin::Toy => generate::toy_like(1).0,
+                Builtin::SetB => generate::data_set_b(),
+            }),
+            columns: None,
+        }),
     }
 }
 
@@ -179,13 +220,18 @@ pub struct Built {
     pub spec: ModelSpec,
     /// What identifies the data.
     pub fingerprint: Fingerprint,
+    /// The names of the data's columns, when a header gave them.
+    pub columns: Option<Vec<String>>,
 }
 
 /// [`build`], also fingerprinting the data.
 pub fn build_model(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<Built> {
     let spec = ModelSpec::from(model);
     let prior = spec.build_prior().map_err(|e| name_flag(e, MODEL_FLAGS))?;
-    let data = load_data(data, builtin)?;
+    let load::Loaded {
+        dataset: data,
+        columns,
+    } = load_table(data, builtin)?;
     check_model_flags(model, &data)?;
     let fingerprint = Fingerprint::of(&data);
     let kernel = spec
@@ -196,6 +242,7 @@ pub fn build_model(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Resu
         prior,
         spec,
         fingerprint,
+        columns,
     })
 }
 
@@ -482,6 +529,16 @@ fn generate(a: GenerateArgs) -> Result<()> {
             values * 8.0 / (1u64 << 30) as f64,
             MAX_GENERATED_VALUES * 8.0 / (1u64 << 30) as f64
         )));
+    }
+    // `--out runs/x.txt` creates `runs/`; a parent that exists as something else is left to
+    // the write to report.
+    for path in std::iter::once(&a.out).chain(&a.labels_out) {
+        if let Some(parent) = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+        {
+            output::create_dir(parent)?;
+        }
     }
     match a.kind {
         GenerateKind::Gaussian => {

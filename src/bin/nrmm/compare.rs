@@ -192,7 +192,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         other => other.clone(),
     };
     let init = Init::resolve(&init_arg, n)?;
-    let data_path = a.data.data.as_deref().map(absolute).transpose()?;
+    let data_path = crate::run_verb::data_record(a.data.data.as_deref())?;
     let budget = Budget::Seconds(a.seconds);
     let mut runs: Vec<RunDir> = Vec::new();
     for &sampler in &samplers {
@@ -202,6 +202,8 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
                 commands: vec![command_line()],
                 data: data_path.clone(),
                 data_format: a.data.format,
+                data_header: a.data.header,
+                skip_columns: a.data.skip_columns.clone(),
                 fingerprint: built.fingerprint.clone(),
                 model: a.model.clone(),
                 sampler: SamplerArgs {

@@ -3,7 +3,7 @@
 //! running acceptance ratio of every Metropolis-Hastings move, and for 2-D data a scatter
 //! of the points coloured by the best run's point estimate.
 
-use crate::args::{DataArgs, PlotArgs};
+use crate::args::PlotArgs;
 use crate::commands::{load_data, Builtin};
 use crate::output::{self, create_dir};
 use crate::report::{sampler_name, Report};
@@ -413,13 +413,19 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
     };
     // Runs copied from another machine may name data that are not here: the other plots do
     // not need them, so the scatter is left out with a note instead of failing the verb.
-    let data = match load_data(
-        &DataArgs {
-            data: run.settings.data.clone(),
-            format: run.settings.data_format,
-        },
-        Builtin::Toy,
-    ) {
+    if run
+        .settings
+        .data
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == crate::commands::STDIN)
+    {
+        notes.push(format!(
+            "no scatter: the data of {} came from standard input",
+            run.dir.display()
+        ));
+        return Ok(None);
+    }
+    let data = match load_data(&run.settings.data_args(), Builtin::Toy) {
         Ok(data) => data,
         Err(e) => {
             notes.push(format!(

@@ -1,13 +1,13 @@
 //! `nrmm predict`: new points assigned to the clusters of a run's point estimate, with their
 //! cluster probabilities and their posterior predictive density over the run's draws.
 
-use crate::args::{DataArgs, FormatArg, PredictArgs};
+use crate::args::PredictArgs;
 use crate::commands::{build_model, Builtin};
 use crate::output;
 use crate::report::{DrawSource, Report};
 use crate::run_verb::joint_label;
 use crate::rundir::{RunDir, RunSettings};
-use nrmm::data::load::{self, Format};
+use nrmm::data::load;
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
 use nrmm::kernel::HyperKernel;
@@ -122,10 +122,7 @@ pub fn predict(a: PredictArgs) -> Result<()> {
         dir: a.run.clone(),
     };
     let settings = &run.settings;
-    let data = DataArgs {
-        data: settings.data.clone(),
-        format: settings.data_format,
-    };
+    let data = settings.data_args();
     let built = build_model(&data, &settings.model, Builtin::Toy)?;
     if built.fingerprint != settings.fingerprint {
         return Err(Error::Usage(format!(
@@ -144,13 +141,15 @@ pub fn predict(a: PredictArgs) -> Result<()> {
             a.run.display()
         ))
     })?;
-    let format = a.format.map(|f| match f {
-        FormatArg::Dense => Format::Dense,
-        FormatArg::Docword => Format::Docword,
-        FormatArg::Ldac => Format::Ldac,
-        FormatArg::Idx => Format::Idx,
-    });
-    let new = load::load_dataset(&a.data, format)?;
+    // The new points are read like the run's data: the same header and skipped columns.
+    let opts = load::LoadOptions {
+        format: a.format.map(crate::commands::format_of),
+        dense: load::DenseOptions {
+            header: settings.data_header,
+            skip_columns: settings.skip_columns.clone(),
+        },
+    };
+    let new = crate::commands::load_path(&a.data, &opts)?.dataset;
     let (labels, hyper) = (&estimate.labels, &estimate.hyper);
     let rows = match (&built.kernel, &new) {
         (AnyKernel::Nw(k), Dataset::Dense(x)) => {

@@ -1,7 +1,7 @@
 //! `nrmm run` (chains to a budget, with checkpoints and resume) and `nrmm diagnose`
 //! (the report of any set of run directories).
 
-use crate::args::{DataArgs, DiagnoseArgs, InitArg, RunArgs};
+use crate::args::{DiagnoseArgs, InitArg, RunArgs};
 use crate::commands::{build_model, print_json, resamples_hyper, Builtin, Status};
 use crate::interrupt;
 use crate::output::{self, create_dir};
@@ -31,6 +31,14 @@ pub fn absolute(path: &Path) -> Result<PathBuf> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// How `run.json` records `--data`: a file by its absolute path, standard input as `-`.
+pub fn data_record(data: Option<&Path>) -> Result<Option<PathBuf>> {
+    match data {
+        Some(p) if p.as_os_str() == crate::commands::STDIN => Ok(Some(p.to_path_buf())),
+        p => p.map(absolute).transpose(),
+    }
 }
 
 /// The budget given by `--sweeps` / `--seconds`, if any.
@@ -98,8 +106,10 @@ fn new_settings(a: &RunArgs) -> Result<RunSettings> {
     Ok(RunSettings {
         format: RUN_FORMAT.to_string(),
         commands: vec![command_line()],
-        data: a.data.data.as_deref().map(absolute).transpose()?,
+        data: data_record(a.data.data.as_deref())?,
         data_format: a.data.format,
+        data_header: a.data.header,
+        skip_columns: a.data.skip_columns.clone(),
         fingerprint: rundir::Fingerprint {
             n: 0,
             dim: 0,
@@ -260,10 +270,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
             (new_settings(&a)?, out, false)
         }
     };
-    let data = DataArgs {
-        data: settings.data.clone(),
-        format: settings.data_format,
-    };
+    let data = settings.data_args();
     let built = build_model(&data, &settings.model, Builtin::Toy)?;
     if resume && built.fingerprint != settings.fingerprint {
         return Err(Error::Usage(format!(
@@ -345,10 +352,11 @@ pub fn run(a: RunArgs) -> Result<Status> {
         settings: settings.clone(),
     };
     let report = Report::of(std::slice::from_ref(&run), None, prior.joint_label())?;
-    report.write(
-        &dir,
-        run_record(&settings, &spec, wall.elapsed().as_secs_f64()),
-    )?;
+    let mut record = run_record(&settings, &spec, wall.elapsed().as_secs_f64());
+    if let Some(columns) = &built.columns {
+        record["columns"] = json!(columns);
+    }
+    report.write(&dir, record)?;
     output::stdout(|out| {
         report.print(out)?;
         writeln!(out, "wrote {}", dir.display())

@@ -104,6 +104,12 @@ pub struct RunSettings {
     pub data: Option<PathBuf>,
     /// The data file's format, if given.
     pub data_format: Option<FormatArg>,
+    /// Whether `--header` was given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub data_header: bool,
+    /// The columns `--skip-columns` left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_columns: Vec<String>,
     /// What identifies the data.
     pub fingerprint: Fingerprint,
     /// The model flags. They also give the run's initial prior, rebuilt from them when a run
@@ -149,6 +155,16 @@ struct Identity<'a> {
 }
 
 impl RunSettings {
+    /// The data flags that read the run's data again.
+    pub fn data_args(&self) -> crate::args::DataArgs {
+        crate::args::DataArgs {
+            data: self.data.clone(),
+            format: self.data_format,
+            header: self.data_header,
+            skip_columns: self.skip_columns.clone(),
+        }
+    }
+
     /// The chain indices of the run.
     pub fn chain_indices(&self) -> std::ops::Range<u64> {
         self.chain_offset..self.chain_offset + self.chains as u64

@@ -113,12 +113,7 @@ fn config(a: &SvaArgs) -> Result<SvaConfig> {
 }
 
 fn format_of(f: Option<FormatArg>) -> Option<Format> {
-    f.map(|f| match f {
-        FormatArg::Dense => Format::Dense,
-        FormatArg::Docword => Format::Docword,
-        FormatArg::Ldac => Format::Ldac,
-        FormatArg::Idx => Format::Idx,
-    })
+    f.map(crate::commands::format_of)
 }
 
 /// What one fit reports, whatever the kernel.
@@ -158,6 +153,8 @@ pub fn sva(a: SvaArgs) -> Result<()> {
     let data = DataArgs {
         data: Some(a.data.clone()),
         format: a.format,
+        header: false,
+        skip_columns: Vec::new(),
     };
     let built = build_model(&data, &a.model, Builtin::Toy)?;
     let heldout = match &a.heldout {

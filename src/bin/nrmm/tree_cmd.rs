@@ -88,6 +88,8 @@ pub fn tree(a: TreeArgs) -> Result<()> {
     let data = DataArgs {
         data: Some(a.data.clone()),
         format: a.data_format,
+        header: false,
+        skip_columns: Vec::new(),
     };
     let (kernel, prior, _) =
         crate::commands::build(&data, &a.model, crate::commands::Builtin::Toy)?;
