@@ -501,6 +501,6 @@ fn help_documents_every_input_format() {
     fails_no_stdout(
         &["loglik", "--labels", "l.txt", "--header"],
         1,
-        &["--header", "need --data"],
+        &["--header needs --data"],
     );
 }

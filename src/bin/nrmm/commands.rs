@@ -186,11 +186,18 @@ pub fn load_table(d: &DataArgs, builtin: Builtin) -> Result<load::Loaded> {
                 },
             },
         ),
-        None if d.format.is_some() || d.header || !d.skip_columns.is_empty() => Err(Error::Usage(
-            "--format, --header and --skip-columns need --data: the built-in data set has no \
-             file"
-                .into(),
-        )),
+        None if d.format.is_some() || d.header || !d.skip_columns.is_empty() => {
+            let flag = if d.format.is_some() {
+                "--format"
+            } else if d.header {
+                "--header"
+            } else {
+                "--skip-columns"
+            };
+            Err(Error::Usage(format!(
+                "{flag} needs --data: the built-in data set has no file"
+            )))
+        }
         None => Ok(load::Loaded {
             dataset: Dataset::Dense(match builtin {
                 Builtin::Toy => generate::toy_like(1).0,
