@@ -85,8 +85,6 @@ fn run_writes_chains_from_ibhc_starts() {
         let mut args2 = args.clone();
         let at = args2.iter().position(|&a| a == out).unwrap();
         args2[at] = &again;
-        // The directory holds the previous sampler's run, which this one replaces.
-        args2.push("--force");
         ok(&args2);
         assert_eq!(
             std::fs::read_to_string(format!("{again}/chain-1/labels.txt")).unwrap(),
