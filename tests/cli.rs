@@ -423,7 +423,7 @@ fn generate_gaussian_with_k_and_each_prior_round_trips() {
         assert_eq!((u64_of(&v, "n"), u64_of(&v, "d")), (40, 3));
         let out = dir.arg(&format!("{tag}-run"));
         ok(&["run", "--data", &x, "--sweeps", "3", "--out", &out]);
-        check_run_output(&dir, &format!("{tag}-run"), 1, 40, Some(3));
+        check_run_output(&dir, &format!("{tag}-run"), 4, 40, Some(3));
     }
 }
 
@@ -473,7 +473,7 @@ fn generate_counts_round_trips_through_loglik_and_run() {
         "--out",
         &dir.arg("run"),
     ]);
-    check_run_output(&dir, "run", 1, 25, Some(4));
+    check_run_output(&dir, "run", 4, 25, Some(4));
 }
 
 #[test]
@@ -501,18 +501,18 @@ fn run_writes_trace_labels_and_summary() {
     assert!(said.starts_with("chain 0: 6 sweeps in "), "{said}");
     assert!(said.trim_end().ends_with(&format!("wrote {out}")), "{said}");
     for needle in [
-        "after a burn-in of 3 sweeps per chain",
+        "after a burn-in of 3 sweeps per chain (4 chains",
         "log_joint",
         "n_clusters",
         "ESS bulk",
         "R-hat",
         "P(K): ",
-        "point estimate (Dahl, among 2 draws)",
+        "point estimate (Dahl, among 8 draws)",
         "best state visited",
     ] {
         assert!(said.contains(needle), "{needle:?} not in {said}");
     }
-    let summary = check_run_output(&dir, "o", 1, 1300, Some(6));
+    let summary = check_run_output(&dir, "o", 4, 1300, Some(6));
     assert_eq!(field(&summary, "sampler"), "gibbs");
     assert_eq!(u64_of(&summary, "seed"), 4);
     let command: Vec<&str> = field(&summary, "command")
@@ -666,7 +666,7 @@ fn run_each_sampler_under_each_prior() {
             ];
             args.extend(prior.iter().copied());
             ok(&args);
-            let summary = check_run_output(&dir, &name, 1, 50, Some(5));
+            let summary = check_run_output(&dir, &name, 4, 50, Some(5));
             assert_eq!(field(&summary, "sampler"), sampler);
             let (header, _) = trace(&dir.0.join(format!("{name}/chain-0/trace.csv")));
             if tag.starts_with("nggp") {
@@ -2139,4 +2139,87 @@ fn plot_draws_what_the_run_has() {
     assert!(said.contains("note: no scatter"), "{said}");
     fails_no_stdout(&["plot", &dir.arg("none")], 1, &["none"]);
     fails_no_stdout(&["plot"], 2, &["DIR"]);
+}
+
+/// Rows of `n` points in `d` dimensions from a fixed pseudo-random formula (in (-1, 1)), scaled by `scale`
+/// and shifted by `shift` in every other point.
+fn formula_points(n: usize, d: usize, scale: f64, shift: f64) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        let row: Vec<String> = (0..d)
+            .map(|j| {
+                let v = ((i as f64 * 12.9898 + j as f64 * 78.233).sin() * 43758.5453).fract();
+                format!("{}", scale * (v + if i % 2 == 1 { shift } else { 0.0 }))
+            })
+            .collect();
+        text.push_str(&row.join(" "));
+        text.push('\n');
+    }
+    text
+}
+
+/// `run` says when a chain never left its start and when clusters crumble into a few points
+/// each, in its output and in summary.json.
+#[test]
+fn run_warns_of_stuck_and_crowded_chains() {
+    let dir = TempDir::new("run-warnings");
+    // Under the reference prior, data in tiny units look like one cluster: Gibbs from one
+    // cluster never moves.
+    let tiny = dir.write("tiny.txt", &formula_points(40, 2, 1e-4, 3.0));
+    let out = dir.arg("stuck");
+    let text = ok(&[
+        "run",
+        "--data",
+        &tiny,
+        "--nw-defaults",
+        "reference",
+        "--init",
+        "single",
+        "--chains",
+        "1",
+        "--sweeps",
+        "20",
+        "--out",
+        &out,
+    ]);
+    assert!(
+        text.contains("ended in the partition it started from"),
+        "{text}"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{out}/summary.json")).unwrap())
+            .unwrap();
+    let warnings = summary["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("may be stuck")),
+        "{summary}"
+    );
+    // The same start under the default prior moves, and says nothing of it.
+    let out = dir.arg("moves");
+    let text = ok(&[
+        "run", "--data", &tiny, "--init", "single", "--chains", "1", "--sweeps", "20", "--out",
+        &out,
+    ]);
+    assert!(!text.contains("started from"), "{text}");
+    // Twenty dimensions of 60 points under the reference prior: dozens of crumbs.
+    let wide = dir.write("wide.txt", &formula_points(60, 20, 4.0, 0.0));
+    let out = dir.arg("crowded");
+    let text = ok(&[
+        "run",
+        "--data",
+        &wide,
+        "--nw-defaults",
+        "reference",
+        "--init",
+        "singletons",
+        "--chains",
+        "1",
+        "--sweeps",
+        "5",
+        "--out",
+        &out,
+    ]);
+    assert!(text.contains("clusters this small"), "{text}");
 }

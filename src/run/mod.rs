@@ -6,6 +6,7 @@
 //! [`Chain::resume`] continues exactly as the chain would have gone on.
 
 pub mod checkpoint;
+pub mod cost;
 pub mod draws;
 pub mod trace;
 

@@ -394,20 +394,25 @@ pub struct RunArgs {
     /// runs; with --resume, the new total).
     #[arg(long, allow_negative_numbers = true)]
     pub seconds: Option<f64>,
-    /// Number of chains, at least 1 (run in parallel).
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    /// Number of chains, at least 1, run in parallel (as many at a time as there are
+    /// cores; a time budget is each chain's own sampling time). Several chains from different
+    /// starts show a chain stuck in one mode as disagreement (R-hat). The default is fixed,
+    /// not the core count, so the same command gives the same result on every machine.
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true)]
     pub chains: usize,
     /// Index of the first chain: chains are numbered from it, each drawing from the stream of
     /// its number, so runs with offsets 0, C, 2C, ... of C chains each (separate processes or
     /// machines) together are one run of many chains (merge them with `nrmm diagnose`).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub chain_offset: u64,
-    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc, exact-ibhc or sva.
-    /// noisy-ibhc places the points in a random order, each on top of the tree it is closest
-    /// to or alone (the tgMCMC paper's toy start, also accepted as top-insert); exact-ibhc
-    /// inserts them into the trees, IBHC proper. tgmcmc-paper starts from the IBHC forest
-    /// itself, as the paper's code does.
-    #[arg(long, default_value = "single")]
+    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc, exact-ibhc or sva
+    /// (the default: a one-pass SVA-PM fit over each chain's own random order of the points,
+    /// so chains start from different, non-degenerate clusterings). noisy-ibhc places the
+    /// points in a random order, each on top of the tree it is closest to or alone (the tgMCMC
+    /// paper's toy start, also accepted as top-insert); exact-ibhc inserts them into the
+    /// trees, IBHC proper. tgmcmc-paper starts from the IBHC forest itself, as the paper's
+    /// code does.
+    #[arg(long, default_value = "sva")]
     pub init: InitArg,
     /// Keep every thin-th sweep in the trace and the draws (at least 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]

@@ -26,6 +26,10 @@ const DENSE_MAX_POINTS: usize = 4000;
 /// Pairs of points sampled for Dahl's estimate when n is large.
 const SAMPLED_PAIRS: usize = 200_000;
 
+/// A chain with at least 1/CROWDED_SHARE of the points as clusters (an average cluster of at
+/// most 4 points) is reported: the model splits the data into crumbs.
+const CROWDED_SHARE: usize = 4;
+
 /// R-hat above which the chains are reported as not mixed (Vehtari et al. 2021).
 const RHAT_LIMIT: f64 = 1.01;
 
@@ -210,6 +214,17 @@ fn read_chain(
         None
     };
     let finished = end.is_some();
+    if let Some(e) = end.as_ref().filter(|e| e.never_moved) {
+        warnings.push(format!(
+            "chain {chain} of {} ended in the partition it started from (K = {}) and its \
+             number of clusters never changed in {} sweeps: it may be stuck there; start it \
+             elsewhere (--init sva or singletons), use a split-merge sampler (--sampler sams) \
+             or run more chains",
+            run.dir.display(),
+            e.n_clusters,
+            e.sweeps
+        ));
+    }
     let (sweeps, seconds, n_clusters, log_joint) = match &end {
         Some(e) => (e.sweeps, e.seconds, e.n_clusters, e.log_joint),
         None => {
@@ -471,6 +486,17 @@ impl Report {
         if total == 0 {
             warnings
                 .push("no trace rows after the burn-in: lower --burn-in or run longer".to_string());
+        }
+        let n_points = runs[0].settings.fingerprint.n;
+        for c in &chains {
+            if n_points >= 8 && c.n_clusters * CROWDED_SHARE >= n_points {
+                warnings.push(format!(
+                    "chain {} ended with K = {} clusters for {n_points} points: clusters this small \
+                     mean the kernel's prior does not fit the data (try --kernel diag or fewer \
+                     dimensions)",
+                    c.chain, c.n_clusters
+                ));
+            }
         }
         for (name, s) in &diagnostics {
             if s.rhat > RHAT_LIMIT {

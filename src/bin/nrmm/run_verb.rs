@@ -321,6 +321,9 @@ pub fn run(a: RunArgs) -> Result<Status> {
             }
         }
         settings.save(&dir)?;
+        if !resume {
+            warn_of_slow_sweeps(k, settings.sampler.sampler);
+        }
         interrupt::install();
         let jobs = settings
             .chain_indices()
@@ -362,6 +365,24 @@ pub fn run(a: RunArgs) -> Result<Status> {
         writeln!(out, "wrote {}", dir.display())
     })?;
     Ok(Status::Done)
+}
+
+/// Sweep time (measured lower bound) above which a run is announced as slow before it starts.
+const SLOW_SWEEP_SECONDS: f64 = 60.0;
+
+/// Warns on standard error, before any chain starts, when one sweep will take at least a
+/// minute: every sampler weighs each point against at least two clusters per sweep, and one
+/// predictive's time is measured on the data ([`nrmm::run::cost::predictive_seconds`]).
+fn warn_of_slow_sweeps<K: ConjugateKernel>(kernel: &K, sampler: crate::args::SamplerKind) {
+    let n = kernel.n_points();
+    let sweep = 2.0 * n as f64 * nrmm::run::cost::predictive_seconds(kernel);
+    if sweep > SLOW_SWEEP_SECONDS {
+        output::report_line(&format!(
+            "warning: one sweep of {} over {n} points will take at least {:.0} s (minutes per              sweep, more as clusters appear); a diagonal kernel (--kernel diag) or fewer              dimensions (principal components) make each sweep far cheaper",
+            crate::report::kind_name(sampler),
+            sweep
+        ));
+    }
 }
 
 /// The fields of `summary.json` that describe the run itself.

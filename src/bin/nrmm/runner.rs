@@ -207,6 +207,11 @@ pub struct EndState {
     pub log_joint: f64,
     /// Hyperparameters by name.
     pub hyper: std::collections::BTreeMap<String, f64>,
+    /// Whether the chain ended in the partition it started from without its number of
+    /// clusters ever changing (a chain stuck at its start); false for a resumed chain, whose
+    /// start this launch did not see.
+    #[serde(default)]
+    pub never_moved: bool,
 }
 
 /// How a chain ended.
@@ -438,6 +443,11 @@ fn kernel_update<K: HyperKernel + 'static>(
     Ok(Some(Box::new(KernelHyperMove::new(priors)?)))
 }
 
+/// The number of clusters of canonical labels.
+fn chain_start_k(labels: &[usize]) -> usize {
+    labels.iter().max().map_or(0, |m| m + 1)
+}
+
 /// Runs one chain to its budget (see [`launch`]).
 fn run_chain<K: SvaKernel + HyperKernel + 'static>(
     kernel: &K,
@@ -474,6 +484,7 @@ fn run_chain<K: SvaKernel + HyperKernel + 'static>(
         }
         Some(_) => {}
     }
+    let resumed = job.checkpoint.is_some();
     let (mut chain, mut trace, mut draws, mut best, mut last_checkpoint) = match job.checkpoint {
         Some(file) => {
             let sweep = file.state.sweep;
@@ -508,6 +519,9 @@ fn run_chain<K: SvaKernel + HyperKernel + 'static>(
             (chain, trace, draws, BestDraw::default(), None)
         }
     };
+    let start = chain.state().partition.canonical_labels();
+    let start_k = chain_start_k(&start);
+    let mut k_changed = false;
     let mut bar = shared.progress.bar(&job.label);
     while !settings
         .budget
@@ -525,6 +539,7 @@ fn run_chain<K: SvaKernel + HyperKernel + 'static>(
             });
         }
         let record = chain.sweep()?;
+        k_changed |= record.n_clusters != start_k;
         trace.observe(&record, chain.state())?;
         draws.observe(&record, chain.state())?;
         best.observe(&record, chain.state())?;
@@ -563,6 +578,10 @@ fn run_chain<K: SvaKernel + HyperKernel + 'static>(
             .chain(chain.kernel_hyper_values())
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+        never_moved: !resumed
+            && !k_changed
+            && chain.sweeps_done() > 0
+            && state.partition.canonical_labels() == start,
     };
     load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
     save_json(&dir.join("end.json"), &end)?;
