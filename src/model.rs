@@ -3,7 +3,8 @@
 
 use crate::data::{Dataset, DenseData};
 use crate::error::{Error, Result};
-use crate::kernel::{MultinomialDirichlet, NormalWishart, NwHyper};
+use crate::kernel::diagonal::full_covariance_problem;
+use crate::kernel::{DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper};
 use crate::prior::{AlphaUpdate, Dp, GammaPrior, Nggp, NggpHyperPriors, Prior};
 use std::sync::Arc;
 
@@ -15,6 +16,19 @@ pub enum KernelKind {
     Nw,
     /// Multinomial-Dirichlet on count vectors (MATH §2.2).
     Md,
+    /// Independent Normal-Gamma per dimension (diagonal covariance) on real vectors
+    /// ([`crate::kernel::diagonal`]).
+    Diag,
+}
+
+/// The kernel a model uses for its data, and why, when it was chosen automatically for a
+/// reason the user should hear ([`ModelSpec::kernel_for`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelChoice {
+    /// The kernel.
+    pub kind: KernelKind,
+    /// Why the diagonal kernel replaced the default Normal-Wishart one (one line), if it did.
+    pub reason: Option<String>,
 }
 
 /// Which NRM prior.
@@ -74,7 +88,8 @@ pub fn scaled_share(d: usize) -> f64 {
 
 /// Everything that defines a model, with `None` meaning "the default".
 ///
-/// Defaults: the kernel follows the data (Normal-Wishart for real vectors,
+/// Defaults: the kernel follows the data (Normal-Wishart for real vectors, or the diagonal
+/// kernel where a full covariance cannot be estimated, [`ModelSpec::kernel_for`];
 /// Multinomial-Dirichlet for counts); Normal-Wishart hyperparameters from the data as
 /// [`NwDefaults`] says (unit-equivariant unless the reference choice is asked for), each
 /// overridable; `β = 0.1`; `α = 1`; `σ = 0.5`; `u = 1`.
@@ -90,7 +105,7 @@ pub struct ModelSpec {
     pub beta: f64,
     /// Normal-Wishart ξ.
     pub nw_xi: Option<Vec<f64>>,
-    /// Normal-Wishart Ψ, row-major.
+    /// Normal-Wishart Ψ, row-major; for the diagonal kernel its d diagonal entries ψ_j.
     pub nw_psi: Option<Vec<f64>>,
     /// Normal-Wishart r.
     pub nw_r: Option<f64>,
@@ -145,6 +160,8 @@ pub enum AnyKernel {
     Nw(NormalWishart),
     /// Multinomial-Dirichlet.
     Md(MultinomialDirichlet),
+    /// Diagonal covariance.
+    Diag(Diagonal),
 }
 
 impl AnyKernel {
@@ -153,6 +170,7 @@ impl AnyKernel {
         match self {
             AnyKernel::Nw(k) => k.dim(),
             AnyKernel::Md(k) => k.hyper().vocab(),
+            AnyKernel::Diag(k) => k.dim(),
         }
     }
 }
@@ -224,14 +242,80 @@ impl ModelSpec {
         NwHyper::new(xi, psi, r, nu)
     }
 
-    /// The kernel over `data`, checking that kernel and data agree.
-    pub fn build_kernel(&self, data: Dataset) -> Result<AnyKernel> {
+    /// The kernel for `data`: the one asked for; else Multinomial-Dirichlet for counts; else
+    /// for real data Normal-Wishart, unless its scale matrix would come from a covariance that
+    /// cannot be estimated ([`full_covariance_problem`]: `d ≥ n/2`, a constant column, or a
+    /// column that is a linear combination of others; only when `nw_psi` is not given), when
+    /// the diagonal kernel takes its place and the reason is returned for the caller to
+    /// report. Cost: O(N d) for counts, a constant column or `d ≥ n/2`; otherwise
+    /// O(N d² + d³).
+    pub fn kernel_for(&self, data: &Dataset) -> KernelChoice {
+        let plain = |kind| KernelChoice { kind, reason: None };
         match (self.kernel, data) {
-            (None | Some(KernelKind::Nw), Dataset::Dense(x)) => {
+            (Some(kind), _) => plain(kind),
+            (None, Dataset::Counts(_)) => plain(KernelKind::Md),
+            (None, Dataset::Dense(_)) if self.nw_psi.is_some() => plain(KernelKind::Nw),
+            (None, Dataset::Dense(x)) => match full_covariance_problem(x) {
+                Some(why) => KernelChoice {
+                    kind: KernelKind::Diag,
+                    reason: Some(format!(
+                        "using the diagonal kernel (--kernel diag): {why}, so a full \
+                         covariance cannot be estimated (give --kernel nw to insist)"
+                    )),
+                },
+                None => plain(KernelKind::Nw),
+            },
+        }
+    }
+
+    /// The diagonal kernel's hyperparameters for `x`: the user's `ξ`, `ψ` (d values), `r`, `ν`
+    /// where given, the rest by the policy of [`NwDefaults`] applied to a diagonal scale.
+    /// Unit-equivariant ([`DiagHyper::from_data`]): `r` = [`SCALED_R`],
+    /// `ν = 1 + SCALED_NU_MINUS_D` (per dimension, as the Normal-Wishart's `ν - d`), and `ψ`
+    /// so that the expected cluster variances are [`scaled_share`]`(d)` of the column
+    /// variances (a cluster's box then has a tenth of the data's volume, as the
+    /// Normal-Wishart's ellipsoid); a given `ν ≤ 2` sets the scale as `ν = 3` does. Reference:
+    /// `r = 0.1`, `ν = 7` and `ψ` the variances rescaled to `Π ψ_j = 0.1`. With d = 1 both
+    /// are the Normal-Wishart defaults. Cost: O(N d).
+    pub fn diag_hyper(&self, x: &DenseData) -> Result<DiagHyper> {
+        let d = x.d();
+        let (r, nu) = match self.nw_defaults {
+            NwDefaults::Scaled => (SCALED_R, 1.0 + SCALED_NU_MINUS_D),
+            NwDefaults::Reference => (NwHyper::REFERENCE_R, 1.0 + NwHyper::REFERENCE_NU_MINUS_D),
+        };
+        let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));
+        let (xi, psi) = match (&self.nw_xi, &self.nw_psi) {
+            (Some(xi), Some(psi)) => (xi.clone(), psi.clone()),
+            (xi, psi) => {
+                let from_data = match self.nw_defaults {
+                    NwDefaults::Scaled => {
+                        DiagHyper::from_data(x, scaled_share(d), r, (nu - 1.0).max(2.0))?
+                    }
+                    NwDefaults::Reference => DiagHyper::reference_from_data(x)?,
+                };
+                (
+                    xi.clone().unwrap_or_else(|| from_data.xi().to_vec()),
+                    psi.clone().unwrap_or_else(|| from_data.psi().to_vec()),
+                )
+            }
+        };
+        DiagHyper::new(xi, psi, r, nu)
+    }
+
+    /// The kernel over `data` ([`ModelSpec::kernel_for`] when none is given), checking that
+    /// kernel and data agree.
+    pub fn build_kernel(&self, data: Dataset) -> Result<AnyKernel> {
+        let kind = self.kernel_for(&data).kind;
+        match (kind, data) {
+            (KernelKind::Nw, Dataset::Dense(x)) => {
                 let hyper = self.nw_hyper(&x)?;
                 Ok(AnyKernel::Nw(NormalWishart::new(Arc::new(x), hyper)?))
             }
-            (None | Some(KernelKind::Md), Dataset::Counts(c)) => {
+            (KernelKind::Diag, Dataset::Dense(x)) => {
+                let hyper = self.diag_hyper(&x)?;
+                Ok(AnyKernel::Diag(Diagonal::new(Arc::new(x), hyper)?))
+            }
+            (KernelKind::Md, Dataset::Counts(c)) => {
                 if self.nw_xi.is_some()
                     || self.nw_psi.is_some()
                     || self.nw_r.is_some()
@@ -246,25 +330,30 @@ impl ModelSpec {
                     self.beta,
                 )?))
             }
-            (Some(KernelKind::Md), Dataset::Dense(_)) => Err(Error::Usage(
+            (KernelKind::Md, Dataset::Dense(_)) => Err(Error::Usage(
                 "--kernel md needs count data (docword or LDA-C), but the data are a real matrix"
                     .into(),
             )),
-            (Some(KernelKind::Nw), Dataset::Counts(_)) => Err(Error::Usage(
+            (KernelKind::Nw, Dataset::Counts(_)) => Err(Error::Usage(
                 "--kernel nw needs a real matrix, but the data are counts: use --kernel md".into(),
+            )),
+            (KernelKind::Diag, Dataset::Counts(_)) => Err(Error::Usage(
+                "--kernel diag needs a real matrix, but the data are counts: use --kernel md"
+                    .into(),
             )),
         }
     }
 }
 
 /// Runs `$body` with `$k` bound to the concrete kernel inside an [`AnyKernel`], so generic
-/// code is written once for both kernels.
+/// code is written once for every kernel.
 #[macro_export]
 macro_rules! with_kernel {
     ($any:expr, |$k:ident| $body:expr) => {
         match $any {
             $crate::model::AnyKernel::Nw($k) => $body,
             $crate::model::AnyKernel::Md($k) => $body,
+            $crate::model::AnyKernel::Diag($k) => $body,
         }
     };
 }

@@ -9,7 +9,7 @@
 
 use crate::data::{DenseData, SparseCounts};
 use crate::error::{Error, Result};
-use crate::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart};
+use crate::kernel::{ConjugateKernel, Diagonal, MultinomialDirichlet, NormalWishart};
 use crate::math::log_sum_exp;
 use crate::partition::Partition;
 use crate::prior::NrmPrior;
@@ -27,6 +27,18 @@ pub trait PredictiveKernel: ConjugateKernel {
 }
 
 impl PredictiveKernel for NormalWishart {
+    type NewData = DenseData;
+
+    fn n_new(data: &DenseData) -> usize {
+        data.n()
+    }
+
+    fn ln_predictive_new(&self, data: &DenseData, j: usize, s: &Self::Stat) -> Result<f64> {
+        self.ln_predictive_point(data.row(j), s)
+    }
+}
+
+impl PredictiveKernel for Diagonal {
     type NewData = DenseData;
 
     fn n_new(data: &DenseData) -> usize {

@@ -7,16 +7,18 @@
 //! Normal-Wishart kernel, the Cholesky factor of Ψ_n), kept valid by every method here.
 
 pub mod cholesky;
+pub mod diagonal;
 pub mod hyperprior;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
 pub mod params;
 mod scratch;
 
+pub use diagonal::{DiagHyper, DiagStat, Diagonal};
 pub use hyperprior::{HyperKernel, KernelHyperPriors, LogNormalPrior};
 pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
 pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
-pub use params::{ln_gamma_variate, MdParam, NwParam, ParametricKernel};
+pub use params::{ln_gamma_variate, DiagMoments, DiagParam, MdParam, NwParam, ParametricKernel};
 
 /// What a predictive evaluation leaves behind for adding the same point to the same
 /// statistic ([`ConjugateKernel::ln_predictive_probed`], [`ConjugateKernel::add_probed`]).

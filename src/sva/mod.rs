@@ -8,25 +8,28 @@
 //! the new one's responsibility exceeds `ε`, and every component absorbs the point with
 //! weight `ρ_i(k)` (step 5). The components hold *soft* sufficient statistics: the kernels'
 //! own statistics count whole points, so this module keeps its own with real-valued weights
-//! ([`SvaKernel`], implemented for [`crate::kernel::NormalWishart`] and
-//! [`crate::kernel::MultinomialDirichlet`]).
+//! ([`SvaKernel`], implemented for [`crate::kernel::NormalWishart`],
+//! [`crate::kernel::Diagonal`] and [`crate::kernel::MultinomialDirichlet`]).
 //!
 //! The result ([`SvaFit`]) is a deterministic approximation of the posterior, not a sample:
 //! use it as a fast baseline or as the initial clustering of an exact sampler
 //! ([`SvaFit::to_partition`]).
 //!
 //! Cost of a pass over `n` points with `K` components: `n (K + 1)` predictive evaluations
-//! (each O(d²) for Normal-Wishart, O(m log M) for a document of m distinct words against a
-//! component of M), statistic updates only for the responsibilities that are not negligible
-//! (usually one or two per point), and for SVA-PM O(K²) per check, at most every `K` points.
+//! (each O(d²) for Normal-Wishart, O(d) for the diagonal kernel, O(m log M) for a document of
+//! m distinct words against a component of M), statistic updates only for the responsibilities
+//! that are not negligible (usually one or two per point), and for SVA-PM O(K²) per check, at
+//! most every `K` points.
 
 mod config;
+mod diagonal;
 mod fit;
 mod multinomial_dirichlet;
 mod normal_wishart;
 mod pairs;
 
 pub use config::{PruneMerge, SvaConfig};
+pub use diagonal::{DiagPosterior, SoftDiag};
 pub use fit::{fit, fit_order, fit_shuffled, shuffled_order, SvaEvents, SvaFit};
 pub use multinomial_dirichlet::{MdPoint, MdPosterior, SoftMd};
 pub use normal_wishart::{NwPosterior, SoftNw};

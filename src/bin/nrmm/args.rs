@@ -59,6 +59,9 @@ pub enum KernelKind {
     Nw,
     /// Multinomial-Dirichlet on count vectors.
     Md,
+    /// Independent Normal-Gamma per dimension (diagonal covariance) on real vectors: O(d) per
+    /// point, for high dimensions.
+    Diag,
 }
 
 /// How Normal-Wishart hyperparameters not given are derived from the data.
@@ -128,7 +131,8 @@ pub struct DataArgs {
 /// Model flags shared by every verb that builds a model.
 #[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelArgs {
-    /// Conjugate kernel (default: nw for real data, md for counts).
+    /// Conjugate kernel (default: nw for real data, or diag when a full covariance cannot be
+    /// estimated, as for d ≥ n/2 or a constant column; md for counts).
     #[arg(long, value_enum)]
     pub kernel: Option<KernelKind>,
     /// Dirichlet concentration β > 0 of the Multinomial-Dirichlet kernel (default 0.1; count
@@ -139,7 +143,7 @@ pub struct ModelArgs {
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub nw_xi: Option<Vec<f64>>,
     /// Normal-Wishart scale Ψ, d·d comma-separated values row by row (default: see
-    /// --nw-defaults).
+    /// --nw-defaults); with --kernel diag, d values ψ_j, one per column.
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub nw_psi: Option<Vec<f64>>,
     /// Normal-Wishart mean precision scale r (default 0.01; 0.1 with --nw-defaults

@@ -106,6 +106,7 @@ impl From<&ModelArgs> for ModelSpec {
             kernel: m.kernel.map(|k| match k {
                 KernelKind::Nw => nrmm::model::KernelKind::Nw,
                 KernelKind::Md => nrmm::model::KernelKind::Md,
+                KernelKind::Diag => nrmm::model::KernelKind::Diag,
             }),
             beta: m.beta.unwrap_or(DEFAULT_BETA),
             nw_xi: m.nw_xi.clone(),
@@ -241,6 +242,14 @@ pub fn build_model(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Resu
     } = load_table(data, builtin)?;
     check_model_flags(model, &data)?;
     let fingerprint = Fingerprint::of(&data);
+    let choice = spec.kernel_for(&data);
+    if let Some(reason) = &choice.reason {
+        output::report_line(reason);
+    }
+    let spec = ModelSpec {
+        kernel: Some(choice.kind),
+        ..spec
+    };
     let kernel = spec
         .build_kernel(data)
         .map_err(|e| explain_kernel_error(name_flag(e, MODEL_FLAGS), model))?;
@@ -329,7 +338,17 @@ fn check_model_flags(m: &ModelArgs, data: &Dataset) -> Result<()> {
         }
     }
     if let Some(psi) = &m.nw_psi {
-        if psi.len() != d * d {
+        if m.kernel == Some(KernelKind::Diag) {
+            if psi.len() != d {
+                return Err(Error::param(
+                    "--nw-psi",
+                    format!("{} values", psi.len()),
+                    &format!(
+                        "{d} comma-separated values with --kernel diag, one scale per data column"
+                    ),
+                ));
+            }
+        } else if psi.len() != d * d {
             return Err(Error::param(
                 "--nw-psi",
                 format!("{} values", psi.len()),

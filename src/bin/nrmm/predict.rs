@@ -163,6 +163,17 @@ pub fn predict(a: PredictArgs) -> Result<()> {
             }
             predict_with(k, x, &built.prior, labels, hyper, &report.sources)?
         }
+        (AnyKernel::Diag(k), Dataset::Dense(x)) => {
+            if x.d() != k.dim() {
+                return Err(Error::Usage(format!(
+                    "{} has points of dimension {}, but the run's data have dimension {}",
+                    a.data.display(),
+                    x.d(),
+                    k.dim()
+                )));
+            }
+            predict_with(k, x, &built.prior, labels, hyper, &report.sources)?
+        }
         (AnyKernel::Md(k), Dataset::Counts(c)) => {
             if c.vocab() > k.hyper().vocab() {
                 return Err(Error::Usage(format!(
@@ -174,7 +185,7 @@ pub fn predict(a: PredictArgs) -> Result<()> {
             }
             predict_with(k, c, &built.prior, labels, hyper, &report.sources)?
         }
-        (AnyKernel::Nw(_), Dataset::Counts(_)) => {
+        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Counts(_)) => {
             return Err(Error::Usage(format!(
                 "{} holds counts, but the run's data are real vectors",
                 a.data.display()

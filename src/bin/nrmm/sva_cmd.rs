@@ -176,6 +176,15 @@ pub fn sva(a: SvaArgs) -> Result<()> {
             let f = run_fit(k, &config, a.shuffle_seed)?;
             (report(&f, h)?, k.dim())
         }
+        (AnyKernel::Diag(k), h) => {
+            let h = match h {
+                None => None,
+                Some(Dataset::Dense(x)) => Some(x),
+                Some(Dataset::Counts(_)) => return Err(mismatch("count data", "real vectors")),
+            };
+            let f = run_fit(k, &config, a.shuffle_seed)?;
+            (report(&f, h)?, k.dim())
+        }
         (AnyKernel::Md(k), h) => {
             let h = match h {
                 None => None,
@@ -302,7 +311,7 @@ fn sva_labels<K: SvaKernel>(kernel: &K, alpha: f64, seed: u64, chain: usize) -> 
 }
 
 /// The initial partition of `--init sva` for chain `chain` (see [`sva_labels`]). The kernel
-/// is one of the two conjugate kernels of the command line.
+/// is one of the conjugate kernels of the command line.
 pub fn sva_partition<K: SvaKernel>(
     kernel: &K,
     prior: &Prior,
