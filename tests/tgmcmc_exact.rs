@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use nrmm::data::{DenseData, SparseCounts};
 use nrmm::exact::{transition_matrix, SetPartitions};
-use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
+use nrmm::kernel::{
+    ConjugateKernel, DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper,
+};
 use nrmm::partition::Partition;
 use nrmm::prior::{Dp, Nggp, NrmPrior};
 use nrmm::sampler::{Chooser, Gibbs, GibbsScan, Move, PathEnumerator, State, StepInfo, TgSams};
@@ -79,6 +81,21 @@ fn tg_sams_is_exact_on_six_points() {
     let (dp, nggp) = priors();
     check(&nw_kernel(6), &dp, &mut TgSams::new());
     check(&md_kernel(6), &nggp, &mut TgSams::new());
+}
+
+/// The diagonal kernel: its O(1) predictive bound steers the tree descent.
+#[test]
+fn tg_sams_is_exact_on_diagonal_kernel_data() {
+    let (dp, nggp) = priors();
+    let full = nw_kernel(7);
+    let hyper = DiagHyper::from_data(full.data(), 0.25, 0.1, 3.0).unwrap();
+    for n in [3, 5] {
+        let rows: Vec<Vec<f64>> = (0..n).map(|i| full.data().row(i).to_vec()).collect();
+        let data = DenseData::from_rows(&rows).unwrap();
+        let kernel = Diagonal::new(Arc::new(data), hyper.clone()).unwrap();
+        check(&kernel, &dp, &mut TgSams::new());
+        check(&kernel, &nggp, &mut TgSams::new());
+    }
 }
 
 #[test]
