@@ -892,7 +892,8 @@ fn help_and_version_succeed() {
 fn unreadable_and_malformed_files_are_named() {
     let dir = TempDir::new("bad-files");
     let missing = dir.arg("missing.txt");
-    let good = dir.write("good.txt", "0 0\n1 0.5\n0.3 2\n");
+    // One column: three 2-D points would get the diagonal kernel, with a note on stderr.
+    let good = dir.write("good.txt", "0\n1\n0.3\n");
     let labels3 = dir.write("y3.txt", "1\n1\n2\n");
     fails_no_stdout(
         &["loglik", "--data", &missing, "--labels", &labels3],
@@ -1114,10 +1115,11 @@ fn impossible_hyperparameters_name_their_flag() {
         &["--beta", "> 0"],
     );
     // Collinear points leave no reference default (the unit-equivariant one falls back to the
-    // covariance's diagonal); explicit ones work.
+    // covariance's diagonal; without --kernel, the diagonal kernel takes over); explicit ones
+    // work.
     let line = dir.write("line.txt", "1 2\n2 4\n3 6\n");
     fails_no_stdout(
-        &["exact", "--data", &line, "--nw-defaults", "reference"],
+        &["exact", "--data", &line, "--kernel", "nw", "--nw-defaults", "reference"],
         1,
         &["sample covariance", "give --nw-xi and --nw-psi"],
     );

@@ -248,12 +248,12 @@ proptest! {
         let mut both = k.soft_empty().unwrap();
         let mut multiset = Vec::new();
         let mut point = k.new_point();
-        for i in 0..n {
+        for (i, &m) in mult.iter().enumerate().take(n) {
             k.load_point(i, &mut point);
-            if mult[i] > 0 {
-                k.soft_add(&mut soft, &point, mult[i] as f64);
-                k.soft_add(&mut both, &point, mult[i] as f64);
-                multiset.extend(std::iter::repeat_n(i, mult[i]));
+            if m > 0 {
+                k.soft_add(&mut soft, &point, m as f64);
+                k.soft_add(&mut both, &point, m as f64);
+                multiset.extend(std::iter::repeat_n(i, m));
             }
             k.soft_add(&mut other, &point, 0.5);
             k.soft_add(&mut both, &point, 0.5);
