@@ -1119,11 +1119,20 @@ fn impossible_hyperparameters_name_their_flag() {
     // work.
     let line = dir.write("line.txt", "1 2\n2 4\n3 6\n");
     fails_no_stdout(
-        &["exact", "--data", &line, "--kernel", "nw", "--nw-defaults", "reference"],
+        &[
+            "exact",
+            "--data",
+            &line,
+            "--kernel",
+            "nw",
+            "--nw-defaults",
+            "reference",
+        ],
         1,
         &["sample covariance", "give --nw-xi and --nw-psi"],
     );
-    ok(&["exact", "--data", &line]);
+    ok(&["exact", "--data", &line, "--kernel", "nw"]);
+    ok(&["exact", "--data", &line, "--kernel", "diag"]);
     ok(&[
         "exact", "--data", &line, "--nw-xi", "0,0", "--nw-psi", "1,0,0,1", "--nw-r", "1",
         "--nw-nu", "3",

@@ -42,6 +42,7 @@ fn every_verb_runs_the_diagonal_kernel() {
             "20",
             "--out",
             &run,
+            "--force",
         ]);
     }
     let estimate = dir.read("run/estimate.txt");
@@ -104,15 +105,24 @@ fn the_diagonal_scales_take_one_value_per_column() {
             "--sweeps",
             "5",
             "--out",
-            &out,
+            &dir.arg("b"),
         ],
         1,
         &["--nw-psi", "3 comma-separated values with --kernel diag"],
     );
     fails(
         &[
-            "run", "--data", &x, "--kernel", "diag", "--nw-psi", "1,-2,3", "--sweeps", "5",
-            "--out", &out,
+            "run",
+            "--data",
+            &x,
+            "--kernel",
+            "diag",
+            "--nw-psi",
+            "1,-2,3",
+            "--sweeps",
+            "5",
+            "--out",
+            &dir.arg("c"),
         ],
         1,
         &["--nw-psi[1]", "> 0"],
@@ -133,22 +143,19 @@ fn the_diagonal_kernel_is_chosen_and_announced_when_the_full_one_cannot_be_estim
     let stderr = text(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("diagonal kernel") && stderr.contains("column 2 is constant"));
-    // Asking for the full kernel still refuses the singular covariance.
-    fails(
-        &[
-            "run",
-            "--data",
-            &x,
-            "--kernel",
-            "nw",
-            "--sweeps",
-            "5",
-            "--out",
-            &dir.arg("n"),
-        ],
-        1,
-        &["--nw-psi"],
-    );
+    // Asked for, the full kernel is used (its default scale falls back to the diagonal of
+    // the singular covariance), silently.
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--kernel",
+        "nw",
+        "--sweeps",
+        "5",
+        "--out",
+        &dir.arg("n"),
+    ]);
     // Well-conditioned data keep the full kernel, silently.
     let fine = two_groups(&dir, 40, 3);
     ok(&[

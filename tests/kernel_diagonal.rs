@@ -13,7 +13,7 @@ use nrmm::kernel::diagonal::full_covariance_problem;
 use nrmm::kernel::{
     ConjugateKernel, DiagHyper, DiagStat, Diagonal, NormalWishart, NwHyper, ParametricKernel,
 };
-use nrmm::model::{AnyKernel, KernelKind, ModelSpec};
+use nrmm::model::{AnyKernel, KernelKind, ModelSpec, NwDefaults};
 use nrmm::rng::{uniform_open01, SeedPlan};
 use nrmm::sva::SvaKernel;
 use proptest::prelude::*;
@@ -427,6 +427,33 @@ fn one_dimensional_defaults_match_the_normal_wishart_policy() {
     assert_eq!(h.r(), r);
     // The expected cluster variance ψ / (ν - 2) is `share` times the data variance.
     assert!(close(h.psi()[0] / (nu - 2.0), share * var, 1e-14));
+}
+
+/// For d = 1 the model's default diagonal kernel is its default Normal-Wishart kernel, under
+/// both default policies and with a given ν.
+#[test]
+fn one_dimensional_model_defaults_are_the_normal_wishart_ones() {
+    let rows: Vec<Vec<f64>> = [0.3, 1.7, -2.0, 4.5, 0.9, 2.2]
+        .iter()
+        .map(|&v| vec![v])
+        .collect();
+    let data = DenseData::from_rows(&rows).unwrap();
+    for defaults in [NwDefaults::Scaled, NwDefaults::Reference] {
+        for nu in [None, Some(1.5), Some(9.0)] {
+            let spec = ModelSpec {
+                nw_defaults: defaults,
+                nw_nu: nu,
+                ..ModelSpec::default()
+            };
+            let (d, w) = (
+                spec.diag_hyper(&data).unwrap(),
+                spec.nw_hyper(&data).unwrap(),
+            );
+            assert!(close(d.xi()[0], w.xi()[0], 1e-14), "{defaults:?} {nu:?}");
+            assert!(close(d.psi()[0], w.psi()[0], 1e-12), "{defaults:?} {nu:?}");
+            assert_eq!((d.r(), d.nu()), (w.r(), w.nu()), "{defaults:?} {nu:?}");
+        }
+    }
 }
 
 fn dense(rows: Vec<Vec<f64>>) -> DenseData {
