@@ -350,6 +350,8 @@ pub enum InitArg {
     Ibhc(nrmm::tree::IbhcMode),
     /// The components of a one-pass SVA-PM fit.
     Sva,
+    /// Whichever of one cluster and the SVA-PM fit has the higher log joint.
+    Auto,
 }
 
 impl std::str::FromStr for InitArg {
@@ -363,12 +365,13 @@ impl std::str::FromStr for InitArg {
             "noisy-ibhc" | "top-insert" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Noisy)),
             "exact-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Exact)),
             "sva" => Ok(InitArg::Sva),
+            "auto" => Ok(InitArg::Auto),
             _ => match s.strip_prefix("labels:") {
                 Some(p) if !p.is_empty() => Ok(InitArg::Labels(PathBuf::from(p))),
                 _ => Err(format!(
                     "unknown initialisation '{s}': expected single, singletons or labels:FILE, \
-                     an IBHC forest: noisy-ibhc or exact-ibhc (top-insert is noisy-ibhc), or \
-                     a one-pass SVA-PM fit: sva"
+                     an IBHC forest: noisy-ibhc or exact-ibhc (top-insert is noisy-ibhc), \
+                     a one-pass SVA-PM fit: sva, or the better of single and sva: auto"
                 )),
             },
         }
@@ -409,14 +412,16 @@ pub struct RunArgs {
     /// machines) together are one run of many chains (merge them with `nrmm diagnose`).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub chain_offset: u64,
-    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc, exact-ibhc or sva
-    /// (the default: a one-pass SVA-PM fit over each chain's own random order of the points,
-    /// so chains start from different, non-degenerate clusterings). noisy-ibhc places the
-    /// points in a random order, each on top of the tree it is closest to or alone (the tgMCMC
-    /// paper's toy start, also accepted as top-insert); exact-ibhc inserts them into the
-    /// trees, IBHC proper. tgmcmc-paper starts from the IBHC forest itself, as the paper's
-    /// code does.
-    #[arg(long, default_value = "sva")]
+    /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc, exact-ibhc, sva or
+    /// auto. sva is a one-pass SVA-PM fit over the chain's own random order of the points;
+    /// auto (the default) starts each chain from whichever of one cluster and its SVA-PM fit
+    /// has the higher log joint, so chains start from different, non-degenerate clusterings
+    /// where the data have structure, and from one cluster where they have none. noisy-ibhc
+    /// places the points in a random order, each on top of the tree it is closest to or alone
+    /// (the tgMCMC paper's toy start, also accepted as top-insert); exact-ibhc inserts them
+    /// into the trees, IBHC proper. tgmcmc-paper starts from the IBHC forest itself, as the
+    /// paper's code does.
+    #[arg(long, default_value = "auto")]
     pub init: InitArg,
     /// Keep every thin-th sweep in the trace and the draws (at least 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]

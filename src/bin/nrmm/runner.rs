@@ -121,6 +121,8 @@ pub enum Init {
     Ibhc(nrmm::tree::IbhcMode),
     /// The components of a one-pass SVA-PM fit.
     Sva,
+    /// The better by log joint of one cluster and the SVA-PM fit.
+    Auto,
 }
 
 impl Init {
@@ -133,6 +135,7 @@ impl Init {
             InitArg::Labels(path) => Init::Labels(load::load_labels(path, n)?),
             InitArg::Ibhc(mode) => Init::Ibhc(*mode),
             InitArg::Sva => Init::Sva,
+            InitArg::Auto => Init::Auto,
         })
     }
 
@@ -157,6 +160,18 @@ impl Init {
                 return Ok((partition, Some(forest)));
             }
             Init::Sva => crate::sva_cmd::sva_partition(kernel, prior, seed, chain)?,
+            Init::Auto => {
+                // A one-pass fit can leave dozens of components on data with no structure
+                // (pure noise in 100 dimensions), which single-point moves take long to merge;
+                // one cluster is then the better start, and the log joint says so.
+                let fit = crate::sva_cmd::sva_partition(kernel, prior, seed, chain)?;
+                let single = Partition::single(kernel);
+                if single.ln_joint(prior) > fit.ln_joint(prior) {
+                    single
+                } else {
+                    fit
+                }
+            }
         };
         Ok((partition, None))
     }
