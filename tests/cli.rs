@@ -2207,6 +2207,24 @@ fn run_warns_of_stuck_and_crowded_chains() {
             .any(|w| w.as_str().unwrap().contains("may be stuck")),
         "{summary}"
     );
+    // Chains that all stay in the same state agree: nothing is reported.
+    let out = dir.arg("agree");
+    let text = ok(&[
+        "run",
+        "--data",
+        &tiny,
+        "--nw-defaults",
+        "reference",
+        "--init",
+        "single",
+        "--chains",
+        "2",
+        "--sweeps",
+        "20",
+        "--out",
+        &out,
+    ]);
+    assert!(!text.contains("started from"), "{text}");
     // The same start under the default prior moves, and says nothing of it.
     let out = dir.arg("moves");
     let text = ok(&[

@@ -79,6 +79,9 @@ pub struct ChainReport {
     pub ess_stride: u64,
     /// Per Metropolis-Hastings move, the fraction of its proposals accepted after burn-in.
     pub acceptance: BTreeMap<String, f64>,
+    /// Whether the chain ended in its starting partition with its number of clusters never
+    /// changed (see the runner's end state).
+    pub never_moved: bool,
 }
 
 /// A point estimate: one draw of one chain.
@@ -214,17 +217,7 @@ fn read_chain(
         None
     };
     let finished = end.is_some();
-    if let Some(e) = end.as_ref().filter(|e| e.never_moved) {
-        warnings.push(format!(
-            "chain {chain} of {} ended in the partition it started from (K = {}) and its \
-             number of clusters never changed in {} sweeps: it may be stuck there; start it \
-             elsewhere (--init sva or singletons), use a split-merge sampler (--sampler sams) \
-             or run more chains",
-            run.dir.display(),
-            e.n_clusters,
-            e.sweeps
-        ));
-    }
+    let never_moved = end.as_ref().is_some_and(|e| e.never_moved);
     let (sweeps, seconds, n_clusters, log_joint) = match &end {
         Some(e) => (e.sweeps, e.seconds, e.n_clusters, e.log_joint),
         None => {
@@ -309,6 +302,7 @@ fn read_chain(
         ess_log_joint: effective_sample_size(&series["log_joint"]),
         ess_stride: spacing,
         acceptance,
+        never_moved,
     };
     Ok((report, ChainSeries { series, spacing }, best))
 }
@@ -486,6 +480,24 @@ impl Report {
         if total == 0 {
             warnings
                 .push("no trace rows after the burn-in: lower --burn-in or run longer".to_string());
+        }
+        // Chains that all stayed in one and the same state agree, which is no sign of a
+        // stuck chain (data without structure from a one-cluster start); a chain that stayed
+        // put while another went elsewhere, or a lone chain that never moved, is reported.
+        let all_agree = chains.len() > 1
+            && chains.iter().all(|c| {
+                c.never_moved
+                    && c.n_clusters == chains[0].n_clusters
+                    && c.log_joint == chains[0].log_joint
+            });
+        for c in chains.iter().filter(|c| c.never_moved && !all_agree) {
+            warnings.push(format!(
+                "chain {} of {} ended in the partition it started from (K = {}) and its \
+                 number of clusters never changed in {} sweeps: it may be stuck there; start \
+                 it elsewhere (--init sva or singletons), use a split-merge sampler \
+                 (--sampler sams) or run more chains",
+                c.chain, c.run, c.n_clusters, c.sweeps
+            ));
         }
         let n_points = runs[0].settings.fingerprint.n;
         for c in &chains {
