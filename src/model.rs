@@ -46,7 +46,7 @@ pub enum PriorKind {
 #[serde(rename_all = "lowercase")]
 pub enum NwDefaults {
     /// Unit-equivariant ([`NwHyper::scaled_from_data`] with [`scaled_share`], [`SCALED_R`],
-    /// [`SCALED_NU_MINUS_D`]): rescaling, shifting or any invertible affine map of the data
+    /// [`scaled_nu_minus_d`]): rescaling, shifting or any invertible affine map of the data
     /// leaves the posterior over partitions unchanged.
     #[default]
     Scaled,
@@ -72,10 +72,20 @@ pub const SCALED_NOMINAL_CLUSTERS: f64 = 10.0;
 /// Gaussian open clusters of their own (`r = 0.1` finds hundreds of clusters in 600 points of
 /// N(0, I) at d = 100; `r = 0.01` finds one).
 pub const SCALED_R: f64 = 0.01;
-/// The unit-equivariant default's `ν - d`: the smallest integer for which the prior's
-/// expected cluster covariance exists with a margin (`ν > d + 1`), so the prior on shapes
-/// stays as weak as a proper, centred choice allows.
-pub const SCALED_NU_MINUS_D: f64 = 3.0;
+/// The unit-equivariant default's `ν - d` in dimension `d`: `3 + d/2`.
+///
+/// Why: with `ν` barely above `d + 1` (scikit-learn's `ν = d`, mclust's `d + 2`) the prior on a
+/// cluster's covariance leaves its shape almost free, and a cluster of fewer points than
+/// dimensions can then claim a covariance flattened onto the span of its points; pure noise,
+/// N(0, I) with n = 600 and d = 100, has a higher log joint split into 34 clusters than as one
+/// at `ν = d + 3` (−96737 against −104060), and the one cluster wins from `ν ≈ 1.5 d` on
+/// (−90881 against −92973 at `ν = 150`). Growing `ν - d` with `d` keeps shapes near the
+/// expected covariance in high dimension, while in low dimension (`d ≤ 4`: `ν - d ≤ 5`) the
+/// prior stays weak; on iris, wine and breast cancer the held-out density changes by under
+/// 0.1 nats per point against `ν = d + 3` (the real-data benchmark). Cost: O(1).
+pub fn scaled_nu_minus_d(d: usize) -> f64 {
+    3.0 + 0.5 * d as f64
+}
 
 /// The unit-equivariant default's expected cluster covariance as a share of the data
 /// covariance in dimension `d`: `G^{-2/d}` with `G` = [`SCALED_NOMINAL_CLUSTERS`], so that a
@@ -219,7 +229,7 @@ impl ModelSpec {
     pub fn nw_hyper(&self, x: &DenseData) -> Result<NwHyper> {
         let d = x.d() as f64;
         let (r, nu) = match self.nw_defaults {
-            NwDefaults::Scaled => (SCALED_R, d + SCALED_NU_MINUS_D),
+            NwDefaults::Scaled => (SCALED_R, d + scaled_nu_minus_d(x.d())),
             NwDefaults::Reference => (NwHyper::REFERENCE_R, d + NwHyper::REFERENCE_NU_MINUS_D),
         };
         let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));
@@ -271,16 +281,16 @@ impl ModelSpec {
     /// The diagonal kernel's hyperparameters for `x`: the user's `ξ`, `ψ` (d values), `r`, `ν`
     /// where given, the rest by the policy of [`NwDefaults`] applied to a diagonal scale.
     /// Unit-equivariant ([`DiagHyper::from_data`]): `r` = [`SCALED_R`],
-    /// `ν = 1 + SCALED_NU_MINUS_D` (per dimension, as the Normal-Wishart's `ν - d`), and `ψ`
+    /// `ν = 1 + scaled_nu_minus_d(1)` (per dimension, as the Normal-Wishart's `ν - d` at d = 1), and `ψ`
     /// so that the expected cluster variances are [`scaled_share`]`(d)` of the column
     /// variances (a cluster's box then has a tenth of the data's volume, as the
-    /// Normal-Wishart's ellipsoid); a given `ν ≤ 2` sets the scale as `ν = 3` does. Reference:
+    /// Normal-Wishart's ellipsoid); a given `ν ≤ 3` sets the scale as `ν = 3` does. Reference:
     /// `r = 0.1`, `ν = 7` and `ψ` the variances rescaled to `Π ψ_j = 0.1`. With d = 1 both
     /// are the Normal-Wishart defaults. Cost: O(N d).
     pub fn diag_hyper(&self, x: &DenseData) -> Result<DiagHyper> {
         let d = x.d();
         let (r, nu) = match self.nw_defaults {
-            NwDefaults::Scaled => (SCALED_R, 1.0 + SCALED_NU_MINUS_D),
+            NwDefaults::Scaled => (SCALED_R, 1.0 + scaled_nu_minus_d(1)),
             NwDefaults::Reference => (NwHyper::REFERENCE_R, 1.0 + NwHyper::REFERENCE_NU_MINUS_D),
         };
         let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));

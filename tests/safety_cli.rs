@@ -84,7 +84,9 @@ fn values_that_overflow_are_refused_where_they_are() {
     }
     // Values at the limit's scale still work and give a finite answer.
     let x = dir.write("ok.txt", "1e100 2e100\n3e100 1e100\n5e100 6e100\n0 1e100\n");
-    let out = ok(&["loglik", "--data", &x, "--labels", &labels, "--json"]);
+    let out = ok(&[
+        "loglik", "--data", &x, "--labels", &labels, "--json", "--kernel", "nw",
+    ]);
     let v: Value = serde_json::from_str(&out).expect("JSON");
     assert!(
         v["log_joint"].as_f64().expect("a number").is_finite(),
@@ -243,7 +245,9 @@ fn out_never_overwrites_a_run_unasked() {
     );
     // --force replaces the run and leaves nothing of the old one behind.
     std::fs::write(dir.0.join("a/notes.txt"), "mine").expect("a user file");
-    ok(&["run", "--data", &x, "--sweeps", "5", "--out", &a, "--force"]);
+    ok(&[
+        "run", "--data", &x, "--sweeps", "5", "--chains", "1", "--out", &a, "--force",
+    ]);
     assert!(!dir.0.join("a/chain-1").exists(), "a stale chain-1/");
     assert!(!dir.0.join("a/chain-0/checkpoint.json").exists());
     assert_eq!(trace_rows(&dir.0.join("a/chain-0/trace.csv")), 5);
@@ -286,6 +290,8 @@ fn messages_say_what_is_wrong() {
     let two = dir.write("two.txt", "1 2\n3 5\n");
     ok(&[
         "run",
+        "--kernel",
+        "nw",
         "--data",
         &two,
         "--sweeps",
@@ -309,9 +315,9 @@ fn messages_say_what_is_wrong() {
         said.chars().all(|c| !c.is_control() || c == '\n'),
         "{said:?}"
     );
-    let four = dir.write("four.txt", "1 2\n3 5\n0 1\n2 2\n");
+    let five = dir.write("five.txt", "1 2\n3 5\n0 1\n2 2\n4 1\n");
     fails_no_stdout(
-        &["loglik", "--data", &four, "--labels", &dir.arg("bin.dat")],
+        &["loglik", "--data", &five, "--labels", &dir.arg("bin.dat")],
         1,
         &["binary data"],
     );

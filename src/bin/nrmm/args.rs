@@ -69,7 +69,7 @@ pub enum KernelKind {
 #[serde(rename_all = "lowercase")]
 pub enum NwDefaultsArg {
     /// Unit-equivariant: ξ the data mean, Ψ proportional to the data covariance (its
-    /// diagonal when singular), r = 0.01, ν = d + 3.
+    /// diagonal when singular), r = 0.01, ν = d + 3 + d/2.
     Scaled,
     /// The tgMCMC reference code's: Ψ the covariance rescaled to determinant 0.1, r = 0.1,
     /// ν = d + 6 (depends on the data's units).
@@ -150,7 +150,7 @@ pub struct ModelArgs {
     /// reference).
     #[arg(long, allow_negative_numbers = true)]
     pub nw_r: Option<f64>,
-    /// Normal-Wishart degrees of freedom ν > d - 1 (default d + 3; d + 6 with
+    /// Normal-Wishart degrees of freedom ν > d - 1 (default d + 3 + d/2; d + 6 with
     /// --nw-defaults reference).
     #[arg(long, allow_negative_numbers = true)]
     pub nw_nu: Option<f64>,
