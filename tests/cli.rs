@@ -2252,3 +2252,21 @@ fn run_warns_of_stuck_and_crowded_chains() {
     ]);
     assert!(text.contains("clusters this small"), "{text}");
 }
+
+/// Column names from a CSV header name the scatter's axes.
+#[test]
+fn plot_names_the_scatter_axes_from_the_header() {
+    let dir = TempDir::new("plot-axes");
+    let mut csv = String::from("sepal_length,petal_width\n");
+    csv.push_str(&formula_points(30, 2, 1.0, 3.0).replace(' ', ","));
+    let data = dir.write("iris.csv", &csv);
+    let out = dir.arg("run");
+    ok(&["run", "--data", &data, "--sweeps", "20", "--out", &out]);
+    let plots = dir.arg("plots");
+    ok(&["plot", &out, "--out", &plots]);
+    let svg = std::fs::read_to_string(format!("{plots}/scatter.svg")).expect("a scatter");
+    assert!(
+        svg.contains("sepal_length") && svg.contains("petal_width"),
+        "axes unnamed"
+    );
+}

@@ -219,8 +219,15 @@ fn line_plot(
     Ok(())
 }
 
-/// The scatter of 2-D points coloured by `labels`.
-fn scatter(path: &Path, title: &str, x: &DenseData, labels: &[usize]) -> Result<()> {
+/// The scatter of 2-D points coloured by `labels`, its axes named by `columns` when the data
+/// had a header.
+fn scatter(
+    path: &Path,
+    title: &str,
+    x: &DenseData,
+    labels: &[usize],
+    columns: Option<[String; 2]>,
+) -> Result<()> {
     let err = plot_error(path);
     let (x0, x1) = padded((0..x.n()).map(|i| x.row(i)[0]));
     let (y0, y1) = padded((0..x.n()).map(|i| x.row(i)[1]));
@@ -233,9 +240,12 @@ fn scatter(path: &Path, title: &str, x: &DenseData, labels: &[usize]) -> Result<
         .y_label_area_size(60)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(&err)?;
+    let [x_name, y_name] = columns.unwrap_or_default();
     chart
         .configure_mesh()
         .light_line_style(WHITE.mix(0.0))
+        .x_desc(x_name)
+        .y_desc(y_name)
         .draw()
         .map_err(&err)?;
     chart
@@ -451,8 +461,20 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
         sampler_name(run),
         run.settings.seed
     );
-    scatter(&path, &title, &x, &labels)?;
+    scatter(&path, &title, &x, &labels, column_names(&run.dir))?;
     Ok(Some(path))
+}
+
+/// The names of a run's two data columns, as its `summary.json` records them from the data's
+/// header; `None` without a header (or a summary).
+fn column_names(dir: &Path) -> Option<[String; 2]> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let columns = summary.get("columns")?.as_array()?;
+    match columns.as_slice() {
+        [a, b] => Some([a.as_str()?.to_string(), b.as_str()?.to_string()]),
+        _ => None,
+    }
 }
 
 /// `nrmm plot`.
