@@ -2270,3 +2270,32 @@ fn plot_names_the_scatter_axes_from_the_header() {
         "axes unnamed"
     );
 }
+
+/// `sva` and `tree` read a CSV with an id column as the other verbs do (`--skip-columns`),
+/// held-out points too.
+#[test]
+fn sva_and_tree_skip_columns_of_a_header() {
+    let dir = TempDir::new("sva-tree-columns");
+    let mut csv = String::from("id,a,b\n");
+    for (i, line) in formula_points(30, 2, 1.0, 3.0).lines().enumerate() {
+        csv.push_str(&format!("{},{}\n", i + 1, line.replace(' ', ",")));
+    }
+    let data = dir.write("points.csv", &csv);
+    let said = ok(&[
+        "sva",
+        "--data",
+        &data,
+        "--skip-columns",
+        "id",
+        "--heldout",
+        &data,
+    ]);
+    assert!(said.contains("over 30 points (dimension 2)"), "{said}");
+    let tree = ok(&["tree", "--data", &data, "--skip-columns", "id"]);
+    assert!(tree.trim_end().ends_with(';'), "{tree}");
+    fails_no_stdout(
+        &["sva", "--data", &data, "--skip-columns", "nope"],
+        1,
+        &["nope"],
+    );
+}

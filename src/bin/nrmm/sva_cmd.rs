@@ -5,7 +5,7 @@ use crate::args::{DataArgs, FormatArg, ModelArgs, PriorKind};
 use crate::commands::{build_model, Builtin};
 use crate::output;
 use clap::Args;
-use nrmm::data::load::{self, Format};
+use nrmm::data::load;
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{adjusted_rand_index, normalized_mutual_information};
 use nrmm::kernel::ConjugateKernel;
@@ -28,6 +28,13 @@ pub struct SvaArgs {
     /// File format of the data and of --heldout (detected from the file when omitted).
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
+    /// The first line of dense text is a header of column names, even if they are numbers (a
+    /// first line without any number is taken as a header anyway).
+    #[arg(long)]
+    pub header: bool,
+    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names.
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub skip_columns: Vec<String>,
     /// The model (a Dirichlet process with concentration --alpha, default 1).
     #[command(flatten)]
     pub model: ModelArgs,
@@ -112,10 +119,6 @@ fn config(a: &SvaArgs) -> Result<SvaConfig> {
     Ok(c)
 }
 
-fn format_of(f: Option<FormatArg>) -> Option<Format> {
-    f.map(crate::commands::format_of)
-}
-
 /// What one fit reports, whatever the kernel.
 struct Report {
     k: usize,
@@ -153,12 +156,22 @@ pub fn sva(a: SvaArgs) -> Result<()> {
     let data = DataArgs {
         data: Some(a.data.clone()),
         format: a.format,
-        header: false,
-        skip_columns: Vec::new(),
+        header: a.header,
+        skip_columns: a.skip_columns.clone(),
     };
     let built = build_model(&data, &a.model, Builtin::Toy)?;
+    // Held-out points are read as the data are: the same header and skipped columns.
     let heldout = match &a.heldout {
-        Some(p) => Some(load::load_dataset(p, format_of(a.format))?),
+        Some(p) => Some(
+            crate::commands::load_table(
+                &DataArgs {
+                    data: Some(p.clone()),
+                    ..data
+                },
+                Builtin::Toy,
+            )?
+            .dataset,
+        ),
         None => None,
     };
     let truth = match &a.labels {

@@ -34,6 +34,13 @@ pub struct TreeArgs {
     /// Format of the data file (detected from the file when omitted).
     #[arg(long, value_enum)]
     pub data_format: Option<FormatArg>,
+    /// The first line of dense text is a header of column names, even if they are numbers (a
+    /// first line without any number is taken as a header anyway).
+    #[arg(long)]
+    pub header: bool,
+    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names.
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub skip_columns: Vec<String>,
     /// The model whose potentials the trees are built with.
     #[command(flatten)]
     pub model: ModelArgs,
@@ -88,8 +95,8 @@ pub fn tree(a: TreeArgs) -> Result<()> {
     let data = DataArgs {
         data: Some(a.data.clone()),
         format: a.data_format,
-        header: false,
-        skip_columns: Vec::new(),
+        header: a.header,
+        skip_columns: a.skip_columns.clone(),
     };
     let (kernel, prior, _) =
         crate::commands::build(&data, &a.model, crate::commands::Builtin::Toy)?;
