@@ -2169,6 +2169,19 @@ fn formula_points(n: usize, d: usize, scale: f64, shift: f64) -> String {
     text
 }
 
+/// `run` from one cluster on `data` with `chains` chains of 20 sweeps into `out`, under the
+/// reference prior when `reference`: what it prints.
+fn run_from_one_cluster(data: &str, chains: &str, out: &str, reference: bool) -> String {
+    let mut args = vec![
+        "run", "--data", data, "--init", "single", "--chains", chains, "--sweeps", "20", "--out",
+        out,
+    ];
+    if reference {
+        args.extend(["--nw-defaults", "reference"]);
+    }
+    ok(&args)
+}
+
 /// `run` says when a chain never left its start and when clusters crumble into a few points
 /// each, in its output and in summary.json.
 #[test]
@@ -2178,21 +2191,7 @@ fn run_warns_of_stuck_and_crowded_chains() {
     // cluster never moves.
     let tiny = dir.write("tiny.txt", &formula_points(40, 2, 1e-4, 3.0));
     let out = dir.arg("stuck");
-    let text = ok(&[
-        "run",
-        "--data",
-        &tiny,
-        "--nw-defaults",
-        "reference",
-        "--init",
-        "single",
-        "--chains",
-        "1",
-        "--sweeps",
-        "20",
-        "--out",
-        &out,
-    ]);
+    let text = run_from_one_cluster(&tiny, "1", &out, true);
     assert!(
         text.contains("ended in the partition it started from"),
         "{text}"
@@ -2208,29 +2207,10 @@ fn run_warns_of_stuck_and_crowded_chains() {
         "{summary}"
     );
     // Chains that all stay in the same state agree: nothing is reported.
-    let out = dir.arg("agree");
-    let text = ok(&[
-        "run",
-        "--data",
-        &tiny,
-        "--nw-defaults",
-        "reference",
-        "--init",
-        "single",
-        "--chains",
-        "2",
-        "--sweeps",
-        "20",
-        "--out",
-        &out,
-    ]);
+    let text = run_from_one_cluster(&tiny, "2", &dir.arg("agree"), true);
     assert!(!text.contains("started from"), "{text}");
     // The same start under the default prior moves, and says nothing of it.
-    let out = dir.arg("moves");
-    let text = ok(&[
-        "run", "--data", &tiny, "--init", "single", "--chains", "1", "--sweeps", "20", "--out",
-        &out,
-    ]);
+    let text = run_from_one_cluster(&tiny, "1", &dir.arg("moves"), false);
     assert!(!text.contains("started from"), "{text}");
     // Twenty dimensions of 60 points under the reference prior: dozens of crumbs.
     let wide = dir.write("wide.txt", &formula_points(60, 20, 4.0, 0.0));
