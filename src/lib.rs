@@ -3,6 +3,7 @@
 
 pub mod data;
 pub mod diagnostics;
+pub mod distributed;
 pub mod error;
 pub mod exact;
 pub mod kernel;

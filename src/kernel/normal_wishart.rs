@@ -698,6 +698,32 @@ impl NormalWishart {
         }))
     }
 
+    /// The statistic of a set given its raw moments: mean `Σy / n`, centred scatter
+    /// `M₂ = Σ y yᵀ - n x̄ x̄ᵀ`, then one factorisation of `Ψ_n`. It lets statistics be formed
+    /// from moments added up elsewhere (another process's share of the points), as a
+    /// deterministic function of the moments. Cost: O(d³).
+    pub fn stat_of_moments(&self, m: &super::params::NwMoments) -> NwStat {
+        let mut s = self.empty_stat();
+        let n = m.len();
+        if n == 0 {
+            return s;
+        }
+        let d = self.d;
+        let (sum, outer) = m.raw().split_at(d);
+        let (mean, m2, _) = s.parts_mut();
+        for (x, &v) in mean.iter_mut().zip(sum) {
+            *x = v / n as f64;
+        }
+        for j in 0..d {
+            for i in j..d {
+                m2[j * d + i] = outer[j * d + i] - n as f64 * mean[i] * mean[j];
+            }
+        }
+        s.n = n;
+        self.refactor(&mut s);
+        s
+    }
+
     /// Point `i` in the kernel's centred coordinates (`x_i - ξ`), the frame of
     /// [`NwStat::mean`] and of the kernel's internal formulas. Cost: O(1).
     #[inline]

@@ -154,6 +154,19 @@ impl NwMoments {
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
+
+    /// The buffer: `Σ y`, then `Σ y yᵀ` (lower triangle, column by column, in a `d × d`
+    /// block), `d + d²` values; with [`NwMoments::len`] and [`NwMoments::from_raw`] it carries
+    /// moments between processes.
+    pub fn raw(&self) -> &[f64] {
+        &self.buf
+    }
+
+    /// Moments from a count and a buffer laid out as [`NwMoments::raw`]'s. The caller keeps
+    /// the length `d + d²` of the kernel they are used with.
+    pub fn from_raw(n: usize, buf: Vec<f64>) -> Self {
+        NwMoments { n, buf }
+    }
 }
 
 impl NormalWishart {

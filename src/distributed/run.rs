@@ -1,0 +1,354 @@
+//! Running a [`DataParallel`] chain on every rank: the trace and summary written by rank 0,
+//! one labels file written by the ranks in turn, checkpoints (each rank its share of the
+//! labels, rank 0 one manifest) and a stop that any rank can ask for.
+//!
+//! A checkpoint is written in three steps: every rank writes its labels to a new file named
+//! by the sweep, all ranks wait for each other, rank 0 replaces the manifest (write and
+//! rename), and only then do the ranks delete their older files. A rank that dies at any point
+//! leaves the previous manifest and the files it names intact.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::comm::Comm;
+use super::sampler::{DataParallel, Shard, ShardKernel};
+use super::wire::{all_gather_u64, fold_in_rank_order};
+use crate::error::{Error, Result};
+use crate::prior::NrmPrior;
+use crate::rng::{NrmmRng, SeedPlan};
+use crate::sampler::dpmm::SubClusterOptions;
+
+/// Settings of a data-parallel run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunConfig {
+    /// The user's seed; the chain's stream is `SeedPlan::new(seed).chain(0)`.
+    pub seed: u64,
+    /// Sweeps in all (a resumed run goes on to this total).
+    pub sweeps: u64,
+    /// Launch iterations and proposals per sweep.
+    pub options: SubClusterOptions,
+    /// Points a launch fits its sub-clusters on.
+    pub launch_sample: usize,
+    /// Whether the prior's hyperparameters are resampled after every sweep.
+    pub resample_hyper: bool,
+    /// The output directory (shared by all ranks).
+    pub out: PathBuf,
+    /// A checkpoint every this many sweeps (0: only when the run ends or stops).
+    pub checkpoint_every: u64,
+    /// Go on from the checkpoint in `out`.
+    pub resume: bool,
+}
+
+/// How a run ended, on every rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunReport {
+    /// Sweeps done (in all, counting a resumed run's earlier sweeps).
+    pub sweeps: u64,
+    /// Whether a stop was asked for before the budget was spent.
+    pub stopped: bool,
+    /// Number of clusters at the end.
+    pub clusters: usize,
+    /// Sweeps per second of this invocation (wall clock).
+    pub sweeps_per_second: f64,
+    /// Bytes all ranks sent per sweep, on average over this invocation.
+    pub bytes_per_sweep: f64,
+}
+
+/// The manifest of a checkpoint.
+#[derive(Serialize, Deserialize)]
+struct Manifest<P> {
+    sweep: u64,
+    ranks: usize,
+    n: usize,
+    block: usize,
+    seed: u64,
+    rng: NrmmRng,
+    prior: P,
+    clusters: usize,
+}
+
+const MANIFEST: &str = "manifest.json";
+
+fn checkpoint_dir(out: &Path) -> PathBuf {
+    out.join("checkpoint")
+}
+
+fn share_path(out: &Path, rank: usize, sweep: u64) -> PathBuf {
+    checkpoint_dir(out).join(format!("labels-{rank}.{sweep}.bin"))
+}
+
+fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn read_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).map_err(write_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(write_err(path))
+}
+
+/// All ranks wait for each other.
+fn barrier(comm: &dyn Comm) -> Result<()> {
+    all_gather_u64(comm, &[]).map(|_| ())
+}
+
+/// Runs the chain to `cfg.sweeps` sweeps or until any rank's `stop` is set, on every rank.
+/// Rank 0 writes `trace.tsv` (one line per sweep) and `summary.json`; the ranks write
+/// `labels.txt` (one cluster index per point, in global order) in turn; checkpoints go to
+/// `checkpoint/`. Errors (on the rank that meets them; the others then find it gone) on
+/// unwritable outputs, a checkpoint made with another layout, or a numerical failure.
+pub fn run<K, P>(
+    comm: &dyn Comm,
+    shard: &Shard<K>,
+    prior: P,
+    cfg: &RunConfig,
+    stop: &AtomicBool,
+) -> Result<RunReport>
+where
+    K: ShardKernel,
+    P: NrmPrior + Serialize + DeserializeOwned,
+{
+    let rank = comm.rank();
+    std::fs::create_dir_all(checkpoint_dir(&cfg.out)).map_err(write_err(&cfg.out))?;
+    let (mut chain, mut done) = if cfg.resume {
+        resume(comm, shard, cfg)?
+    } else {
+        let labels = vec![0u32; shard.n_local()];
+        let rng = SeedPlan::new(cfg.seed).chain(0);
+        let chain = DataParallel::new(comm, shard, prior, cfg.options, labels, rng)?;
+        (chain, 0)
+    };
+    chain = chain
+        .with_launch_sample(cfg.launch_sample)?
+        .with_hyper_resampling(cfg.resample_hyper);
+    let trace_path = cfg.out.join("trace.tsv");
+    let mut trace = if rank == 0 {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(cfg.resume)
+            .write(true)
+            .truncate(!cfg.resume)
+            .open(&trace_path)
+            .map_err(write_err(&trace_path))?;
+        if !cfg.resume {
+            writeln!(
+                f,
+                "sweep\tclusters\tln_joint\taccepted\tproposed\tseconds\tbytes"
+            )
+            .map_err(write_err(&trace_path))?;
+        }
+        Some(f)
+    } else {
+        None
+    };
+    let start = Instant::now();
+    let bytes_start = total_bytes(comm, false)?.1;
+    let mut prev_total = bytes_start;
+    let first = done;
+    let mut stopped = false;
+    while done < cfg.sweeps {
+        let t = Instant::now();
+        let info = chain.sweep(comm, shard)?;
+        done += 1;
+        let (any_stop, total) = total_bytes(comm, stop.load(Ordering::Relaxed))?;
+        if let Some(f) = trace.as_mut() {
+            writeln!(
+                f,
+                "{done}\t{}\t{:.6}\t{}\t{}\t{:.6}\t{}",
+                chain.sizes().len(),
+                chain.ln_joint(&shard.kernel),
+                info.accepted,
+                info.proposed,
+                t.elapsed().as_secs_f64(),
+                total - prev_total
+            )
+            .map_err(write_err(&trace_path))?;
+        }
+        prev_total = total;
+        let due = cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0;
+        if any_stop {
+            stopped = done < cfg.sweeps;
+            break;
+        }
+        if due && done < cfg.sweeps {
+            checkpoint(comm, shard, &chain, cfg, done)?;
+        }
+    }
+    if let Some(f) = trace.as_mut() {
+        f.flush().map_err(write_err(&trace_path))?;
+    }
+    checkpoint(comm, shard, &chain, cfg, done)?;
+    write_labels(comm, &cfg.out.join("labels.txt"), chain.labels())?;
+    let seconds = start.elapsed().as_secs_f64();
+    let sweeps_run = (done - first).max(1) as f64;
+    let bytes_end = total_bytes(comm, false)?.1;
+    let report = RunReport {
+        sweeps: done,
+        stopped,
+        clusters: chain.sizes().len(),
+        sweeps_per_second: sweeps_run / seconds,
+        bytes_per_sweep: (bytes_end - bytes_start) as f64 / sweeps_run,
+    };
+    if rank == 0 {
+        let summary = serde_json::json!({
+            "sampler": "subcluster (data-parallel)",
+            "ranks": comm.size(),
+            "n": shard.layout.n(),
+            "block": shard.layout.block,
+            "seed": cfg.seed,
+            "sweeps": done,
+            "stopped": stopped,
+            "clusters": report.clusters,
+            "sizes": chain.sizes(),
+            "ln_joint": chain.ln_joint(&shard.kernel),
+            "prior": chain.prior.hyper_values().into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+            "sweeps_per_second": report.sweeps_per_second,
+            "bytes_per_sweep": report.bytes_per_sweep,
+        });
+        let path = cfg.out.join("summary.json");
+        let text = serde_json::to_string_pretty(&summary).expect("plain values");
+        write_atomic(&path, text.as_bytes())?;
+    }
+    Ok(report)
+}
+
+/// Whether any rank asks to stop, and the bytes all ranks have sent so far.
+fn total_bytes(comm: &dyn Comm, stop: bool) -> Result<(bool, u64)> {
+    let all = all_gather_u64(comm, &[u64::from(stop), comm.bytes_sent()])?;
+    let any = all.chunks(2).any(|c| c[0] == 1);
+    Ok((any, all.chunks(2).map(|c| c[1]).sum()))
+}
+
+/// Writes a checkpoint at `sweep` (see the module documentation).
+fn checkpoint<K: ShardKernel, P: NrmPrior + Serialize>(
+    comm: &dyn Comm,
+    shard: &Shard<K>,
+    chain: &DataParallel<K, P>,
+    cfg: &RunConfig,
+    sweep: u64,
+) -> Result<()> {
+    let rank = comm.rank();
+    let mut bytes = Vec::with_capacity(4 * chain.labels().len());
+    for &l in chain.labels() {
+        bytes.extend_from_slice(&l.to_le_bytes());
+    }
+    write_atomic(&share_path(&cfg.out, rank, sweep), &bytes)?;
+    barrier(comm)?;
+    if rank == 0 {
+        let m = Manifest {
+            sweep,
+            ranks: comm.size(),
+            n: shard.layout.n(),
+            block: shard.layout.block,
+            seed: cfg.seed,
+            rng: chain.rng().clone(),
+            prior: chain.prior.clone(),
+            clusters: chain.sizes().len(),
+        };
+        let text = serde_json::to_string(&m).map_err(|e| Error::Usage(e.to_string()))?;
+        write_atomic(&checkpoint_dir(&cfg.out).join(MANIFEST), text.as_bytes())?;
+    }
+    barrier(comm)?;
+    // Older shares of this rank are no longer named by the manifest.
+    let dir = checkpoint_dir(&cfg.out);
+    let mine = format!("labels-{rank}.");
+    let keep = share_path(&cfg.out, rank, sweep);
+    for entry in std::fs::read_dir(&dir).map_err(read_err(&dir))? {
+        let path = entry.map_err(read_err(&dir))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with(&mine) && path != keep {
+            std::fs::remove_file(&path).map_err(write_err(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// The chain of the checkpoint in `cfg.out`, and its sweep count. Errors if there is none or
+/// it was made with another number of ranks, points or block.
+fn resume<K: ShardKernel, P: NrmPrior + DeserializeOwned>(
+    comm: &dyn Comm,
+    shard: &Shard<K>,
+    cfg: &RunConfig,
+) -> Result<(DataParallel<K, P>, u64)> {
+    let path = checkpoint_dir(&cfg.out).join(MANIFEST);
+    let text = std::fs::read_to_string(&path).map_err(read_err(&path))?;
+    let m: Manifest<P> =
+        serde_json::from_str(&text).map_err(|e| Error::parse(&path, 0, e.to_string()))?;
+    let here = (comm.size(), shard.layout.n(), shard.layout.block);
+    if (m.ranks, m.n, m.block) != here {
+        return Err(Error::Usage(format!(
+            "{}: the checkpoint was made by {} ranks on {} points with block {}, this run has \
+             {} ranks, {} points, block {}; resume with the same layout",
+            path.display(),
+            m.ranks,
+            m.n,
+            m.block,
+            here.0,
+            here.1,
+            here.2
+        )));
+    }
+    let share = share_path(&cfg.out, comm.rank(), m.sweep);
+    let bytes = std::fs::read(&share).map_err(read_err(&share))?;
+    if bytes.len() != 4 * shard.n_local() {
+        return Err(Error::parse(
+            &share,
+            0,
+            format!(
+                "{} bytes, expected {} (4 per local point)",
+                bytes.len(),
+                4 * shard.n_local()
+            ),
+        ));
+    }
+    let labels = bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .collect();
+    let chain = DataParallel::new(comm, shard, m.prior, cfg.options, labels, m.rng)?;
+    Ok((chain, m.sweep))
+}
+
+/// Writes every rank's labels into one file, rank after rank (each appends its share once
+/// the rank before it has finished).
+fn write_labels(comm: &dyn Comm, path: &Path, labels: &[u32]) -> Result<()> {
+    let rank = comm.rank();
+    fold_in_rank_order(
+        comm,
+        (),
+        |()| {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(rank > 0)
+                .write(true)
+                .truncate(rank == 0)
+                .open(path)
+                .map_err(write_err(path))?;
+            let mut text = String::with_capacity(3 * labels.len());
+            for l in labels {
+                text.push_str(&l.to_string());
+                text.push('\n');
+            }
+            f.write_all(text.as_bytes()).map_err(write_err(path))?;
+            f.sync_all().map_err(write_err(path))
+        },
+        |_| Vec::new(),
+        |_| Ok(()),
+    )
+}
