@@ -13,6 +13,7 @@ use super::wire::all_gather_u64;
 use crate::data::load::parse_dense;
 use crate::data::DenseData;
 use crate::error::{Error, Result};
+use crate::sampler::dpmm::engine::CHUNK;
 
 /// The global numbering of points and each rank's range.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +47,7 @@ impl Layout {
     pub fn of_shards(sizes: &[usize], block: usize, names: &[String]) -> Result<Self> {
         let mut starts = vec![0];
         for (r, &s) in sizes.iter().enumerate() {
-            if r + 1 < sizes.len() && s % block != 0 {
+            if r + 1 < sizes.len() && !s.is_multiple_of(block) {
                 return Err(Error::Usage(format!(
                     "{}: {s} points, but every shard except the last must hold a multiple of \
                      {block} points (the reduction block) so that the chain does not depend \
@@ -99,6 +100,13 @@ impl Source {
 /// the file without parsing) and parsed only by the rank that keeps them. Errors name the
 /// file and line.
 pub fn read_share(comm: &dyn Comm, source: &Source, block: usize) -> Result<(DenseData, Layout)> {
+    if block == 0 || !block.is_multiple_of(CHUNK) {
+        return Err(Error::param(
+            "block",
+            block,
+            &format!("a positive multiple of {CHUNK} (a label pass's block)"),
+        ));
+    }
     match source {
         Source::Rows(path) => {
             let lines = data_lines(path)?;

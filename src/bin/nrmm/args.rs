@@ -456,6 +456,9 @@ pub struct RunArgs {
     /// deleted first (other files are kept). Use --resume DIR to continue a run instead.
     #[arg(long)]
     pub force: bool,
+    /// Data-parallel runs.
+    #[command(flatten)]
+    pub parallel: crate::data_parallel::DataParallelArgs,
 }
 
 /// `nrmm diagnose`.

@@ -24,3 +24,9 @@ pub fn install() {
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }
+
+/// The flag the first Ctrl-C sets (in the MPI build also SIGTERM, by which mpirun passes a
+/// Ctrl-C on to its ranks), for loops that poll it.
+pub fn flag() -> &'static AtomicBool {
+    &REQUESTED
+}

@@ -9,6 +9,7 @@
 mod args;
 mod commands;
 mod compare;
+mod data_parallel;
 mod interrupt;
 mod output;
 mod plot;

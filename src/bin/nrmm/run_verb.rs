@@ -258,6 +258,10 @@ fn interrupted_line(dir: &Path, ends: &[(u64, ChainEnd)], checkpoints: bool) -> 
 /// checkpoints), each writing `chain-<i>/` under the run directory, then `summary.json`,
 /// `estimate.txt`, `map.txt` and the human summary on standard output.
 pub fn run(a: RunArgs) -> Result<Status> {
+    if a.parallel.data_parallel {
+        return crate::data_parallel::run(&a);
+    }
+    crate::data_parallel::refuse_under_mpi()?;
     let wall = Instant::now();
     let (mut settings, dir, resume) = match &a.resume {
         Some(dir) => (resumed_settings(&a, dir)?, dir.clone(), true),
