@@ -14,7 +14,9 @@ pub mod prior;
 pub mod rng;
 pub mod run;
 pub mod sampler;
+pub mod simd;
 pub mod sva;
 pub mod tree;
+pub mod vecmath;
 
 pub use error::{Error, Result};

@@ -11,14 +11,17 @@ pub mod diagonal;
 pub mod hyperprior;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
+mod nw_sweep;
 pub mod params;
 mod scratch;
+pub mod sweep_cache;
 
 pub use diagonal::{DiagHyper, DiagStat, Diagonal};
 pub use hyperprior::{HyperKernel, KernelHyperPriors, LogNormalPrior};
 pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
 pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
 pub use params::{ln_gamma_variate, DiagMoments, DiagParam, MdParam, NwParam, ParametricKernel};
+pub use sweep_cache::SweepCache;
 
 /// What a predictive evaluation leaves behind for adding the same point to the same
 /// statistic ([`ConjugateKernel::ln_predictive_probed`], [`ConjugateKernel::add_probed`]).
@@ -54,8 +57,8 @@ impl Probe {
 /// `ln_marginal_pair(a, b) == ln_marginal(a ∪ b)`, and statistics after any sequence of
 /// `add`/`remove`/`merge` equal those computed in one batch.
 pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
-    /// Per-cluster sufficient statistic with its caches.
-    type Stat: Clone + Send + Sync + std::fmt::Debug;
+    /// Per-cluster sufficient statistic with its caches (an owned value: `'static`).
+    type Stat: Clone + Send + Sync + std::fmt::Debug + 'static;
 
     /// Number of data points the kernel holds.
     fn n_points(&self) -> usize;
@@ -124,6 +127,14 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
     /// so a point that stays costs no statistic update at all. The default returns `None`.
     fn ln_predictive_member(&self, i: usize, s: &Self::Stat) -> Option<f64> {
         let _ = (i, s);
+        None
+    }
+
+    /// A contiguous predictive cache for sweeps that weigh every point against every cluster
+    /// (see [`SweepCache`]), or `None` (the default) when the kernel has none; callers then
+    /// call [`ConjugateKernel::ln_predictive`] per cluster. Cost: O(1) to make; it is sized by
+    /// its owner.
+    fn sweep_cache(&self) -> Option<Box<dyn SweepCache<Self::Stat>>> {
         None
     }
 }

@@ -30,8 +30,9 @@ use super::cholesky::{
     shifted_solve_norm2, solve_fixed, DOWNDATE_MIN_DET_RATIO,
 };
 use super::hyperprior::HyperKernel;
+use super::nw_sweep::NwSweepCache;
 use super::scratch::{out_of_line, with_scratch};
-use super::{ConjugateKernel, Probe};
+use super::{ConjugateKernel, Probe, SweepCache};
 use crate::data::DenseData;
 use crate::error::{Error, Result};
 use crate::math::{ln_gamma, ln_mv_gamma_ratio};
@@ -458,6 +459,19 @@ impl NwStat {
         (mean, m2, &mut rest[..d * d])
     }
 
+    /// What a predictive from this statistic needs, as the sweep cache copies it: the factor,
+    /// `ξ_n`, `1 / L_jj`, and the offset `pc(n) - ½ ln|Ψ_n|`, power `(ν_n + 1)/2` and scale
+    /// `r_n/(r_n+1)` of [`NormalWishart::ln_predictive_centred`].
+    pub(crate) fn predictive_cache(&self) -> (&[f64], &[f64], &[f64], [f64; 3]) {
+        let (chol, centre, inv_diag) = self.predictive_parts(self.d);
+        (
+            chol,
+            centre,
+            inv_diag,
+            [self.pred_offset, self.pred_power, self.pred_scale],
+        )
+    }
+
     /// The factor, the cached `ξ_n` and the cached `1 / L_jj`, for the dimension `d` given by
     /// the caller (a constant in the unrolled hot paths; it must equal `self.d`).
     #[inline(always)]
@@ -767,6 +781,11 @@ impl NormalWishart {
             Some(&c) => c,
             None => pred_const_direct(&self.hyper, n),
         }
+    }
+
+    /// The data centred by ξ, `n × d` row-major (shared).
+    pub(crate) fn centred_data(&self) -> &Arc<[f64]> {
+        &self.centred
     }
 
     /// Predictive of a centred point `y` (MATH §2.1, determinant lemma):
@@ -1225,6 +1244,11 @@ impl ConjugateKernel for NormalWishart {
             d
         ));
         (lp, Probe { ln_ratio })
+    }
+
+    /// The contiguous cache of [`super::nw_sweep`]: every predictive of a sweep in vectors.
+    fn sweep_cache(&self) -> Option<Box<dyn SweepCache<NwStat>>> {
+        Some(Box::new(NwSweepCache::new(self)))
     }
 
     /// The add of [`NormalWishart::add`] from a probe of this point and statistic, for

@@ -7,6 +7,7 @@
 //! distribution (MATH §7.1, "Kernel-level exact check"). This is how reversibility and
 //! invariance are proven in tests rather than hoped for.
 
+use super::wide_draw::draw_log_weights;
 use crate::error::{Error, Result};
 use crate::math::log_sum_exp;
 use crate::rng::{uniform_index, uniform_open01, NrmmRng};
@@ -16,6 +17,15 @@ pub trait Chooser {
     /// Chooses an index with probability proportional to `exp(ln_w[i])`; returns the index and
     /// its log probability. Errors when no weight is positive or a weight is NaN.
     fn choose_log(&mut self, ln_w: &[f64]) -> Result<(usize, f64)>;
+
+    /// [`Chooser::choose_log`] for a long vector of weights in a sampler's inner loop (one
+    /// per cluster, `-∞` for entries that are no option): the same distribution and errors.
+    /// [`RngChooser`] draws it in vectors with branch-free exponentials
+    /// (`sampler::wide_draw`), making the same choice at every [`crate::simd::Level`]; the
+    /// default calls `choose_log`, so an enumeration sees the same decision tree.
+    fn choose_log_wide(&mut self, ln_w: &[f64]) -> Result<(usize, f64)> {
+        self.choose_log(ln_w)
+    }
 
     /// Chooses an index with probability proportional to the linear weight `w[i] ≥ 0`;
     /// returns the index and its log probability. Errors when a weight is negative, NaN or
@@ -154,6 +164,13 @@ impl Chooser for RngChooser<'_> {
             }
         }
         Ok((last_positive, ln_w[last_positive] - ln_total))
+    }
+
+    /// The vectorised draw of `sampler::wide_draw`: one open uniform, as `choose_log`.
+    fn choose_log_wide(&mut self, ln_w: &[f64]) -> Result<(usize, f64)> {
+        let u = uniform_open01(self.rng);
+        draw_log_weights(ln_w, &mut self.weights, u)
+            .ok_or_else(|| crate::math::bad_log_weights(ln_w))
     }
 
     /// One open-interval uniform and a cumulative walk that never stops on a zero weight;

@@ -14,6 +14,7 @@ pub mod sams;
 pub mod split_merge;
 pub mod tgmcmc;
 mod two_groups;
+mod wide_draw;
 
 pub use chooser::{Chooser, PathEnumerator, RngChooser};
 pub use dpmm::{

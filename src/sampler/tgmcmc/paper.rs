@@ -473,7 +473,7 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
             );
         }
         let empty = self.empty.get_or_insert_with(|| kernel.empty_stat());
-        self.point.begin(state);
+        self.point.begin(kernel, state, empty);
         for &i in &self.local {
             let leaf = forest
                 .leaf_of(i)

@@ -1,0 +1,172 @@
+//! The categorical draw from many log weights (one per cluster) in vectors, for
+//! [`super::Chooser::choose_log_wide`].
+//!
+//! Algorithm: the maximum `m`, the shifted exponentials `p_i = exp(w_i - m)` with the
+//! branch-free [`crate::vecmath::exp`], their total `T` as [`LANES`] running lane sums added
+//! pairwise, a target `u T` from one open uniform `u`, and a walk that skips whole groups of
+//! [`LANES`] by their pairwise sums before walking the weights of the group that holds the
+//! target one by one (zero weights are never chosen). Every step is the same operation in the
+//! same order at every [`crate::simd::Level`], so the choice is too.
+
+use crate::simd::multiversion;
+use crate::vecmath;
+
+/// Weights per group of the walk.
+const LANES: usize = 8;
+
+/// The sum of one group of [`LANES`] values, pairwise.
+#[inline(always)]
+fn group_sum(v: &[f64]) -> f64 {
+    ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
+}
+
+multiversion! {
+    /// Draws an index with probability proportional to `exp(ln_w[i])` from the open uniform
+    /// `u`, with `e` as scratch; returns the index and its log probability, or `None` when a
+    /// weight is NaN or `+∞`, or every weight is `-∞`.
+    pub(crate) fn draw_log_weights(ln_w: &[f64], e: &mut Vec<f64>, u: f64) -> Option<(usize, f64)> {
+        let n = ln_w.len();
+        e.clear();
+        e.extend_from_slice(ln_w);
+        e.resize(n.div_ceil(LANES) * LANES, f64::NEG_INFINITY);
+        let mut lane_max = [f64::NEG_INFINITY; LANES];
+        for group in e.chunks_exact(LANES) {
+            for l in 0..LANES {
+                lane_max[l] = if group[l] > lane_max[l] { group[l] } else { lane_max[l] };
+            }
+        }
+        let max = lane_max.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !max.is_finite() {
+            return None;
+        }
+        let mut lane_sum = [0.0f64; LANES];
+        for group in e.chunks_exact_mut(LANES) {
+            for l in 0..LANES {
+                let p = vecmath::exp(group[l] - max);
+                group[l] = p;
+                lane_sum[l] += p;
+            }
+        }
+        // The largest weight contributes exp(0) = 1, so the total is at least 1 unless a
+        // weight is NaN.
+        let total = group_sum(&lane_sum);
+        if total.is_nan() {
+            return None;
+        }
+        let ln_total = if total == 1.0 { max } else { max + vecmath::ln(total) };
+        let target = u * total;
+        let mut acc = 0.0;
+        let mut last_positive_group = 0;
+        let mut found = None;
+        for (g, group) in e.chunks_exact(LANES).enumerate() {
+            let s = group_sum(group);
+            if s > 0.0 {
+                last_positive_group = g;
+                if target < acc + s {
+                    found = Some(g);
+                    break;
+                }
+                acc += s;
+            }
+        }
+        // Rounding can leave the target at or past the last sum: the last positive weight
+        // is then the draw, as in the walk of `RngChooser::choose_log`.
+        let g = found.unwrap_or(last_positive_group);
+        let group = &e[g * LANES..(g + 1) * LANES];
+        let mut pick = None;
+        for (l, &p) in group.iter().enumerate() {
+            if p > 0.0 {
+                acc += p;
+                pick = Some(g * LANES + l);
+                if found.is_some() && target < acc {
+                    break;
+                }
+            }
+        }
+        let i = pick.expect("a group with a positive sum has a positive weight");
+        Some((i, ln_w[i] - ln_total))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::log_sum_exp;
+    use crate::rng::{uniform_open01, SeedPlan};
+    use crate::simd::{with_level, Level};
+
+    /// Frequencies over many draws match the normalised weights, zero weights are never
+    /// drawn, and the log probability is the log-sum-exp normalisation to rounding.
+    #[test]
+    fn draws_follow_the_weights() {
+        let ln_w: Vec<f64> = (0..21)
+            .map(|k| {
+                if k % 5 == 2 {
+                    f64::NEG_INFINITY
+                } else {
+                    (k as f64 * 0.37).sin() * 2.0
+                }
+            })
+            .collect();
+        let total = log_sum_exp(&ln_w);
+        let mut rng = SeedPlan::new(4).chain(0);
+        let mut e = Vec::new();
+        let mut counts = [0usize; 21];
+        let draws = 200_000;
+        for _ in 0..draws {
+            let (i, lp) = draw_log_weights(&ln_w, &mut e, uniform_open01(&mut rng)).unwrap();
+            assert!((lp - (ln_w[i] - total)).abs() < 1e-13);
+            counts[i] += 1;
+        }
+        for (k, &c) in counts.iter().enumerate() {
+            let p = (ln_w[k] - total).exp();
+            let sd = (p * (1.0 - p) / draws as f64).sqrt();
+            let f = c as f64 / draws as f64;
+            assert!((f - p).abs() <= 5.0 * sd + 1e-12, "weight {k}: {f} vs {p}");
+        }
+    }
+
+    /// The choice at the edges of the cumulative sums and with extreme weights is the same
+    /// at every level the CPU has; bad weights are refused.
+    #[test]
+    fn every_level_makes_the_same_choice() {
+        let mut rng = SeedPlan::new(9).chain(0);
+        let mut e = Vec::new();
+        for round in 0..3000 {
+            let len = 1 + round % 40;
+            let ln_w: Vec<f64> = (0..len)
+                .map(|k| {
+                    if k % 7 == 3 {
+                        f64::NEG_INFINITY
+                    } else {
+                        800.0 * (uniform_open01(&mut rng) - 0.5)
+                    }
+                })
+                .collect();
+            let u = match round % 3 {
+                0 => f64::EPSILON / 4.0,
+                1 => 1.0 - f64::EPSILON / 4.0,
+                _ => uniform_open01(&mut rng),
+            };
+            let want = with_level(Level::Portable, || draw_log_weights(&ln_w, &mut e, u));
+            for level in Level::ALL {
+                let got = with_level(level, || draw_log_weights(&ln_w, &mut e, u));
+                assert_eq!(
+                    got.map(|(i, lp)| (i, lp.to_bits())),
+                    want.map(|(i, lp)| (i, lp.to_bits()))
+                );
+            }
+            if let Some((i, _)) = want {
+                assert!(ln_w[i] > f64::NEG_INFINITY);
+            }
+        }
+        for bad in [
+            &[f64::NEG_INFINITY, f64::NEG_INFINITY][..],
+            &[0.0, f64::NAN],
+            &[f64::INFINITY, 0.0],
+            &[],
+        ] {
+            assert!(draw_log_weights(bad, &mut e, 0.5).is_none());
+        }
+    }
+}
