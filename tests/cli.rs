@@ -16,8 +16,7 @@ use nrmm::partition::Partition;
 use nrmm::prior::{Dp, Prior};
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{fails_no_stdout, nrmm, ok, text, TempDir, BIN};
 
 /// Runs `nrmm args` and parses its standard output as JSON.

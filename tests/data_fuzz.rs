@@ -7,7 +7,7 @@
 //! a short run of it is part of the suite; the full one, a million cases per format, is
 //!
 //! ```text
-//! cargo test --release --test data_fuzz -- --ignored --nocapture
+//! cargo test --release --test integration data_fuzz:: -- --ignored --nocapture
 //! ```
 //!
 //! (`NRMM_FUZZ_CASES=N` sets the cases per format). It prints the count and the slowest case
@@ -449,7 +449,7 @@ fn fuzz_campaign_short() {
 
 /// The full campaign: a million cases per format (see the module documentation).
 #[test]
-#[ignore = "minutes: cargo test --release --test data_fuzz -- --ignored --nocapture"]
+#[ignore = "minutes: cargo test --release --test integration data_fuzz:: -- --ignored --nocapture"]
 fn fuzz_campaign_full() {
     let cases = std::env::var("NRMM_FUZZ_CASES")
         .ok()

@@ -517,7 +517,7 @@ fn datasets_load_in_the_detected_or_given_format() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Speed (run with `cargo test --release --test data_load -- --ignored --nocapture`).
+// Speed (run with `cargo test --release --test integration data_load:: -- --ignored --nocapture`).
 
 #[test]
 #[ignore = "timing run; prints figures"]

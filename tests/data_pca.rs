@@ -7,7 +7,7 @@ use nrmm::data::pca::Pca;
 use nrmm::data::DenseData;
 use proptest::prelude::*;
 
-mod support;
+use crate::support;
 use support::data_dir;
 
 /// Mean over points of the squared distance between each point and its reconstruction.

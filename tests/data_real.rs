@@ -1,7 +1,7 @@
 //! Loading the real data sets of `../shared/data` (see its README). Each test prints a message
 //! and returns when its folder is absent; `NRMM_DATA_DIR` points the tests at another copy.
 
-mod support;
+use crate::support;
 use support::data_dir;
 
 use nrmm::data::generate::toy_like;

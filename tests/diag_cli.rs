@@ -4,8 +4,7 @@
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{fails, nrmm, ok, set_b, text, TempDir};
 
 /// `n` points of dimension `d`: two separated groups, deterministic.

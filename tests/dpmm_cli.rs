@@ -5,8 +5,7 @@
 use nrmm::data::load;
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{check_exact_json, fails, ok, set_b, TempDir};
 
 /// `nrmm run` of `sampler` on data set B: two chains of 30 sweeps, labels and summary written.

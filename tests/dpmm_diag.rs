@@ -4,7 +4,7 @@
 //! method and bound of `tests/dpmm_tv.rs` (chains from one cluster and from singletons, a
 //! tenth burnt in, the effective size by batch means). Seconds in release.
 
-mod support;
+use crate::support;
 
 use nrmm::data::generate::data_set_b;
 use nrmm::exact::Rgs;

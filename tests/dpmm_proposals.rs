@@ -20,7 +20,7 @@
 //! fitting its sub-clusters on the whole set and, in a second configuration, on a sample of
 //! 2 points (so the subsampled launch of large sets is covered too).
 
-mod support;
+use crate::support;
 
 use nrmm::data::generate::data_set_b;
 use nrmm::exact::{ExactPosterior, Rgs};

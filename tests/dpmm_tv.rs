@@ -14,9 +14,9 @@
 //!   within [`BIAS_TOLERANCE`] (relative) of the level recorded in their documentation.
 //!
 //! CI runs the short versions (seconds in release). The long versions are `#[ignore]`d:
-//! `cargo test --release --test dpmm_tv -- --ignored --nocapture --test-threads 2`.
+//! `cargo test --release --test integration dpmm_tv:: -- --ignored --nocapture --test-threads 2`.
 
-mod support;
+use crate::support;
 
 use nrmm::data::generate::{data_set_a, data_set_b};
 use nrmm::exact::{ExactPosterior, Rgs};

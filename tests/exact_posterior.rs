@@ -342,7 +342,7 @@ fn bad_inputs_are_errors() {
 }
 
 /// Release-mode timing (MATH §7.1, B_10 = 115,975): run with
-/// `cargo test --release --test exact_posterior -- --ignored --nocapture`.
+/// `cargo test --release --test integration exact_posterior:: -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn n10_posterior_takes_well_under_a_second() {

@@ -3,7 +3,7 @@
 //! sequences against batch statistics; the candidate's formula for its parameter draws; its
 //! weighted SVA statistics; unit-equivariant defaults; the automatic choice of the kernel.
 
-mod kernel_support;
+use crate::kernel_support;
 
 use std::sync::Arc;
 

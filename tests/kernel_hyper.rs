@@ -18,10 +18,9 @@
 //!   trees the kernel update rebuilds; it is not exact, so it has no exact check here).
 //!
 //! The long exact checks are `#[ignore]`d; run them with
-//! `cargo test --release --test kernel_hyper -- --ignored --nocapture --test-threads 2`.
+//! `cargo test --release --test integration kernel_hyper:: -- --ignored --nocapture --test-threads 2`.
 
-#[path = "support/checkpoint.rs"]
-mod checkpoint;
+use crate::support::checkpoint;
 
 use nrmm::data::{DenseData, SparseCounts};
 use nrmm::exact::{dp_ln_eppf, hyper_integrated_posterior, ExactPosterior, Rgs};

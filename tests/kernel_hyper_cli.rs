@@ -2,8 +2,7 @@
 //! traced as columns, carried by checkpoints so that a resumed run is the straight run, and
 //! refused where the exact posterior holds the kernel fixed.
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 
 use cli::{fails, ok, TempDir};
 use nrmm::data::generate::{gaussian_mixture, partition_uniform, NormalWishartSampler};

@@ -25,9 +25,9 @@
 //! density forgets the Jacobian of the log scale (centres off by `-τ²`) must be flagged.
 //!
 //! The long version is `#[ignore]`d; run it with
-//! `cargo test --release --test kernel_hyper_geweke -- --ignored --nocapture --test-threads 2`.
+//! `cargo test --release --test integration kernel_hyper_geweke:: -- --ignored --nocapture --test-threads 2`.
 
-mod support;
+use crate::support;
 
 use nrmm::data::generate::NormalWishartSampler;
 use nrmm::data::generate::{bag_of_words, gaussian_mixture, partition_crp, DocLengths};

@@ -2,7 +2,7 @@
 //! conjugacy identities, statistics after random update sequences, validation, and the
 //! identities on the real Reuters bag-of-words data.
 
-mod kernel_support;
+use crate::kernel_support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

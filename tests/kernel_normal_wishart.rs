@@ -2,7 +2,7 @@
 //! raw-sum implementation, statistics and cached factors after random update sequences, the
 //! downdate fallback, hyperparameter validation, and the toy data's reference figures.
 
-mod kernel_support;
+use crate::kernel_support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! partitions: they sum to 1 over all set partitions of n ≤ 8 (MATH §1.4, §1.5, §7.1).
 //! The sum runs over integer partitions of n, each weighted by its number of set partitions.
 
-mod prior_support;
+use crate::prior_support;
 
 use nrmm::math::log_sum_exp;
 use nrmm::prior::{BetaPrior, Dp, GammaPrior, Nggp, PartitionPrior, PartitionPriorSpec, Prior};

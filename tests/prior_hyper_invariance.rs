@@ -6,7 +6,7 @@
 //! schemes; a long thinned chain for u from a far start; and the σ marginal of the full
 //! reference-prior update (u, α, σ) against the hyperparameter-integrated prior.
 
-mod prior_support;
+use crate::prior_support;
 
 use nrmm::math::{ln_gamma, softplus};
 use nrmm::prior::{AlphaUpdate, BetaPrior, Dp, GammaPrior, Nggp, NggpHyperPriors, NrmPrior};

@@ -4,7 +4,7 @@
 //! bimodal mixture, a one-sided bound, and a stepping-out budget so small that it almost
 //! always binds (twenty updates per start there, which per-side caps fail).
 
-mod prior_support;
+use crate::prior_support;
 
 use nrmm::math::ln_add_exp;
 use nrmm::prior::SliceSampler;

@@ -9,8 +9,7 @@ use nrmm::rng::SeedPlan;
 use nrmm::run::{Chain, ChainCheckpoint, Scheduled};
 use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Sams, State};
 
-#[path = "support/checkpoint.rs"]
-mod checkpoint;
+use crate::support::checkpoint;
 use checkpoint::{
     assert_resumes_are_the_straight_run, md_kernel, nw_kernel, through_json, timeless,
 };

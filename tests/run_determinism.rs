@@ -8,7 +8,7 @@
 //! and every hyperparameter value, compared bit for bit in the library and character for
 //! character in the CLI's CSV.
 
-mod support;
+use crate::support;
 
 use nrmm::data::generate::{gaussian_mixture, partition_equal, NormalWishartSampler};
 use nrmm::data::load::write_dense;

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{fails_no_stdout, nrmm, ok, text, TempDir};
 
 /// A small 2-D data set of `n` points on two well separated groups, with its labels.

@@ -10,7 +10,7 @@ use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Sams};
 use proptest::prelude::*;
 use std::sync::Arc;
 
-mod exact_check;
+use crate::exact_check;
 use exact_check::check;
 
 /// The first `n` points of data set B (MATH §5.3), with the reference hyperparameters.

@@ -50,9 +50,9 @@
 //! ([`geweke_detects_off_by_one_gibbs`]).
 //!
 //! CI runs a short seeded version. The long version is `#[ignore]`d; run it with
-//! `cargo test --release --test sampler_geweke -- --ignored --nocapture --test-threads 2`.
+//! `cargo test --release --test integration sampler_geweke:: -- --ignored --nocapture --test-threads 2`.
 
-mod support;
+use crate::support;
 
 use nrmm::data::generate::{
     gaussian_mixture, nggp_partitions, partition_crp, GibbsTypePartitions, NormalWishartSampler,

@@ -12,7 +12,7 @@
 //! The tests skip with a message when `../shared/data/toy` is absent. Each sampler has its own
 //! test so they run in parallel; together they take about 10 s in release.
 
-mod support;
+use crate::support;
 
 use nrmm::data::load::{load_dense, load_labels};
 use nrmm::kernel::NormalWishart;

@@ -53,10 +53,10 @@
 //!
 //! CI runs a short seeded version (a few seconds per test in release). The long versions are
 //! `#[ignore]`d; run them with
-//! `cargo test --release --test sampler_tv -- --ignored --nocapture --test-threads 2`
+//! `cargo test --release --test integration sampler_tv:: -- --ignored --nocapture --test-threads 2`
 //! (15 to 20 minutes on two cores).
 
-mod support;
+use crate::support;
 
 use nrmm::data::generate::{data_set_a, data_set_b};
 use nrmm::diagnostics::effective_sample_size;

@@ -5,8 +5,7 @@
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{fails, ok, TempDir};
 
 /// A 2-D data set of three well-separated blobs (with its 1-based labels).

@@ -3,7 +3,7 @@
 //! Multinomial-Dirichlet kernel on generated documents, every error path, and the ARI on the
 //! paper's toy set (skipped with a message when `../shared/data/toy` is absent).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use nrmm::data::load;
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{check_exact_json, fails, ok, set_b, TempDir};
 
 #[test]

@@ -17,7 +17,7 @@ use nrmm::partition::Partition;
 use nrmm::prior::{Dp, Nggp, NrmPrior};
 use nrmm::sampler::{Chooser, Gibbs, GibbsScan, Move, PathEnumerator, State, StepInfo, TgSams};
 
-mod exact_check;
+use crate::exact_check;
 use exact_check::{posterior, TOL};
 
 /// The first `n` points of data set B (MATH §5.3), with the reference hyperparameters of the

@@ -8,7 +8,7 @@
 //!
 //! The routine test runs a fixed number of sweeps (DP 450, NGGP 1000). The test of the issue's
 //! budget, 5 s per chain, is ignored (it takes a minute of an idle machine):
-//! `cargo test --release --test tgmcmc_paper_toy_cli -- --ignored --nocapture`.
+//! `cargo test --release --test integration tgmcmc_paper_toy_cli:: -- --ignored --nocapture`.
 //!
 //! The Normal-Wishart hyperparameters are given on the command line as the reference computes
 //! them from the data ([`NwHyper::from_data`]), so that the optimum does not move with the
@@ -20,8 +20,7 @@ use nrmm::data::load;
 use nrmm::kernel::NwHyper;
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{ok, TempDir};
 
 /// The DP(1) log joint of the true partition of `toy`.
@@ -144,7 +143,7 @@ fn paper_sampler_from_the_command_line_reaches_the_toy_optimum() {
 }
 
 #[test]
-#[ignore = "a minute: cargo test --release --test tgmcmc_paper_toy_cli -- --ignored --nocapture"]
+#[ignore = "a minute: cargo test --release --test integration tgmcmc_paper_toy_cli:: -- --ignored --nocapture"]
 fn paper_sampler_reaches_the_toy_optimum_in_five_seconds() {
     four_of_five(|_| ["--seconds", "5"]);
 }

@@ -17,8 +17,7 @@ use nrmm::run::{Chain, ChainCheckpoint, Scheduled};
 use nrmm::sampler::tgmcmc::{tgmcmc_paper_schedule, tgmcmc_schedule};
 use nrmm::sampler::{GibbsScan, Move, RngChooser, State, TgmcmcPaper};
 
-#[path = "support/checkpoint.rs"]
-mod checkpoint;
+use crate::support::checkpoint;
 use checkpoint::{
     assert_resumes_are_the_straight_run, md_kernel, nw_kernel, through_json, timeless,
 };

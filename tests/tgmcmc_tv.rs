@@ -4,7 +4,7 @@
 //! paper move keeps its forest consistent with the partition.
 //!
 //! The short versions run in CI. The long versions are ignored; run them with
-//! `cargo test --release --test tgmcmc_tv -- --ignored --nocapture`.
+//! `cargo test --release --test integration tgmcmc_tv:: -- --ignored --nocapture`.
 
 use std::sync::Arc;
 
@@ -177,7 +177,7 @@ fn paper_tgmcmc_stays_far_from_the_posterior() {
 
 /// The long runs behind the documented figures: 4 seeds x 10⁶ sweeps per setting.
 #[test]
-#[ignore = "long: cargo test --release --test tgmcmc_tv -- --ignored --nocapture"]
+#[ignore = "long: cargo test --release --test integration tgmcmc_tv:: -- --ignored --nocapture"]
 fn long_runs() {
     for seed in 1..=4 {
         for (name, data) in [("A", data_set_a()), ("B", data_set_b())] {

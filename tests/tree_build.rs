@@ -3,9 +3,9 @@
 //! the exports (petgraph, DOT, Newick) describe the same trees. The construction time on the
 //! paper's 10k data set is an ignored test (see its documentation).
 
-mod tree_support;
+use crate::tree_support;
 
-mod support;
+use crate::support;
 use support::data_dir;
 
 use std::sync::Arc;
@@ -393,7 +393,7 @@ fn forests_rebuild_from_their_shapes() {
 
 // ---------------------------------------------------------------------------------------------
 // Timing on the paper's data (ignored: run with
-// `cargo test --release --test tree_build -- --ignored --nocapture`).
+// `cargo test --release --test integration tree_build:: -- --ignored --nocapture`).
 
 /// Exact and noisy IBHC construction time on `../shared/data/{toy,10k}` under the reference
 /// model (DP α = 1, data-dependent Normal-Wishart), three orders each; prints seconds, the
@@ -401,7 +401,7 @@ fn forests_rebuild_from_their_shapes() {
 /// forest (untimed). The reference code
 /// takes 0.6-0.8 s for exact IBHC on 10k and 0.015-0.030 s on toy. No timed assertion.
 ///
-/// `cargo test --release --test tree_build -- --ignored --nocapture ibhc_construction_time`
+/// `cargo test --release --test integration tree_build::ibhc_construction_time -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn ibhc_construction_time_on_real_data() {

@@ -3,7 +3,7 @@
 //! tree-consistent partitions, the three cases of Detach, stale-cache detection, bad input,
 //! and `validate()` after every step of random operation sequences on both kernels.
 
-mod tree_support;
+use crate::tree_support;
 
 use std::sync::Arc;
 

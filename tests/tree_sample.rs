@@ -3,7 +3,7 @@
 //! the forward probability, and replaying a StocInsert path reproduces both its probability
 //! and its trees.
 
-mod tree_support;
+use crate::tree_support;
 
 use std::collections::BTreeSet;
 

@@ -1,8 +1,6 @@
 //! Shared fixtures of the checkpoint and resume tests: the small data sets of both kernels,
 //! records compared without their timing, a checkpoint's round trip through JSON, and the
 //! "chain of resumes is the straight run" check.
-//!
-//! Included by the resume test files with `#[path = "support/checkpoint.rs"] mod checkpoint;`.
 
 #![allow(dead_code)]
 

@@ -1,9 +1,6 @@
 //! Shared helpers of the command-line tests: running the `nrmm` binary, temporary
 //! directories, and the assertions every verb's tests make (success with a silent standard
 //! error; failure as one `error:` line with the documented exit status, never a panic).
-//!
-//! Included by the CLI test files with `#[path = "support/cli.rs"] mod cli;`, so the tests
-//! that never run the binary do not compile it.
 
 #![allow(dead_code)]
 
@@ -23,13 +20,12 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_nrmm");
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
-    /// A new empty directory named after the test file, the process, `tag` and a counter, so
-    /// parallel tests never share one.
+    /// A new empty directory named after the process, `tag` and a counter, so parallel tests
+    /// never share one.
     pub fn new(tag: &str) -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "nrmm-{}-{}-{tag}-{}",
-            env!("CARGO_CRATE_NAME"),
+            "nrmm-cli-{}-{tag}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));

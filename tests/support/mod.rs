@@ -1,9 +1,12 @@
 //! Shared helpers of the sampler tests: kernels over the MATH §5.3 data sets, the sweep
 //! schedules of the samplers under test, the exact posterior a sampler targets, batch-means
 //! variance estimates, a grid inverse CDF, a deliberately wrong Gibbs move, and the location
-//! of the real data.
+//! of the real data; and, in submodules, the command-line and checkpoint helpers.
 
 #![allow(dead_code)]
+
+pub mod checkpoint;
+pub mod cli;
 
 use nrmm::data::DenseData;
 use nrmm::error::Result;
