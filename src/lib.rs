@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod chooser;
 pub mod data;
 pub mod diagnostics;
 pub mod distributed;

@@ -5,7 +5,6 @@
 //! runs a chain or enumerates its exact transition distribution. Metropolis-Hastings moves
 //! build a [`Proposal`] and decide with the one shared [`metropolis_hastings`] step.
 
-pub mod chooser;
 pub mod dpmm;
 pub mod gibbs;
 pub mod hyper;
@@ -16,7 +15,8 @@ pub mod tgmcmc;
 mod two_groups;
 mod wide_draw;
 
-pub use chooser::{Chooser, PathEnumerator, RngChooser};
+// The moves' discrete choices live below the samplers and the tree engine.
+pub use crate::chooser::{Chooser, PathEnumerator, RngChooser};
 pub use dpmm::{
     Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, Splittable, SubCluster, SubClusterOptions,
 };

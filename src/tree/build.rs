@@ -4,10 +4,10 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::{Forest, NodeKey, PairStats};
+use crate::chooser::Chooser;
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::prior::NrmPrior;
-use crate::sampler::Chooser;
 
 /// How [`Forest::sequential_insert`] places an item whose best tree `T*` accepts it
 /// (`ln d(x, T*) ≤ 0`), MATH §3.4.

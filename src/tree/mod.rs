@@ -31,7 +31,7 @@
 //!   [`Forest::destroy`], [`Forest::detach_leaf`];
 //! * sequential exact / noisy IBHC and greedy BHC (MATH §3.3, §3.4): [`Forest::ibhc`],
 //!   [`Forest::sequential_insert`], [`Forest::greedy_bhc`];
-//! * SampleSub and StocInsert through a [`Chooser`](crate::sampler::Chooser), with their
+//! * SampleSub and StocInsert through a [`Chooser`](crate::chooser::Chooser), with their
 //!   reverse evaluations (MATH §4.1, §4.2): [`Forest::sample_sub`], [`Forest::ln_prob_sub`],
 //!   [`Forest::stoc_insert`], [`Forest::stoc_insert_replay`];
 //! * the invariants of MATH P18: [`Forest::validate`];
@@ -47,7 +47,7 @@
 //! use nrmm::kernel::{NormalWishart, NwHyper};
 //! use nrmm::prior::Dp;
 //! use nrmm::rng::SeedPlan;
-//! use nrmm::sampler::RngChooser;
+//! use nrmm::chooser::RngChooser;
 //! use nrmm::tree::{Forest, IbhcMode, NewickInfo};
 //!
 //! let data = data_set_a();

@@ -4,10 +4,10 @@
 //! reverse evaluation.
 
 use super::{make_room, unchanged, Forest, NodeKey, PairStats};
+use crate::chooser::Chooser;
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::math::{ln_add_exp, log_sum_exp};
-use crate::sampler::Chooser;
 use std::collections::hash_map::Entry;
 
 /// Which nodes of a subtree SampleSub may return (MATH §4.1).

@@ -6,6 +6,9 @@
 //! the probability of the path it took, which yields the move's exact one-step transition
 //! distribution (MATH §7.1, "Kernel-level exact check"). This is how reversibility and
 //! invariance are proven in tests rather than hoped for.
+//!
+//! The module sits below both the samplers and the tree engine, which make their choices
+//! through it (`nrmm::sampler` re-exports its types for the moves' implementors).
 
 use super::wide_draw::draw_log_weights;
 use crate::error::{Error, Result};
