@@ -13,7 +13,6 @@ pub mod sams;
 pub mod split_merge;
 pub mod tgmcmc;
 mod two_groups;
-mod wide_draw;
 
 // The moves' discrete choices live below the samplers and the tree engine.
 pub use crate::chooser::{Chooser, PathEnumerator, RngChooser};

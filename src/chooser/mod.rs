@@ -10,10 +10,12 @@
 //! The module sits below both the samplers and the tree engine, which make their choices
 //! through it (`nrmm::sampler` re-exports its types for the moves' implementors).
 
-use super::wide_draw::draw_log_weights;
+mod wide_draw;
+
 use crate::error::{Error, Result};
 use crate::math::log_sum_exp;
 use crate::rng::{uniform_index, uniform_open01, NrmmRng};
+use wide_draw::draw_log_weights;
 
 /// Source of the discrete random decisions of a move.
 pub trait Chooser {
@@ -24,7 +26,7 @@ pub trait Chooser {
     /// [`Chooser::choose_log`] for a long vector of weights in a sampler's inner loop (one
     /// per cluster, `-∞` for entries that are no option): the same distribution and errors.
     /// [`RngChooser`] draws it in vectors with branch-free exponentials
-    /// (`sampler::wide_draw`), making the same choice at every [`crate::simd::Level`]; the
+    /// (`wide_draw`), making the same choice at every [`crate::simd::Level`]; the
     /// default calls `choose_log`, so an enumeration sees the same decision tree.
     fn choose_log_wide(&mut self, ln_w: &[f64]) -> Result<(usize, f64)> {
         self.choose_log(ln_w)
@@ -169,7 +171,7 @@ impl Chooser for RngChooser<'_> {
         Ok((last_positive, ln_w[last_positive] - ln_total))
     }
 
-    /// The vectorised draw of `sampler::wide_draw`: one open uniform, as `choose_log`.
+    /// The vectorised draw of `wide_draw`: one open uniform, as `choose_log`.
     fn choose_log_wide(&mut self, ln_w: &[f64]) -> Result<(usize, f64)> {
         let u = uniform_open01(self.rng);
         draw_log_weights(ln_w, &mut self.weights, u)
