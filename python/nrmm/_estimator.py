@@ -1,0 +1,486 @@
+"""``MixtureModel``: a Bayesian nonparametric mixture fitted by MCMC, as a scikit-learn
+estimator."""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import tempfile
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _native
+from ._data import is_sparse, n_features, to_native
+from ._progress import make_progress
+
+KERNELS = ("auto", "nw", "diag", "md")
+PRIORS = ("dp", "nggp")
+SAMPLERS = (
+    "gibbs",
+    "jain-neal",
+    "sams",
+    "tgmcmc",
+    "tgmcmc-paper",
+    "subcluster",
+    "subcluster-dpmm",
+    "direct",
+    "quasi-direct",
+    "quasi-collapsed",
+)
+NW_DEFAULTS = ("scaled", "reference")
+MOVE_OPTIONS = (
+    "proposals",
+    "launch_scans",
+    "gibbs_sweeps",
+    "gibbs_subset",
+    "global_moves",
+    "depth",
+)
+DEFAULT_SWEEPS = 1000
+# Above this many points the posterior similarity matrix (n² float64) is not kept.
+SIMILARITY_MAX_POINTS = 4000
+
+
+def _one_of(name, value, allowed):
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(
+            f"invalid {name} = {value!r}: expected one of {', '.join(map(repr, allowed))}"
+        )
+
+
+def _positive_int(name, value, *, allow_none=False, minimum=1):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"invalid {name} = {value!r}: expected an integer >= {minimum}")
+    return int(value)
+
+
+def _optional_float(name, value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"invalid {name} = {value!r}: expected a number or None")
+    return float(value)
+
+
+def _seed(random_state) -> int:
+    """The library's 64-bit seed: an integer seed as given (so that ``random_state=3`` is the
+    command line's ``--seed 3``), else one drawn from the NumPy generator."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0 or random_state >= 2**64:
+            raise ValueError(
+                f"invalid random_state = {random_state}: expected an integer in [0, 2^64)"
+            )
+        return int(random_state)
+    rng = check_random_state(random_state)
+    return int(rng.randint(0, 2**32, dtype=np.uint64))
+
+
+class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
+    """A Bayesian nonparametric mixture model (Dirichlet process or normalized generalized
+    gamma process prior, conjugate kernel) fitted by Markov chain Monte Carlo.
+
+    The number of clusters is not fixed: the posterior over partitions of the data is
+    sampled by ``n_chains`` independent chains, each on its own random stream of
+    ``random_state``, so that results do not depend on the number of threads. The chains'
+    draws give a point estimate of the clustering (Dahl's least-squares draw, ``labels_``),
+    the best state visited (``map_labels_``), the posterior similarity of every pair of
+    points, the distribution of the number of clusters, convergence diagnostics (bulk and
+    tail ESS, split R-hat), and the posterior predictive density of new points.
+
+    Parameters
+    ----------
+    kernel : {"auto", "nw", "diag", "md"}, default="auto"
+        Normal-Wishart (full covariance), diagonal covariance, or Multinomial-Dirichlet (word
+        counts, sparse input). "auto" follows the data: counts for sparse input, else
+        Normal-Wishart unless a full covariance cannot be estimated, then diagonal.
+    prior : {"dp", "nggp"}, default="dp"
+        Dirichlet process or normalized generalized gamma process.
+    sampler : str, default="sams"
+        One of "gibbs", "jain-neal", "sams", "tgmcmc", "tgmcmc-paper", "subcluster",
+        "subcluster-dpmm", "direct", "quasi-direct", "quasi-collapsed". "tgmcmc-paper",
+        "subcluster-dpmm", "direct", "quasi-direct" and "quasi-collapsed" are approximate.
+    n_chains : int, default=4
+        Chains, run in parallel.
+    sweeps : int, default=None
+        Sweeps per chain; 1000 when neither ``sweeps`` nor ``seconds`` is given.
+    seconds : float, default=None
+        Sampling time per chain instead of a number of sweeps (results then depend on the
+        machine's speed).
+    burn_in : int, default=None
+        Sweeps per chain left out of the estimates; None leaves out the first half.
+    init : str, default="auto"
+        How chains start: "auto" (the better of one cluster and a one-pass SVA fit), "single",
+        "singletons", "sva", "noisy-ibhc" or "exact-ibhc".
+    alpha, sigma, u : float, default=None
+        Initial (or, without ``hyperpriors``, fixed) concentration, NGGP index and NGGP
+        auxiliary variable; None: 1, 0.5, 1.
+    hyperpriors : bool, default=False
+        Resample alpha (and sigma) under Gamma(1, 1) (and Beta(1.5, 1.5)) hyperpriors.
+    kernel_hyperpriors : bool, default=False
+        Resample the kernel's scale (Normal-Wishart) or concentration (counts).
+    beta : float, default=None
+        Dirichlet concentration of the count kernel (None: 0.1).
+    nw_xi, nw_psi, nw_r, nw_nu : default=None
+        Normal-Wishart hyperparameters; None derives them from the data (``nw_defaults``).
+    nw_defaults : {"scaled", "reference"}, default="scaled"
+        "scaled": unit-equivariant defaults; "reference": the tgMCMC paper code's.
+    sampler_options : dict, default=None
+        Move settings: ``proposals``, ``launch_scans``, ``gibbs_sweeps``, ``gibbs_subset``,
+        ``global_moves``, ``depth``.
+    thin : int, default=1
+        Every ``thin``-th sweep is traced and may be kept as a draw.
+    draws_per_chain : int, default=256
+        Partition draws kept per chain (evenly spaced) for the estimates.
+    run_dir : str or path, default=None
+        Directory that keeps the run (trace, draws, checkpoints) for :meth:`resume` and the
+        command line (``nrmm diagnose``, ``nrmm predict``); None uses a temporary directory.
+    checkpoint_every : int, default=None
+        Sweeps between checkpoints in ``run_dir``, from which :meth:`resume` continues exactly.
+    random_state : int, RandomState instance or None, default=None
+        Seed of every random draw. An integer is the command line's ``--seed``: the same
+        integer gives the same chains from Python, the command line and Rust.
+    progress : bool, default=False
+        Show a progress bar (tqdm's when installed) while sampling.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Dahl's least-squares point estimate of the clustering (canonical labels 0..K-1).
+    n_clusters_ : int
+        Clusters of the point estimate.
+    map_labels_ : ndarray of shape (n_samples,)
+        The best state (highest log joint) any chain visited.
+    posterior_similarity_ : ndarray of shape (n_samples, n_samples) or None
+        Share of draws in which two points are together (None above 4000 points).
+    k_distribution_ : dict
+        Posterior probability of each number of clusters after burn-in.
+    draws_ : ndarray of shape (n_draws, n_samples)
+        The partition draws after burn-in, every chain.
+    hyper_ : dict
+        Hyperparameters of the point estimate's draw.
+    summary_ : dict
+        The run's summary: per chain (sweeps, speed, acceptance, ESS), and per quantity
+        (``log_joint``, ``n_clusters``, hyperparameters) the multi-chain bulk and tail ESS and
+        split R-hat under ``summary_["diagnostics"]``; ``summary_["warnings"]``.
+    traces_ : list
+        Per chain its trace (sweep, seconds, n_clusters, log_joint, hyperparameters, move
+        acceptance): a pandas DataFrame when pandas is installed, else a dict of arrays.
+    kernel_ : str
+        The kernel used ("nw", "diag" or "md").
+    n_features_in_ : int
+        Dimension (or vocabulary size) of the training data.
+    """
+
+    def __init__(
+        self,
+        kernel="auto",
+        prior="dp",
+        sampler="sams",
+        *,
+        n_chains=4,
+        sweeps=None,
+        seconds=None,
+        burn_in=None,
+        init="auto",
+        alpha=None,
+        sigma=None,
+        u=None,
+        hyperpriors=False,
+        kernel_hyperpriors=False,
+        beta=None,
+        nw_xi=None,
+        nw_psi=None,
+        nw_r=None,
+        nw_nu=None,
+        nw_defaults="scaled",
+        sampler_options=None,
+        thin=1,
+        draws_per_chain=256,
+        run_dir=None,
+        checkpoint_every=None,
+        random_state=None,
+        progress=False,
+    ):
+        self.kernel = kernel
+        self.prior = prior
+        self.sampler = sampler
+        self.n_chains = n_chains
+        self.sweeps = sweeps
+        self.seconds = seconds
+        self.burn_in = burn_in
+        self.init = init
+        self.alpha = alpha
+        self.sigma = sigma
+        self.u = u
+        self.hyperpriors = hyperpriors
+        self.kernel_hyperpriors = kernel_hyperpriors
+        self.beta = beta
+        self.nw_xi = nw_xi
+        self.nw_psi = nw_psi
+        self.nw_r = nw_r
+        self.nw_nu = nw_nu
+        self.nw_defaults = nw_defaults
+        self.sampler_options = sampler_options
+        self.thin = thin
+        self.draws_per_chain = draws_per_chain
+        self.run_dir = run_dir
+        self.checkpoint_every = checkpoint_every
+        self.random_state = random_state
+        self.progress = progress
+
+    # ----------------------------------------------------------------- settings
+
+    def _model_json(self) -> str:
+        """The model's settings in the library's form (its ``ModelSpec``)."""
+        _one_of("kernel", self.kernel, KERNELS)
+        _one_of("prior", self.prior, PRIORS)
+        _one_of("nw_defaults", self.nw_defaults, NW_DEFAULTS)
+
+        def vector(name, value):
+            if value is None:
+                return None
+            a = np.asarray(value, dtype=np.float64)
+            return [float(v) for v in a.ravel()]
+
+        spec = {
+            "kernel": None if self.kernel == "auto" else self.kernel,
+            "beta": _optional_float("beta", self.beta),
+            "nw_xi": vector("nw_xi", self.nw_xi),
+            "nw_psi": vector("nw_psi", self.nw_psi),
+            "nw_r": _optional_float("nw_r", self.nw_r),
+            "nw_nu": _optional_float("nw_nu", self.nw_nu),
+            "nw_defaults": self.nw_defaults,
+            "prior": self.prior,
+            "alpha": _optional_float("alpha", self.alpha),
+            "sigma": _optional_float("sigma", self.sigma),
+            "u": _optional_float("u", self.u),
+            "hyperpriors": bool(self.hyperpriors),
+            "kernel_hyperpriors": bool(self.kernel_hyperpriors),
+        }
+        return json.dumps({k: v for k, v in spec.items() if v is not None})
+
+    def _sampler_json(self, seed: int) -> str:
+        """What to run, in the library's form (its ``SamplerSpec``; ``init`` by name)."""
+        _one_of("sampler", self.sampler, SAMPLERS)
+        if not isinstance(self.init, str):
+            raise ValueError(f"invalid init = {self.init!r}: expected a string such as 'auto'")
+        options = dict(self.sampler_options or {})
+        unknown = sorted(set(options) - set(MOVE_OPTIONS))
+        if unknown:
+            raise ValueError(
+                f"unknown sampler_options {unknown}: expected some of {list(MOVE_OPTIONS)}"
+            )
+        if self.sweeps is not None and self.seconds is not None:
+            raise ValueError("give sweeps or seconds, not both")
+        if self.seconds is not None:
+            budget = {"seconds": _optional_float("seconds", self.seconds)}
+        else:
+            sweeps = DEFAULT_SWEEPS if self.sweeps is None else self.sweeps
+            budget = {"sweeps": _positive_int("sweeps", sweeps)}
+        spec = {
+            "sampler": {"sampler": self.sampler, **options},
+            "seed": seed,
+            "chain_offset": 0,
+            "chains": _positive_int("n_chains", self.n_chains),
+            "init": self.init,
+            "thin": _positive_int("thin", self.thin),
+            "budget": budget,
+            "burn_in": _positive_int("burn_in", self.burn_in, allow_none=True, minimum=0),
+            "checkpoint_every": _positive_int(
+                "checkpoint_every", self.checkpoint_every, allow_none=True
+            ),
+            "draws_per_chain": _positive_int("draws_per_chain", self.draws_per_chain),
+        }
+        return json.dumps(spec)
+
+    def _check_input(self, X, reset: bool):
+        """``X`` checked for shape and feature names (scikit-learn's bookkeeping) and
+        converted for the native module; values are left to the library to refuse."""
+        sparse = is_sparse(X)
+        X = validate_data(
+            self,
+            X,
+            reset=reset,
+            accept_sparse="csr",
+            dtype=None if sparse else np.float64,
+            ensure_all_finite=False,
+            ensure_min_samples=1,
+        )
+        kernel = self.kernel if reset else getattr(self, "kernel_", self.kernel)
+        return to_native(X, kernel)
+
+    # ----------------------------------------------------------------- fitting
+
+    def fit(self, X, y=None):
+        """Samples the posterior of the mixture over the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or sparse matrix
+            Real vectors, or (kernel "md") non-negative integer counts, dense or sparse.
+        y : ignored
+
+        Returns
+        -------
+        self : MixtureModel
+        """
+        data = self._check_input(X, reset=True)
+        model_json = self._model_json()
+        sampler_json = self._sampler_json(_seed(self.random_state))
+        return self._run(data, model_json, sampler_json, resume=False, budget=None)
+
+    def resume(self, X, sweeps=None, seconds=None):
+        """Continues the run in ``run_dir`` from its checkpoints, to ``sweeps`` (a new total
+        per chain) or ``seconds``: exactly as if it had never stopped (after a
+        ``KeyboardInterrupt`` too). ``X`` must be the data the run was fitted on.
+
+        Returns
+        -------
+        self : MixtureModel
+        """
+        if self.run_dir is None:
+            raise ValueError("resume needs run_dir: the run's directory with its checkpoints")
+        if sweeps is not None and seconds is not None:
+            raise ValueError("give sweeps or seconds, not both")
+        budget = None
+        if sweeps is not None:
+            budget = {"sweeps": _positive_int("sweeps", sweeps)}
+        elif seconds is not None:
+            budget = {"seconds": _optional_float("seconds", seconds)}
+        data = self._check_input(X, reset=True)
+        return self._run(data, self._model_json(), None, resume=True, budget=budget)
+
+    def _run(self, data, model_json, sampler_json, resume, budget):
+        callback = make_progress(self.progress)
+        if self.run_dir is None:
+            with tempfile.TemporaryDirectory(prefix="nrmm-") as tmp:
+                out = _native.fit(
+                    data, model_json, sampler_json, os.path.join(tmp, "run"), False,
+                    _budget_json(budget), callback,
+                )
+        else:
+            out = _native.fit(
+                data, model_json, sampler_json, os.fspath(self.run_dir), resume,
+                _budget_json(budget), callback,
+            )
+        self._store(data, model_json, out)
+        return self
+
+    def _store(self, data, model_json, out):
+        self._data = data
+        self._model_spec = model_json
+        self.kernel_ = out["kernel"]
+        self.labels_ = np.asarray(out["labels"], dtype=np.int64)
+        self.n_clusters_ = int(self.labels_.max()) + 1 if self.labels_.size else 0
+        self.hyper_ = dict(out["hyper"])
+        self.map_labels_ = np.asarray(out["map_labels"], dtype=np.int64)
+        self.map_hyper_ = dict(out["map_hyper"])
+        draws = out["draws"]
+        self._draws = [(np.asarray(l, dtype=np.int64), dict(h)) for l, h in draws]
+        n = self.labels_.shape[0]
+        self.draws_ = (
+            np.stack([l for l, _ in self._draws]) if self._draws else np.empty((0, n), np.int64)
+        )
+        self.posterior_similarity_ = (
+            _similarity(self.draws_) if n <= SIMILARITY_MAX_POINTS and len(self._draws) else None
+        )
+        self.summary_ = json.loads(out["summary"])
+        self.k_distribution_ = {
+            int(k): float(p) for k, p in self.summary_.get("k_distribution", {}).items()
+        }
+        self.traces_ = [_frame(t) for t in out["traces"]]
+        self.n_iter_ = max((c["sweeps"] for c in self.summary_.get("chains", [])), default=0)
+
+    # ----------------------------------------------------------------- prediction
+
+    def _predict_native(self, X, with_draws: bool):
+        check_is_fitted(self, "labels_")
+        data = self._check_input(X, reset=False)
+        estimate = (self.labels_, self.hyper_)
+        draws = self._draws if with_draws else []
+        return _native.predict(self._data, self._model_spec, estimate, draws, data)
+
+    def predict_proba(self, X):
+        """Probability of each new point joining each cluster of the point estimate, and
+        (last column) of opening a new cluster, given the training data.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_clusters_ + 1)
+        """
+        ln_probs, _ = self._predict_native(X, with_draws=False)
+        return np.exp(ln_probs)
+
+    def predict(self, X):
+        """The most probable cluster of each new point under the point estimate:
+        a label in ``0..n_clusters_ - 1``, or ``n_clusters_`` for a new cluster.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        ln_probs, _ = self._predict_native(X, with_draws=False)
+        return np.argmax(ln_probs, axis=1).astype(np.int64)
+
+    def score_samples(self, X):
+        """Log posterior predictive density of each point, averaged over the draws.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+        """
+        _, ln_density = self._predict_native(X, with_draws=True)
+        return ln_density
+
+    def score(self, X, y=None):
+        """Mean log posterior predictive density of the points of ``X``."""
+        return float(np.mean(self.score_samples(X)))
+
+    def log_joint(self, X, labels):
+        """``ln p(X, partition)`` of ``X`` clustered by ``labels`` under this model's settings
+        (hyperparameters at their initial values)."""
+        data = to_native(
+            X if is_sparse(X) else np.asarray(X, dtype=np.float64),
+            self.kernel,
+        )
+        return _native.log_joint(
+            data, self._model_json(), np.ascontiguousarray(labels, dtype=np.int64)
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = self.seconds is not None
+        return tags
+
+
+def _budget_json(budget):
+    return None if budget is None else json.dumps(budget)
+
+
+def _similarity(draws: np.ndarray) -> np.ndarray:
+    """Share of draws in which each pair of points shares a cluster."""
+    n = draws.shape[1]
+    s = np.zeros((n, n))
+    for labels in draws:
+        onehot = np.zeros((n, int(labels.max()) + 1))
+        onehot[np.arange(n), labels] = 1.0
+        s += onehot @ onehot.T
+    return s / draws.shape[0]
+
+
+def _frame(columns: dict):
+    """A chain's trace as a pandas DataFrame when pandas is installed, else a dict of arrays."""
+    arrays = {k: np.asarray(v) for k, v in columns.items()}
+    try:
+        import pandas as pd
+    except ImportError:
+        return arrays
+    return pd.DataFrame(arrays)

@@ -1,0 +1,169 @@
+//! NumPy arrays to the library's data sets, and the model's settings to its kernel and prior.
+
+use crate::error::IntoPy;
+use nrmm::data::{Dataset, DenseData, SparseCounts};
+use nrmm::model::{AnyKernel, KernelKind, ModelSpec};
+use nrmm::prior::Prior;
+use numpy::{PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// A data set as the Python half hands it over: a dense `float64` matrix (real vectors), or the
+/// compressed-row parts of a count matrix `(indptr, indices, counts, n_features)` as `int64`.
+#[derive(FromPyObject)]
+pub enum Input<'py> {
+    /// Points as rows.
+    Dense(PyReadonlyArray2<'py, f64>),
+    /// Documents as rows of word counts.
+    Counts(
+        (
+            PyReadonlyArray1<'py, i64>,
+            PyReadonlyArray1<'py, i64>,
+            PyReadonlyArray1<'py, i64>,
+            usize,
+        ),
+    ),
+}
+
+impl Input<'_> {
+    /// The library's data set (a copy: the library owns its data). Errors name the row and
+    /// column of a value the library refuses (1-based, as its messages are).
+    pub fn dataset(&self) -> PyResult<Dataset> {
+        match self {
+            Input::Dense(x) => {
+                let view = x.as_array();
+                let (n, d) = view.dim();
+                DenseData::new(n, d, view.iter().copied().collect())
+                    .map(Dataset::Dense)
+                    .py_err()
+            }
+            Input::Counts((indptr, indices, counts, vocab)) => {
+                let (indptr, indices, counts) =
+                    (indptr.as_slice()?, indices.as_slice()?, counts.as_slice()?);
+                let n = indptr.len().saturating_sub(1);
+                let mut triplets = Vec::with_capacity(counts.len());
+                for doc in 0..n {
+                    let (lo, hi) = (indptr[doc], indptr[doc + 1]);
+                    if lo < 0 || hi < lo || hi as usize > indices.len() {
+                        return Err(PyValueError::new_err(format!(
+                            "sparse matrix: row {} has offsets {lo}..{hi} outside its {} stored \
+                             values",
+                            doc + 1,
+                            indices.len()
+                        )));
+                    }
+                    for k in lo as usize..hi as usize {
+                        let word = u32::try_from(indices[k]).map_err(|_| {
+                            PyValueError::new_err(format!(
+                                "sparse matrix: column index {} in row {} is not a valid word id",
+                                indices[k],
+                                doc + 1
+                            ))
+                        })?;
+                        let count = u32::try_from(counts[k]).map_err(|_| {
+                            PyValueError::new_err(format!(
+                                "invalid count in row {} column {} = {}: expected a \
+                                 non-negative integer below 2^32",
+                                doc + 1,
+                                word as u64 + 1,
+                                counts[k]
+                            ))
+                        })?;
+                        triplets.push((doc as u32, word, count));
+                    }
+                }
+                SparseCounts::from_triplets(n, *vocab, triplets)
+                    .map(Dataset::Counts)
+                    .py_err()
+            }
+        }
+    }
+}
+
+/// The model's settings from their JSON form: an object whose keys are the library's
+/// [`ModelSpec`] fields, each overriding the default; an unknown key is refused by name.
+pub fn model_spec(json: &str) -> PyResult<ModelSpec> {
+    overlay(&ModelSpec::default(), json, "model setting")
+}
+
+/// `base` with the fields of the JSON object `json` replaced (`what` names them in errors).
+pub fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
+    base: &T,
+    json: &str,
+    what: &str,
+) -> PyResult<T> {
+    let bad = |e: serde_json::Error| PyValueError::new_err(format!("{what}s: {e}"));
+    let mut value = serde_json::to_value(base).map_err(bad)?;
+    let given: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(json).map_err(bad)?;
+    let fields = value
+        .as_object_mut()
+        .expect("settings serialise as an object");
+    for (key, v) in given {
+        if !fields.contains_key(&key) {
+            let known: Vec<&str> = fields.keys().map(String::as_str).collect();
+            return Err(PyValueError::new_err(format!(
+                "unknown {what} '{key}': expected one of {}",
+                known.join(", ")
+            )));
+        }
+        fields.insert(key, v);
+    }
+    serde_json::from_value(value).map_err(bad)
+}
+
+/// A model over a data set: its kernel (the one asked for, or the one the data call for),
+/// the prior with its initial hyperparameters, and the settings with the kernel made explicit.
+pub struct Model {
+    /// The kernel over the data.
+    pub kernel: AnyKernel,
+    /// The prior with its initial hyperparameters.
+    pub prior: Prior,
+    /// The settings, with the kernel chosen.
+    pub spec: ModelSpec,
+    /// Why the diagonal kernel replaced the Normal-Wishart one, when it did.
+    pub reason: Option<String>,
+}
+
+impl Model {
+    /// Builds the model of `spec` over `data` (O(N d² + d³) for the Normal-Wishart defaults).
+    pub fn build(spec: ModelSpec, data: Dataset) -> nrmm::Result<Model> {
+        let prior = spec.build_prior()?;
+        let choice = spec.kernel_for(&data);
+        let spec = ModelSpec {
+            kernel: Some(choice.kind),
+            ..spec
+        };
+        let kernel = spec.build_kernel(data)?;
+        Ok(Model {
+            kernel,
+            prior,
+            spec,
+            reason: choice.reason,
+        })
+    }
+}
+
+/// The name of a kernel as the Python half spells it.
+pub fn kernel_name(kind: KernelKind) -> &'static str {
+    match kind {
+        KernelKind::Nw => "nw",
+        KernelKind::Md => "md",
+        KernelKind::Diag => "diag",
+    }
+}
+
+/// Checks the model of `model_json` over `data` and returns the kernel it uses (`"nw"`,
+/// `"diag"` or `"md"`) with the reason the diagonal kernel was chosen, if it was.
+#[pyfunction]
+pub fn resolve_model(
+    py: Python<'_>,
+    data: Input<'_>,
+    model_json: &str,
+) -> PyResult<(String, Option<String>)> {
+    let spec = model_spec(model_json)?;
+    let data = data.dataset()?;
+    let model = py.detach(|| Model::build(spec, data)).py_err()?;
+    let kind = model.spec.kernel.expect("chosen by Model::build");
+    Ok((kernel_name(kind).to_string(), model.reason))
+}
