@@ -455,7 +455,9 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
+        # Sparse input is word counts: real vectors are dense (a sparse float matrix is refused
+        # with a message that says so).
+        tags.input_tags.sparse = self.kernel == "md"
         tags.input_tags.allow_nan = False
         tags.non_deterministic = self.seconds is not None
         return tags

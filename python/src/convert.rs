@@ -2,8 +2,7 @@
 
 use crate::error::IntoPy;
 use nrmm::data::{Dataset, DenseData, SparseCounts};
-use nrmm::model::{AnyKernel, KernelKind, ModelSpec};
-use nrmm::prior::Prior;
+use nrmm::model::{KernelKind, Model, ModelSpec};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -81,12 +80,13 @@ impl Input<'_> {
 }
 
 /// The model's settings from their JSON form: an object whose keys are the library's
-/// [`ModelSpec`] fields, each overriding the default; an unknown key is refused by name.
+/// [`ModelSpec`] fields, each overriding the default (the Python half sends only known keys).
 pub fn model_spec(json: &str) -> PyResult<ModelSpec> {
     overlay(&ModelSpec::default(), json, "model setting")
 }
 
-/// `base` with the fields of the JSON object `json` replaced (`what` names them in errors).
+/// `base` with the fields of the JSON object `json` replaced or added (`what` names them in
+/// errors).
 pub fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
     base: &T,
     json: &str,
@@ -99,49 +99,8 @@ pub fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
     let fields = value
         .as_object_mut()
         .expect("settings serialise as an object");
-    for (key, v) in given {
-        if !fields.contains_key(&key) {
-            let known: Vec<&str> = fields.keys().map(String::as_str).collect();
-            return Err(PyValueError::new_err(format!(
-                "unknown {what} '{key}': expected one of {}",
-                known.join(", ")
-            )));
-        }
-        fields.insert(key, v);
-    }
+    fields.extend(given);
     serde_json::from_value(value).map_err(bad)
-}
-
-/// A model over a data set: its kernel (the one asked for, or the one the data call for),
-/// the prior with its initial hyperparameters, and the settings with the kernel made explicit.
-pub struct Model {
-    /// The kernel over the data.
-    pub kernel: AnyKernel,
-    /// The prior with its initial hyperparameters.
-    pub prior: Prior,
-    /// The settings, with the kernel chosen.
-    pub spec: ModelSpec,
-    /// Why the diagonal kernel replaced the Normal-Wishart one, when it did.
-    pub reason: Option<String>,
-}
-
-impl Model {
-    /// Builds the model of `spec` over `data` (O(N d² + d³) for the Normal-Wishart defaults).
-    pub fn build(spec: ModelSpec, data: Dataset) -> nrmm::Result<Model> {
-        let prior = spec.build_prior()?;
-        let choice = spec.kernel_for(&data);
-        let spec = ModelSpec {
-            kernel: Some(choice.kind),
-            ..spec
-        };
-        let kernel = spec.build_kernel(data)?;
-        Ok(Model {
-            kernel,
-            prior,
-            spec,
-            reason: choice.reason,
-        })
-    }
 }
 
 /// The name of a kernel as the Python half spells it.
@@ -163,7 +122,10 @@ pub fn resolve_model(
 ) -> PyResult<(String, Option<String>)> {
     let spec = model_spec(model_json)?;
     let data = data.dataset()?;
-    let model = py.detach(|| Model::build(spec, data)).py_err()?;
+    let model = py
+        .detach(|| Model::build(&spec, data))
+        .map_err(crate::error::rename)
+        .py_err()?;
     let kind = model.spec.kernel.expect("chosen by Model::build");
-    Ok((kernel_name(kind).to_string(), model.reason))
+    Ok((kernel_name(kind).to_string(), model.kernel_note))
 }

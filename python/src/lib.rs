@@ -9,6 +9,7 @@
 mod convert;
 mod error;
 mod exact;
+mod fit;
 mod predict;
 
 use pyo3::prelude::*;
@@ -17,6 +18,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exact::exact_posterior, m)?)?;
+    m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict, m)?)?;
     m.add_function(wrap_pyfunction!(predict::log_joint, m)?)?;
     m.add_function(wrap_pyfunction!(convert::resolve_model, m)?)?;

@@ -1,0 +1,273 @@
+//! `MixtureModel.fit` and `resume`: the library's [`Runner`] over a run directory, with the
+//! interpreter's lock released while chains run, Ctrl-C turned into a clean stop of every
+//! chain, and a progress callback.
+//!
+//! The chains run on a worker thread; the calling thread wakes every
+//! [`POLL`] to let Python handle signals (a `KeyboardInterrupt` raises the runner's
+//! interrupt flag: each chain stops at its next sweep with its trace flushed and its last
+//! checkpoint intact) and to report progress.
+
+use crate::convert::{model_spec, overlay, Input};
+use crate::error::{rename, IntoPy};
+use nrmm::model::Model;
+use nrmm::run::{
+    chain_dir, Budget, ChainMonitor, Monitor, Runner, SamplerSpec, Start, Summary, SweepRecord,
+    TraceColumns,
+};
+use numpy::IntoPyArray;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How often the calling thread checks for Ctrl-C and reports progress.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Trace rows kept per column and chain (evenly spaced over the chain).
+const TRACE_ROWS: usize = 1 << 14;
+
+/// What Python hands over as `sampler_json`: a [`SamplerSpec`] whose `init` is given by name
+/// ([`Start`]'s `FromStr`) and whose `sampler` object may give only some move settings.
+fn sampler_spec(json: &str) -> PyResult<SamplerSpec> {
+    let bad = |e: serde_json::Error| PyValueError::new_err(format!("sampler settings: {e}"));
+    let mut given: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(json).map_err(bad)?;
+    if let Some(serde_json::Value::String(name)) = given.get("init") {
+        let start: Start = name.parse().map_err(rename).py_err()?;
+        given.insert("init".into(), serde_json::to_value(start).map_err(bad)?);
+    }
+    let mut base = SamplerSpec::default();
+    if let Some(sampler) = given.remove("sampler") {
+        if let Some(name) = sampler.get("sampler").and_then(|v| v.as_str()) {
+            base.sampler.kind = name.parse().map_err(rename).py_err()?;
+        }
+        base.sampler = overlay(&base.sampler, &sampler.to_string(), "sampler option")?;
+    }
+    overlay(&base, &serde_json::Value::Object(given).to_string(), "sampler setting")
+}
+
+/// Sweeps (or milliseconds of sampling) done per chain and the last chain's number of
+/// clusters, read by the calling thread for the progress callback.
+struct Progress {
+    first: u64,
+    done: Vec<AtomicU64>,
+    by_time: bool,
+    n_clusters: AtomicU64,
+    notes: Mutex<Vec<String>>,
+}
+
+impl Monitor for Progress {
+    fn note(&self, line: &str) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(line.to_string());
+    }
+
+    fn chain(&self, chain: u64, _label: &str) -> Box<dyn ChainMonitor + '_> {
+        Box::new(ChainProgress {
+            progress: self,
+            index: (chain - self.first) as usize,
+        })
+    }
+}
+
+/// One chain's part of [`Progress`].
+struct ChainProgress<'a> {
+    progress: &'a Progress,
+    index: usize,
+}
+
+impl ChainMonitor for ChainProgress<'_> {
+    fn sweep(&mut self, record: &SweepRecord) {
+        let p = self.progress;
+        let done = if p.by_time {
+            (record.seconds * 1000.0) as u64
+        } else {
+            record.sweep
+        };
+        if let Some(slot) = p.done.get(self.index) {
+            slot.store(done, Ordering::Relaxed);
+        }
+        p.n_clusters
+            .store(record.n_clusters as u64, Ordering::Relaxed);
+    }
+}
+
+impl Progress {
+    fn new(spec: &SamplerSpec) -> Self {
+        Progress {
+            first: spec.chain_offset,
+            done: (0..spec.chains).map(|_| AtomicU64::new(0)).collect(),
+            by_time: matches!(spec.budget, Budget::Seconds(_)),
+            n_clusters: AtomicU64::new(0),
+            notes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Work done over all chains, and the total the budget allows.
+    fn status(&self, budget: Budget) -> (u64, u64, u64) {
+        let done = self.done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
+        let per_chain = match budget {
+            Budget::Sweeps(n) => n,
+            Budget::Seconds(s) => (s * 1000.0) as u64,
+        };
+        let k = self.n_clusters.load(Ordering::Relaxed);
+        (done, per_chain * self.done.len() as u64, k)
+    }
+}
+
+/// Runs (or, with `resume`, continues) the chains of `sampler_json` over `data` under the
+/// model of `model_json` in `run_dir`, and returns what the estimator keeps: the point
+/// estimate and best state with their hyperparameters, the draws after burn-in, the summary
+/// (JSON), each chain's trace and the run's notes. `budget_json` replaces the budget of a
+/// resumed run. `progress(done, total, n_clusters)` is called about ten times a second, and
+/// `progress(None)` at the end.
+#[pyfunction]
+#[pyo3(signature = (data, model_json, sampler_json, run_dir, resume, budget_json, progress))]
+pub fn fit<'py>(
+    py: Python<'py>,
+    data: Input<'py>,
+    model_json: &str,
+    sampler_json: Option<&str>,
+    run_dir: PathBuf,
+    resume: bool,
+    budget_json: Option<&str>,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let spec = model_spec(model_json)?;
+    let data = data.dataset()?;
+    let model = py
+        .detach(|| Model::build(&spec, data))
+        .map_err(rename)
+        .py_err()?;
+    let budget: Option<Budget> = budget_json
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("budget: {e}")))?;
+    let mut runner = if resume {
+        Runner::resume(&model, &run_dir).map_err(rename).py_err()?
+    } else {
+        let spec = sampler_spec(sampler_json.unwrap_or("{}"))?;
+        Runner::new(&model, spec, &run_dir).replace(true)
+    };
+    if let Some(b) = budget {
+        runner = runner.budget(b);
+    }
+    let spec = runner.record().spec.clone();
+    let watch = Progress::new(&spec);
+    let stop = AtomicBool::new(false);
+    let runner = runner.interrupt(&stop).monitor(&watch);
+    let mut interrupted = false;
+    let mut callback_error = None;
+    let callback: Option<Py<PyAny>> = progress.as_ref().map(|p| p.clone().unbind());
+    let outcome = py.detach(|| {
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| runner.run());
+            let mut last = None;
+            while !worker.is_finished() {
+                std::thread::sleep(POLL);
+                Python::attach(|py| {
+                    if py.check_signals().is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                        interrupted = true;
+                    }
+                    let status = watch.status(spec.budget);
+                    if let Some(cb) = &callback {
+                        if last != Some(status) && callback_error.is_none() {
+                            if let Err(e) = cb.bind(py).call1(status) {
+                                callback_error = Some(e);
+                            }
+                        }
+                    }
+                    last = Some(status);
+                });
+            }
+            worker.join()
+        })
+    });
+    if let Some(cb) = &progress {
+        cb.call1((py.None(),))?;
+    }
+    let outcome = match outcome {
+        Ok(result) => result.map_err(rename).py_err()?,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+    if interrupted || outcome.interrupted() {
+        let resumable = if spec.checkpoint_every.is_some() {
+            format!(
+                "resume(X) continues it from its checkpoints in {}",
+                run_dir.display()
+            )
+        } else {
+            "give run_dir and checkpoint_every to be able to resume an interrupted fit".into()
+        };
+        return Err(PyKeyboardInterrupt::new_err(format!(
+            "fit interrupted: every chain stopped cleanly; {resumable}"
+        )));
+    }
+    let summary = py.detach(|| outcome.summary()).map_err(rename).py_err()?;
+    results(py, &model, &summary, &outcome.run.dir, &spec, &watch)
+}
+
+/// The dict [`fit`] returns.
+fn results<'py>(
+    py: Python<'py>,
+    model: &Model,
+    summary: &Summary,
+    dir: &std::path::Path,
+    spec: &SamplerSpec,
+    watch: &Progress,
+) -> PyResult<Bound<'py, PyDict>> {
+    let estimate = summary.point_estimate.as_ref().ok_or_else(|| {
+        PyValueError::new_err(
+            "no partition draws after the burn-in, so no point estimate: lower burn_in or run \
+             more sweeps",
+        )
+    })?;
+    let to_i64 = |labels: &[usize]| -> Vec<i64> { labels.iter().map(|&l| l as i64).collect() };
+    let out = PyDict::new(py);
+    let kernel = model.spec.kernel.expect("resolved by Model::build");
+    out.set_item("kernel", crate::convert::kernel_name(kernel))?;
+    out.set_item("labels", to_i64(&estimate.labels).into_pyarray(py))?;
+    out.set_item("hyper", estimate.hyper.clone())?;
+    let map = summary.map.as_ref().unwrap_or(estimate);
+    out.set_item("map_labels", to_i64(&map.labels).into_pyarray(py))?;
+    out.set_item("map_hyper", map.hyper.clone())?;
+    let mut draws = Vec::new();
+    for source in &summary.sources {
+        for d in py.detach(|| source.read()).py_err()? {
+            draws.push((to_i64(&d.labels).into_pyarray(py), d.hyper));
+        }
+    }
+    out.set_item("draws", draws)?;
+    let json = serde_json::to_string(summary)
+        .map_err(|e| PyValueError::new_err(format!("summary: {e}")))?;
+    out.set_item("summary", json)?;
+    let mut traces = Vec::new();
+    for c in spec.chain_indices() {
+        let path = chain_dir(dir, c).join("trace.csv");
+        let columns = py.detach(|| TraceColumns::read(&path, TRACE_ROWS)).py_err()?;
+        let trace = PyDict::new(py);
+        for name in columns.header() {
+            let values = columns.column(name).unwrap_or_default().to_vec();
+            trace.set_item(name, values.into_pyarray(py))?;
+        }
+        traces.push(trace);
+    }
+    out.set_item("traces", traces)?;
+    let mut notes = watch
+        .notes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    notes.extend(model.kernel_note.clone());
+    out.set_item("notes", notes)?;
+    Ok(out)
+}

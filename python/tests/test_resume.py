@@ -1,0 +1,73 @@
+"""Checkpoints, resume, and Ctrl-C from Python."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import nrmm
+
+
+def settings(run_dir, **kw):
+    s = dict(sampler="sams", n_chains=2, sweeps=40, checkpoint_every=10, random_state=5,
+             run_dir=run_dir)
+    s.update(kw)
+    return nrmm.MixtureModel(**s)
+
+
+def without_seconds(trace):
+    return {k: np.asarray(v) for k, v in dict(trace).items() if k != "seconds"}
+
+
+def test_a_resumed_run_is_the_run_that_never_stopped(blobs, tmp_path):
+    X, _ = blobs
+    straight = settings(tmp_path / "straight", sweeps=80).fit(X)
+    resumed = settings(tmp_path / "resumed", sweeps=40).fit(X)
+    assert (tmp_path / "resumed" / "chain-0" / "checkpoint.json").is_file()
+    resumed.resume(X, sweeps=80)
+    assert resumed.n_iter_ == 80
+    np.testing.assert_array_equal(straight.draws_, resumed.draws_)
+    np.testing.assert_array_equal(straight.labels_, resumed.labels_)
+    for a, b in zip(straight.traces_, resumed.traces_):
+        a, b = without_seconds(a), without_seconds(b)
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_resume_needs_a_run_dir(blobs):
+    X, _ = blobs
+    with pytest.raises(ValueError, match="run_dir"):
+        nrmm.MixtureModel().resume(X)
+
+
+def test_resume_refuses_other_data(blobs, tmp_path):
+    X, _ = blobs
+    m = settings(tmp_path / "run").fit(X)
+    with pytest.raises(ValueError, match="data"):
+        m.resume(X + 1.0, sweeps=50)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT to itself")
+def test_ctrl_c_stops_every_chain_cleanly_and_the_run_resumes(blobs, tmp_path):
+    X, _ = blobs
+    m = settings(tmp_path / "run", seconds=60.0, sweeps=None, checkpoint_every=5)
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt, match="resume"):
+        m.fit(X)
+    timer.join()
+    assert time.monotonic() - started < 30, "the chains stopped at their next sweep"
+    for c in (0, 1):
+        assert (tmp_path / "run" / f"chain-{c}" / "checkpoint.json").is_file()
+    # The interrupted run goes on from its checkpoints to a sweep budget.
+    done = max(
+        int(open(tmp_path / "run" / f"chain-{c}" / "trace.csv").read().split()[-1].split(",")[0])
+        for c in (0, 1)
+    )
+    m.resume(X, sweeps=done + 20)
+    assert m.n_iter_ == done + 20
