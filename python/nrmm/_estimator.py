@@ -7,9 +7,11 @@ import json
 import numbers
 import os
 import tempfile
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -396,6 +398,12 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         }
         self.traces_ = [_frame(t) for t in out["traces"]]
         self.n_iter_ = max((c["sweeps"] for c in self.summary_.get("chains", [])), default=0)
+        for note in out["notes"]:
+            warnings.warn(note, UserWarning, stacklevel=4)
+        if self.summary_.get("warnings"):
+            warnings.warn(
+                "; ".join(self.summary_["warnings"]), ConvergenceWarning, stacklevel=4
+            )
 
     # ----------------------------------------------------------------- prediction
 
