@@ -1,9 +1,10 @@
-"""The same seed gives the same chains from Python as from the command line (both run the
-library's runner, which Rust users call directly): identical traces (but for the wall-clock
-seconds), identical partition draws, identical point estimates."""
+"""The same seed gives the same chains from Python, from the command line and from Rust (the
+library's runner called directly, `examples/seeded_run.rs`): identical traces (but for the
+wall-clock seconds), identical partition draws, identical point estimates."""
 
 import json
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,3 +52,25 @@ def test_python_and_the_command_line_run_the_same_chains(blobs, cli, tmp_path, s
     np.testing.assert_array_equal(cli_labels, m.labels_)
     summary = json.loads((cli_dir / "summary.json").read_text())
     assert summary["point_estimate"]["n_clusters"] == m.n_clusters_
+
+
+def test_python_and_rust_run_the_same_chains(blobs, cli, tmp_path):
+    example = Path(cli).parent / "examples" / "seeded_run"
+    if not example.is_file():
+        pytest.skip(f"the Rust example is absent ({example}): run `cargo test --release` first")
+    X, _ = blobs
+    data = tmp_path / "x.txt"
+    np.savetxt(data, X, fmt="%.17g")
+    rust_dir = tmp_path / "rust"
+    subprocess.run(
+        [str(example), str(data), str(rust_dir), "sams", "11", "2", "25"],
+        check=True, capture_output=True,
+    )
+    py_dir = tmp_path / "py"
+    m = nrmm.MixtureModel(sampler="sams", n_chains=2, sweeps=25, random_state=11, run_dir=py_dir)
+    m.fit(np.loadtxt(data, ndmin=2))
+    for c in (0, 1):
+        assert trace_rows(rust_dir / f"chain-{c}" / "trace.csv") == trace_rows(
+            py_dir / f"chain-{c}" / "trace.csv"
+        )
+    np.testing.assert_array_equal(np.loadtxt(rust_dir / "estimate.txt", dtype=np.int64), m.labels_)
