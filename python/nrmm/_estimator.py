@@ -335,7 +335,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         data = self._check_input(X, reset=True)
         model_json = self._model_json()
         sampler_json = self._sampler_json(_seed(self.random_state))
-        return self._run(data, model_json, sampler_json, resume=False, budget=None)
+        return self._run(data, model_json, sampler_json, budget=None)
 
     def resume(self, X, sweeps=None, seconds=None):
         """Continues the run in ``run_dir`` from its checkpoints, to ``sweeps`` (a new total
@@ -356,19 +356,20 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         elif seconds is not None:
             budget = {"seconds": _optional_float("seconds", seconds)}
         data = self._check_input(X, reset=True)
-        return self._run(data, self._model_json(), None, resume=True, budget=budget)
+        return self._run(data, self._model_json(), None, budget=budget)
 
-    def _run(self, data, model_json, sampler_json, resume, budget):
+    def _run(self, data, model_json, sampler_json, budget):
+        """Runs ``sampler_json`` (None: resumes the run in ``run_dir``) and keeps the results."""
         callback = make_progress(self.progress)
         if self.run_dir is None:
             with tempfile.TemporaryDirectory(prefix="nrmm-") as tmp:
                 out = _native.fit(
-                    data, model_json, sampler_json, os.path.join(tmp, "run"), False,
+                    data, model_json, sampler_json, os.path.join(tmp, "run"),
                     _budget_json(budget), callback,
                 )
         else:
             out = _native.fit(
-                data, model_json, sampler_json, os.fspath(self.run_dir), resume,
+                data, model_json, sampler_json, os.fspath(self.run_dir),
                 _budget_json(budget), callback,
             )
         self._store(data, model_json, out)

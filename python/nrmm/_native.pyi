@@ -10,7 +10,6 @@ Counts = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]
 Data = Dense | Counts
 Draw = tuple[NDArray[np.int64], dict[str, float]]
 
-def resolve_model(data: Data, model_json: str) -> tuple[str, str | None]: ...
 def exact_posterior(data: Data, model_json: str, top: int) -> dict[str, Any]: ...
 def predict(
     train: Data, model_json: str, estimate: Draw, draws: list[Draw], new: Data
@@ -21,7 +20,6 @@ def fit(
     model_json: str,
     sampler_json: str | None,
     run_dir: str,
-    resume: bool,
     budget_json: str | None,
     progress: Callable[..., None] | None,
 ) -> dict[str, Any]: ...

@@ -2,7 +2,7 @@
 
 use crate::error::IntoPy;
 use nrmm::data::{Dataset, DenseData, SparseCounts};
-use nrmm::model::{KernelKind, Model, ModelSpec};
+use nrmm::model::{KernelKind, ModelSpec};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -110,22 +110,4 @@ pub fn kernel_name(kind: KernelKind) -> &'static str {
         KernelKind::Md => "md",
         KernelKind::Diag => "diag",
     }
-}
-
-/// Checks the model of `model_json` over `data` and returns the kernel it uses (`"nw"`,
-/// `"diag"` or `"md"`) with the reason the diagonal kernel was chosen, if it was.
-#[pyfunction]
-pub fn resolve_model(
-    py: Python<'_>,
-    data: Input<'_>,
-    model_json: &str,
-) -> PyResult<(String, Option<String>)> {
-    let spec = model_spec(model_json)?;
-    let data = data.dataset()?;
-    let model = py
-        .detach(|| Model::build(&spec, data))
-        .map_err(crate::error::rename)
-        .py_err()?;
-    let kind = model.spec.kernel.expect("chosen by Model::build");
-    Ok((kernel_name(kind).to_string(), model.kernel_note))
 }

@@ -1,10 +1,10 @@
 //! `nrmm.exact_posterior`: the posterior over every set partition of a small data set.
 
 use crate::convert::{model_spec, Input};
-use nrmm::model::Model;
 use crate::error::IntoPy;
 use nrmm::exact::ExactPosterior;
 use nrmm::kernel::ConjugateKernel;
+use nrmm::model::Model;
 use nrmm::prior::{PartitionPrior, PartitionPriorSpec, Prior};
 use nrmm::with_kernel;
 use nrmm::{Error, Result};

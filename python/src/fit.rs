@@ -46,7 +46,11 @@ fn sampler_spec(json: &str) -> PyResult<SamplerSpec> {
         }
         base.sampler = overlay(&base.sampler, &sampler.to_string(), "sampler option")?;
     }
-    overlay(&base, &serde_json::Value::Object(given).to_string(), "sampler setting")
+    overlay(
+        &base,
+        &serde_json::Value::Object(given).to_string(),
+        "sampler setting",
+    )
 }
 
 /// Sweeps (or milliseconds of sampling) done per chain and the last chain's number of
@@ -120,21 +124,21 @@ impl Progress {
     }
 }
 
-/// Runs (or, with `resume`, continues) the chains of `sampler_json` over `data` under the
-/// model of `model_json` in `run_dir`, and returns what the estimator keeps: the point
-/// estimate and best state with their hyperparameters, the draws after burn-in, the summary
-/// (JSON), each chain's trace and the run's notes. `budget_json` replaces the budget of a
-/// resumed run. `progress(done, total, n_clusters)` is called about ten times a second, and
+/// Runs the chains of `sampler_json` over `data` under the model of `model_json` in
+/// `run_dir` (or, when `sampler_json` is `None`, continues the run there from its
+/// checkpoints), and returns what the estimator keeps: the point estimate and best state with
+/// their hyperparameters, the draws after burn-in, the summary (JSON), each chain's trace and
+/// the run's notes. `budget_json` replaces the run's budget (a resumed run's new total).
+/// `progress(done, total, n_clusters)` is called about ten times a second, and
 /// `progress(None)` at the end.
 #[pyfunction]
-#[pyo3(signature = (data, model_json, sampler_json, run_dir, resume, budget_json, progress))]
+#[pyo3(signature = (data, model_json, sampler_json, run_dir, budget_json, progress))]
 pub fn fit<'py>(
     py: Python<'py>,
     data: Input<'py>,
     model_json: &str,
     sampler_json: Option<&str>,
     run_dir: PathBuf,
-    resume: bool,
     budget_json: Option<&str>,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -148,11 +152,9 @@ pub fn fit<'py>(
         .map(serde_json::from_str)
         .transpose()
         .map_err(|e| PyValueError::new_err(format!("budget: {e}")))?;
-    let mut runner = if resume {
-        Runner::resume(&model, &run_dir).map_err(rename).py_err()?
-    } else {
-        let spec = sampler_spec(sampler_json.unwrap_or("{}"))?;
-        Runner::new(&model, spec, &run_dir).replace(true)
+    let mut runner = match sampler_json {
+        Some(json) => Runner::new(&model, sampler_spec(json)?, &run_dir).replace(true),
+        None => Runner::resume(&model, &run_dir).map_err(rename).py_err()?,
     };
     if let Some(b) = budget {
         runner = runner.budget(b);
@@ -253,7 +255,9 @@ fn results<'py>(
     let mut traces = Vec::new();
     for c in spec.chain_indices() {
         let path = chain_dir(dir, c).join("trace.csv");
-        let columns = py.detach(|| TraceColumns::read(&path, TRACE_ROWS)).py_err()?;
+        let columns = py
+            .detach(|| TraceColumns::read(&path, TRACE_ROWS))
+            .py_err()?;
         let trace = PyDict::new(py);
         for name in columns.header() {
             let values = columns.column(name).unwrap_or_default().to_vec();

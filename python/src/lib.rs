@@ -21,7 +21,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict, m)?)?;
     m.add_function(wrap_pyfunction!(predict::log_joint, m)?)?;
-    m.add_function(wrap_pyfunction!(convert::resolve_model, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

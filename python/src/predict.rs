@@ -3,13 +3,13 @@
 //! joint of a labelled clustering.
 
 use crate::convert::{model_spec, Input};
-use nrmm::model::Model;
 use crate::error::IntoPy;
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
 use nrmm::kernel::HyperKernel;
 use nrmm::math::ln_add_exp;
 use nrmm::model::AnyKernel;
+use nrmm::model::Model;
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
 use nrmm::{Error, Result};
