@@ -148,3 +148,26 @@ def test_traces_are_dataframes_when_pandas_is_installed(blobs):
     m = small().fit(X)
     assert isinstance(m.traces_[0], pd.DataFrame)
     assert {"sweep", "log_joint", "n_clusters"} <= set(m.traces_[0].columns)
+
+
+def test_sampling_releases_the_interpreter_lock(blobs):
+    import threading
+
+    X, _ = blobs
+    count = [0]
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        small(seconds=1.0, sweeps=None, n_chains=1).fit(X)
+    finally:
+        done.set()
+        t.join()
+    # A thread that held the lock for the whole second would leave the counter near zero
+    # (Python switches threads only every 5 ms of bytecode, and not inside native code).
+    assert count[0] > 10_000, count[0]
