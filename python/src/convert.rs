@@ -2,7 +2,8 @@
 
 use crate::error::IntoPy;
 use nrmm::data::{Dataset, DenseData, SparseCounts};
-use nrmm::model::{KernelKind, ModelSpec};
+use nrmm::model::{AnyKernel, ModelSpec};
+use nrmm::prior::Prior;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -82,32 +83,45 @@ impl Input<'_> {
 /// The model's settings from their JSON form: an object whose keys are the library's
 /// [`ModelSpec`] fields, each overriding the default (the Python half sends only known keys).
 pub fn model_spec(json: &str) -> PyResult<ModelSpec> {
-    overlay(&ModelSpec::default(), json, "model setting")
-}
-
-/// `base` with the fields of the JSON object `json` replaced or added (`what` names them in
-/// errors).
-pub fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
-    base: &T,
-    json: &str,
-    what: &str,
-) -> PyResult<T> {
-    let bad = |e: serde_json::Error| PyValueError::new_err(format!("{what}s: {e}"));
-    let mut value = serde_json::to_value(base).map_err(bad)?;
+    let bad = |e: serde_json::Error| PyValueError::new_err(format!("model settings: {e}"));
+    let mut value = serde_json::to_value(ModelSpec::default()).map_err(bad)?;
     let given: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(bad)?;
-    let fields = value
+    value
         .as_object_mut()
-        .expect("settings serialise as an object");
-    fields.extend(given);
+        .expect("settings serialise as an object")
+        .extend(given);
     serde_json::from_value(value).map_err(bad)
 }
 
+/// A model over a data set: its kernel (the one asked for, or the one the data call for),
+/// and the prior with its initial hyperparameters.
+pub struct Model {
+    /// The kernel over the data.
+    pub kernel: AnyKernel,
+    /// The prior with its initial hyperparameters.
+    pub prior: Prior,
+}
+
+impl Model {
+    /// Builds the model of `spec` over `data` (O(N d² + d³) for the Normal-Wishart defaults).
+    pub fn build(spec: ModelSpec, data: Dataset) -> nrmm::Result<Model> {
+        let prior = spec.build_prior()?;
+        let spec = ModelSpec {
+            kernel: Some(spec.kernel_for(&data).kind),
+            ..spec
+        };
+        let kernel = spec.build_kernel(data)?;
+        Ok(Model { kernel, prior })
+    }
+}
+
 /// The name of a kernel as the Python half spells it.
-pub fn kernel_name(kind: KernelKind) -> &'static str {
+#[cfg(feature = "runner")]
+pub fn kernel_name(kind: nrmm::model::KernelKind) -> &'static str {
     match kind {
-        KernelKind::Nw => "nw",
-        KernelKind::Md => "md",
-        KernelKind::Diag => "diag",
+        nrmm::model::KernelKind::Nw => "nw",
+        nrmm::model::KernelKind::Md => "md",
+        nrmm::model::KernelKind::Diag => "diag",
     }
 }

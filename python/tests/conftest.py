@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nrmm import _native
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -49,3 +51,9 @@ def real_data(name):
             "folder)"
         )
     return np.loadtxt(data, ndmin=2), np.loadtxt(labels, dtype=np.int64)
+
+
+needs_sampler = pytest.mark.skipif(
+    not hasattr(_native, "fit"),
+    reason="this build has no sampler (the package's feature 'runner' needs the library's runner)",
+)
