@@ -234,7 +234,10 @@ mod mpi_impl {
             } else {
                 data.resize(len as usize, 0);
             }
-            root_process.broadcast_into(&mut data[..]);
+            // MPI refuses the buffer of an empty vector.
+            if len > 0 {
+                root_process.broadcast_into(&mut data[..]);
+            }
             Ok(())
         }
 
