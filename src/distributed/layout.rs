@@ -109,15 +109,16 @@ pub fn read_share(comm: &dyn Comm, source: &Source, block: usize) -> Result<(Den
     }
     match source {
         Source::Rows(path) => {
-            let lines = data_lines(path)?;
-            let layout = Layout::even(lines.len(), block, comm.size())?;
-            let range = layout.range(comm.rank());
-            let data = parse_lines(path, &lines[range])?;
+            // Two scans: the count of data lines, then this rank's lines only.
+            let n = data_lines(path, None)?.0;
+            let layout = Layout::even(n, block, comm.size())?;
+            let lines = data_lines(path, Some(layout.range(comm.rank())))?.1;
+            let data = parse_lines(path, &lines)?;
             Ok((data, layout))
         }
         Source::Shards(pattern) => {
             let path = PathBuf::from(pattern.replace("{rank}", &comm.rank().to_string()));
-            let lines = data_lines(&path)?;
+            let lines = data_lines(&path, Some(0..usize::MAX))?.1;
             let data = parse_lines(&path, &lines)?;
             let sizes: Vec<usize> = all_gather_u64(comm, &[data.n() as u64])?
                 .into_iter()
@@ -135,14 +136,15 @@ pub fn read_share(comm: &dyn Comm, source: &Source, block: usize) -> Result<(Den
 /// One data line: its 1-based line number and text.
 type Line = (usize, String);
 
-/// The data lines of a text file: blank lines, `#` comments and a first line without any
-/// number (a header) left out.
-fn data_lines(path: &Path) -> Result<Vec<Line>> {
+/// The number of data lines of a text file (blank lines, `#` comments and a first line without
+/// any number, a header, left out) and those whose 0-based data-line index is in `keep`.
+fn data_lines(path: &Path, keep: Option<std::ops::Range<usize>>) -> Result<(usize, Vec<Line>)> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
     })?;
     let mut out = Vec::new();
+    let mut count = 0;
     let mut first = true;
     for (no, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|source| Error::Io {
@@ -162,9 +164,12 @@ fn data_lines(path: &Path) -> Result<Vec<Line>> {
                 continue;
             }
         }
-        out.push((no + 1, line));
+        if keep.as_ref().is_some_and(|k| k.contains(&count)) {
+            out.push((no + 1, line));
+        }
+        count += 1;
     }
-    Ok(out)
+    Ok((count, out))
 }
 
 /// Parses the given data lines as one dense matrix; a parse error names the file and the

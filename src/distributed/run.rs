@@ -139,20 +139,25 @@ where
         .with_hyper_resampling(cfg.resample_hyper);
     let trace_path = cfg.out.join("trace.tsv");
     let mut trace = if rank == 0 {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(cfg.resume)
-            .write(true)
-            .truncate(!cfg.resume)
+        // A resumed trace keeps its header and the sweeps up to the checkpoint: lines written
+        // after it (before a rank died) are written again by the sweeps that follow.
+        let mut text =
+            String::from("sweep\tclusters\tln_joint\taccepted\tproposed\tseconds\tbytes\n");
+        if cfg.resume {
+            let old = std::fs::read_to_string(&trace_path).map_err(read_err(&trace_path))?;
+            for line in old.lines().skip(1) {
+                let sweep = line.split('\t').next().and_then(|v| v.parse::<u64>().ok());
+                if sweep.is_some_and(|s| s <= done) {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+        write_atomic(&trace_path, text.as_bytes())?;
+        let f = std::fs::OpenOptions::new()
+            .append(true)
             .open(&trace_path)
             .map_err(write_err(&trace_path))?;
-        if !cfg.resume {
-            writeln!(
-                f,
-                "sweep\tclusters\tln_joint\taccepted\tproposed\tseconds\tbytes"
-            )
-            .map_err(write_err(&trace_path))?;
-        }
         Some(f)
     } else {
         None
