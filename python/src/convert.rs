@@ -83,8 +83,18 @@ impl Input<'_> {
 /// The model's settings from their JSON form: an object whose keys are the library's
 /// [`ModelSpec`] fields, each overriding the default (the Python half sends only known keys).
 pub fn model_spec(json: &str) -> PyResult<ModelSpec> {
-    let bad = |e: serde_json::Error| PyValueError::new_err(format!("model settings: {e}"));
-    let mut value = serde_json::to_value(ModelSpec::default()).map_err(bad)?;
+    overlay(&ModelSpec::default(), json, "model setting")
+}
+
+/// `base` with the fields of the JSON object `json` replaced or added (`what` names them in
+/// errors).
+pub fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
+    base: &T,
+    json: &str,
+    what: &str,
+) -> PyResult<T> {
+    let bad = |e: serde_json::Error| PyValueError::new_err(format!("{what}s: {e}"));
+    let mut value = serde_json::to_value(base).map_err(bad)?;
     let given: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(bad)?;
     value

@@ -24,3 +24,23 @@ impl<T> IntoPy<T> for nrmm::Result<T> {
         self.map_err(to_py)
     }
 }
+
+/// The Python spelling of a parameter the library names by its field name, where the two
+/// differ.
+#[cfg(feature = "runner")]
+fn python_name(field: &str) -> Option<String> {
+    let name = match field {
+        "chains" => "n_chains",
+        "seed" => "random_state",
+        "out" => "run_dir",
+        "kind" => "sampler",
+        _ => return None,
+    };
+    Some(name.to_string())
+}
+
+/// `e` with its parameters named as the Python estimator names them.
+#[cfg(feature = "runner")]
+pub fn rename(e: nrmm::Error) -> nrmm::Error {
+    e.rename_parameters(&python_name)
+}
