@@ -47,10 +47,12 @@ class Jacobian(unittest.TestCase):
 
 
 class Tables(unittest.TestCase):
-    def test_budget_clamps_the_slowest_peer(self):
-        self.assertEqual(rb.budget([0.1, 0.3], 2.0, 60.0), 2.0)
-        self.assertEqual(rb.budget([5.0, 7.5, 1.0], 2.0, 60.0), 7.5)
-        self.assertEqual(rb.budget([500.0], 2.0, 60.0), 60.0)
+    def test_nrmm_runs_on_its_defaults_but_the_sweep_count(self):
+        cmd = rb.nrmm_run_command("nrmm", Path("t.txt"), Path("o"), None)
+        self.assertEqual(cmd, ["nrmm", "run", "--data", "t.txt", "--out", "o"])
+        cmd = rb.nrmm_run_command("nrmm", Path("t.txt"), Path("o"), 200)
+        self.assertEqual(cmd[-2:], ["--sweeps", "200"])
+        self.assertNotIn("--seconds", cmd)
 
     def test_k_marks_saturation(self):
         self.assertEqual(rb.k_label(30, json.dumps({"n_components": 30})), "30 (all)")
@@ -66,7 +68,7 @@ class Tables(unittest.TestCase):
                 out.append({"set": "s", "units": "original", "n": 10, "d": 2, "part": part,
                             "fold": fold, "method": m, "lpd": str(lpd) if part == "fold" else "",
                             "ln_jacobian": "0", "k": 2, "ari": str(ari) if part == "all" else "",
-                            "nmi": "0.5", "wall_s": "1", "nrmm_seconds": "", "detail": "",
+                            "nmi": "0.5", "wall_s": "1", "nrmm_sweeps": "", "detail": "",
                             "error": ""})
         return out
 

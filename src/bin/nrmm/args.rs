@@ -305,7 +305,7 @@ pub enum SamplerKind {
 #[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplerArgs {
     /// The sampler.
-    #[arg(long, value_enum, default_value_t = SamplerKind::Gibbs)]
+    #[arg(long, value_enum, default_value_t = SamplerKind::Sams)]
     pub sampler: SamplerKind,
     /// How its moves are set.
     #[command(flatten)]
