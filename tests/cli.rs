@@ -512,7 +512,7 @@ fn run_writes_trace_labels_and_summary() {
         assert!(said.contains(needle), "{needle:?} not in {said}");
     }
     let summary = check_run_output(&dir, "o", 4, 1300, Some(6));
-    assert_eq!(field(&summary, "sampler"), "gibbs");
+    assert_eq!(field(&summary, "sampler"), "sams");
     assert_eq!(u64_of(&summary, "seed"), 4);
     let command: Vec<&str> = field(&summary, "command")
         .as_array()
@@ -622,6 +622,8 @@ fn run_starts_where_init_says() {
             init,
             "--sweeps",
             "1",
+            "--sampler",
+            "gibbs",
             "--gibbs-subset",
             "1",
             "--out",
@@ -2097,7 +2099,17 @@ fn plot_draws_what_the_run_has() {
     ]);
     let run = dir.arg("run");
     ok(&[
-        "run", "--data", &x3, "--sweeps", "30", "--chains", "2", "--out", &run,
+        "run",
+        "--data",
+        &x3,
+        "--sampler",
+        "gibbs",
+        "--sweeps",
+        "30",
+        "--chains",
+        "2",
+        "--out",
+        &run,
     ]);
     let said = ok(&["plot", &run]);
     assert_eq!(
@@ -2168,11 +2180,22 @@ fn formula_points(n: usize, d: usize, scale: f64, shift: f64) -> String {
     text
 }
 
-/// `run` from one cluster on `data` with `chains` chains of 20 sweeps into `out`, under the
+/// `run` of Gibbs from one cluster on `data` with `chains` chains of 20 sweeps into `out`, under the
 /// reference prior when `reference`: what it prints.
 fn run_from_one_cluster(data: &str, chains: &str, out: &str, reference: bool) -> String {
     let mut args = vec![
-        "run", "--data", data, "--init", "single", "--chains", chains, "--sweeps", "20", "--out",
+        "run",
+        "--data",
+        data,
+        "--sampler",
+        "gibbs",
+        "--init",
+        "single",
+        "--chains",
+        chains,
+        "--sweeps",
+        "20",
+        "--out",
         out,
     ];
     if reference {
