@@ -2,7 +2,7 @@
 //! [`super::Chooser::choose_log_wide`].
 //!
 //! Algorithm: the maximum `m`, the shifted exponentials `p_i = exp(w_i - m)` with the
-//! branch-free [`crate::vecmath::exp`], their total `T` as [`LANES`] running lane sums added
+//! branch-free [`crate::vecmath::exp`] (zero below `e^-708`), their total `T` as [`LANES`] running lane sums added
 //! pairwise, a target `u T` from one open uniform `u`, and a walk that skips whole groups of
 //! [`LANES`] by their pairwise sums before walking the weights of the group that holds the
 //! target one by one (zero weights are never chosen). Every step is the same operation in the
@@ -13,6 +13,11 @@ use crate::vecmath;
 
 /// Weights per group of the walk.
 const LANES: usize = 8;
+
+/// Shifted log weights below this count as zero: `e^-708 ≈ 3.3e-308` is the smallest
+/// exponential that is a normal number, and any number of such weights added to the
+/// largest one (which is 1) leaves the total unchanged, so the draw is the same.
+const NEGLIGIBLE: f64 = -708.0;
 
 /// The sum of one group of [`LANES`] values, pairwise.
 #[inline(always)]
@@ -39,12 +44,19 @@ multiversion! {
         if !max.is_finite() {
             return None;
         }
+        // One flat loop, so that the compiler vectorises it along the weights (a loop over
+        // groups is vectorised across groups, leaving a short vector to scalar code).
+        for v in e.iter_mut() {
+            let x = *v - max;
+            // Below e^NEGLIGIBLE a weight is a zero: exponentials that would come out
+            // subnormal (slow on every CPU) are never taken.
+            let p = vecmath::exp(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
+            *v = if x < NEGLIGIBLE { 0.0 } else { p };
+        }
         let mut lane_sum = [0.0f64; LANES];
-        for group in e.chunks_exact_mut(LANES) {
+        for group in e.chunks_exact(LANES) {
             for l in 0..LANES {
-                let p = vecmath::exp(group[l] - max);
-                group[l] = p;
-                lane_sum[l] += p;
+                lane_sum[l] += group[l];
             }
         }
         // The largest weight contributes exp(0) = 1, so the total is at least 1 unless a
