@@ -79,6 +79,46 @@ impl Error {
         }
     }
 
+    /// The error in a front end's words: every parameter name that `rename` knows is replaced
+    /// by the front end's spelling of it (the command line's `--nw-nu` for `nu`). The library
+    /// names parameters by their field names: as the name of an [`Error::InvalidParameter`]
+    /// (an index, as in `psi[0][1]`, is kept) and between backticks in free text
+    /// ([`rename_in_text`]).
+    pub fn rename_parameters(self, rename: &dyn Fn(&str) -> Option<String>) -> Self {
+        let text = |s: String| rename_in_text(&s, rename);
+        match self {
+            Error::InvalidParameter {
+                name,
+                value,
+                expected,
+            } => {
+                let (base, index) = name.split_at(name.find('[').unwrap_or(name.len()));
+                let name = rename(base).map_or_else(|| name.clone(), |n| format!("{n}{index}"));
+                Error::InvalidParameter {
+                    name,
+                    value,
+                    expected: text(expected),
+                }
+            }
+            Error::Parse {
+                path,
+                line,
+                message,
+            } => Error::Parse {
+                path,
+                line,
+                message: text(message),
+            },
+            Error::DimensionMismatch(m) => Error::DimensionMismatch(text(m)),
+            Error::NotPositiveDefinite(m) => Error::NotPositiveDefinite(text(m)),
+            Error::Empty(m) => Error::Empty(text(m)),
+            Error::TooLarge(m) => Error::TooLarge(text(m)),
+            Error::Numerical(m) => Error::Numerical(text(m)),
+            Error::Usage(m) => Error::Usage(text(m)),
+            io @ (Error::Io { .. } | Error::Write { .. }) => io,
+        }
+    }
+
     /// Shorthand for [`Error::Parse`].
     pub fn parse(path: impl Into<PathBuf>, line: usize, message: impl Into<String>) -> Self {
         Error::Parse {
@@ -86,5 +126,48 @@ impl Error {
             line,
             message: message.into(),
         }
+    }
+}
+
+/// `text` with every `` `name` `` that `rename` knows replaced by its spelling (without the
+/// backticks); other backticked words are left as they are. Cost: O(length).
+pub fn rename_in_text(text: &str, rename: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let Some(close) = rest[open + 1..].find('`') else {
+            break;
+        };
+        let word = &rest[open + 1..open + 1 + close];
+        out.push_str(&rest[..open]);
+        match rename(word) {
+            Some(spelled) => out.push_str(&spelled),
+            None => out.push_str(&rest[open..open + close + 2]),
+        }
+        rest = &rest[open + close + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flag(name: &str) -> Option<String> {
+        (name == "nu" || name == "burn_in").then(|| format!("--{}", name.replace('_', "-")))
+    }
+
+    #[test]
+    fn parameters_are_renamed_in_names_and_text() {
+        assert_eq!(
+            rename_in_text("lower `burn_in`, keep `sweep,...` and `x", &flag),
+            "lower --burn-in, keep `sweep,...` and `x"
+        );
+        let e = Error::param("nu[1]", 2, "more than `nu`").rename_parameters(&flag);
+        assert_eq!(
+            e.to_string(),
+            "invalid --nu[1] = 2: expected more than --nu"
+        );
     }
 }

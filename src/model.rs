@@ -102,7 +102,7 @@ pub fn scaled_share(d: usize) -> f64 {
 /// kernel where a full covariance cannot be estimated, [`ModelSpec::kernel_for`];
 /// Multinomial-Dirichlet for counts); Normal-Wishart hyperparameters from the data as
 /// [`NwDefaults`] says (unit-equivariant unless the reference choice is asked for), each
-/// overridable; `β = 0.1`; `α = 1`; `σ = 0.5`; `u = 1`.
+/// overridable; `β` = [`DEFAULT_BETA`]; `α = 1`; `σ = 0.5`; `u = 1`.
 /// With `hyperpriors`, `α ~ Gamma(1, 1)` (DP: Escobar-West update) and for NGGP
 /// `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]` (MATH §1.6). The NGGP's `u` is always resampled by
 /// samplers, since it is part of the augmented state. With `kernel_hyperpriors`, the kernel's
@@ -111,8 +111,8 @@ pub fn scaled_share(d: usize) -> f64 {
 pub struct ModelSpec {
     /// Kernel; `None` follows the data.
     pub kernel: Option<KernelKind>,
-    /// Dirichlet concentration of the Multinomial-Dirichlet kernel.
-    pub beta: f64,
+    /// Dirichlet concentration of the Multinomial-Dirichlet kernel (`None`: [`DEFAULT_BETA`]).
+    pub beta: Option<f64>,
     /// Normal-Wishart ξ.
     pub nw_xi: Option<Vec<f64>>,
     /// Normal-Wishart Ψ, row-major; for the diagonal kernel its d diagonal entries ψ_j.
@@ -138,8 +138,9 @@ pub struct ModelSpec {
     /// `Ψ = s Ψ₀` and mean precision `r`; Multinomial-Dirichlet `β`) carry the default
     /// log-normal hyperpriors of [`crate::kernel::KernelHyperPriors::default_for`], centred on
     /// the kernel this spec builds, and are resampled every sweep
-    /// ([`crate::sampler::KernelHyperMove`]). Off by default.
-    #[serde(default)]
+    /// ([`crate::sampler::KernelHyperMove`]). Off by default, and then not serialised (as
+    /// run files have always recorded it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kernel_hyperpriors: bool,
 }
 
@@ -147,7 +148,7 @@ impl Default for ModelSpec {
     fn default() -> Self {
         ModelSpec {
             kernel: None,
-            beta: 0.1,
+            beta: None,
             nw_xi: None,
             nw_psi: None,
             nw_r: None,
@@ -194,7 +195,7 @@ impl ModelSpec {
             PriorKind::Dp => {
                 if self.sigma.is_some() || self.u.is_some() {
                     return Err(Error::Usage(
-                        "--sigma and --u belong to the NGGP prior: add --prior nggp".into(),
+                        "`sigma` and `u` belong to the NGGP prior: add `prior` nggp".into(),
                     ));
                 }
                 Ok(Prior::Dp(if self.hyperpriors {
@@ -269,8 +270,8 @@ impl ModelSpec {
                 Some(why) => KernelChoice {
                     kind: KernelKind::Diag,
                     reason: Some(format!(
-                        "using the diagonal kernel (--kernel diag): {why}, so a full \
-                         covariance cannot be estimated (give --kernel nw to insist)"
+                        "using the diagonal kernel (`kernel` diag): {why}, so a full \
+                         covariance cannot be estimated (give `kernel` nw to insist)"
                     )),
                 },
                 None => plain(KernelKind::Nw),
@@ -332,26 +333,195 @@ impl ModelSpec {
                     || self.nw_nu.is_some()
                 {
                     return Err(Error::Usage(
-                        "--nw-* hyperparameters belong to the Normal-Wishart kernel, but the data are counts".into(),
+                        "`nw_*` hyperparameters (`nw_xi`, `nw_psi`, `nw_r`, `nw_nu`) belong to the \
+                         Normal-Wishart kernel, but the data are counts"
+                            .into(),
                     ));
                 }
                 Ok(AnyKernel::Md(MultinomialDirichlet::new(
                     Arc::new(c),
-                    self.beta,
+                    self.beta.unwrap_or(DEFAULT_BETA),
                 )?))
             }
             (KernelKind::Md, Dataset::Dense(_)) => Err(Error::Usage(
-                "--kernel md needs count data (docword or LDA-C), but the data are a real matrix"
+                "`kernel` md needs count data (docword or LDA-C), but the data are a real matrix"
                     .into(),
             )),
             (KernelKind::Nw, Dataset::Counts(_)) => Err(Error::Usage(
-                "--kernel nw needs a real matrix, but the data are counts: use --kernel md".into(),
+                "`kernel` nw needs a real matrix, but the data are counts: use `kernel` md".into(),
             )),
             (KernelKind::Diag, Dataset::Counts(_)) => Err(Error::Usage(
-                "--kernel diag needs a real matrix, but the data are counts: use --kernel md"
+                "`kernel` diag needs a real matrix, but the data are counts: use `kernel` md"
                     .into(),
             )),
         }
+    }
+}
+
+/// Dirichlet concentration of the Multinomial-Dirichlet kernel when none is given.
+pub const DEFAULT_BETA: f64 = 0.1;
+
+impl ModelSpec {
+    /// Whether samplers resample any hyperparameter of the prior: with `hyperpriors`, and
+    /// always for the NGGP (its `u` is part of the augmented state).
+    pub fn resamples_hyper(&self) -> bool {
+        self.hyperpriors || self.prior == PriorKind::Nggp
+    }
+
+    /// Refuses settings that `data` make meaningless, naming the parameter: `beta` for real
+    /// data under a Normal-Wishart or diagonal kernel, `xi` and `psi` of the wrong length for
+    /// the data's dimension or of a magnitude that would overflow. (Kernel/data mismatches and
+    /// Normal-Wishart settings on count data are refused by [`ModelSpec::build_kernel`].)
+    pub fn check_for(&self, data: &Dataset) -> Result<()> {
+        let Dataset::Dense(x) = data else {
+            return Ok(());
+        };
+        if self.kernel == Some(KernelKind::Md) {
+            return Ok(());
+        }
+        if self.beta.is_some() {
+            return Err(Error::Usage(
+                "`beta` is the Multinomial-Dirichlet concentration, but the data are a real \
+                 matrix (Normal-Wishart kernel): drop `beta`"
+                    .into(),
+            ));
+        }
+        let d = x.d();
+        // ξ is on the data's scale, Ψ on its square's.
+        let limit = crate::data::MAX_MAGNITUDE;
+        for (name, values, max) in [
+            ("xi", &self.nw_xi, limit),
+            ("psi", &self.nw_psi, limit * limit),
+        ] {
+            // Non-finite values are the kernel's to refuse, naming their index.
+            if let Some(v) = values
+                .iter()
+                .flatten()
+                .find(|v| v.is_finite() && v.abs() > max)
+            {
+                return Err(Error::param(
+                    name,
+                    v,
+                    &format!(
+                        "values of magnitude at most {max:e} (they enter squares and sums with \
+                         the data and would overflow): rescale the data and the hyperparameters"
+                    ),
+                ));
+            }
+        }
+        if let Some(xi) = &self.nw_xi {
+            if xi.len() != d {
+                return Err(Error::param(
+                    "xi",
+                    format!("{} values", xi.len()),
+                    &format!("{d} comma-separated values, one per data column"),
+                ));
+            }
+        }
+        if let Some(psi) = &self.nw_psi {
+            if self.kernel == Some(KernelKind::Diag) {
+                if psi.len() != d {
+                    return Err(Error::param(
+                        "psi",
+                        format!("{} values", psi.len()),
+                        &format!(
+                            "{d} comma-separated values with `kernel` diag, one scale per data \
+                             column"
+                        ),
+                    ));
+                }
+            } else if psi.len() != d * d {
+                return Err(Error::param(
+                    "psi",
+                    format!("{} values", psi.len()),
+                    &format!("{d} x {d} = {} comma-separated values, row by row", d * d),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Ties a failed positive-definiteness check of [`ModelSpec::build_kernel`] to what can be
+    /// changed: the given `psi`, or the data-based defaults of `xi` and `psi`, which giving both
+    /// replaces.
+    fn explain_kernel_error(&self, e: Error) -> Error {
+        match e {
+            Error::NotPositiveDefinite(what) if self.nw_psi.is_some() && what.contains("psi") => {
+                Error::Usage(format!(
+                    "`psi` must be symmetric positive definite: {what} is not"
+                ))
+            }
+            // One point has no covariance: not an empty input, a model that needs its settings.
+            Error::Empty(what) if what.contains("Normal-Wishart") => Error::Usage(format!(
+                "{what}: the Normal-Wishart defaults (xi the data mean, psi from the data \
+                 covariance) cannot be derived from fewer than 2 points; give `xi` and `psi`"
+            )),
+            Error::NotPositiveDefinite(what) if what.contains("data") || self.nw_psi.is_none() => {
+                Error::Usage(format!(
+                    "{what} is not symmetric positive definite, so the Normal-Wishart defaults \
+                     cannot be derived from the data (the covariance of fewer points than \
+                     dimensions + 1, of a constant column or of collinear columns is singular): \
+                     give `xi` and `psi`"
+                ))
+            }
+            other => other,
+        }
+    }
+}
+
+/// A model built over its data: the kernel, the prior with its initial hyperparameters, the
+/// settings as asked for and as resolved, and the data's fingerprint.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// The settings as asked for (defaults unresolved), as a run records them.
+    pub requested: ModelSpec,
+    /// The settings with the kernel and `beta` resolved.
+    pub spec: ModelSpec,
+    /// The kernel over the data.
+    pub kernel: AnyKernel,
+    /// The prior with its initial hyperparameters.
+    pub prior: Prior,
+    /// What identifies the data.
+    pub fingerprint: crate::data::Fingerprint,
+    /// Why the kernel differs from the default one asked for, when it does (one line, for
+    /// the user to hear; see [`ModelSpec::kernel_for`]).
+    pub kernel_note: Option<String>,
+}
+
+impl Model {
+    /// The model `spec` over `data`: the prior, checks of the settings against the data
+    /// ([`ModelSpec::check_for`]), the kernel ([`ModelSpec::kernel_for`],
+    /// [`ModelSpec::build_kernel`]) and the fingerprint. Errors name the parameter to change.
+    /// Cost: the kernel's construction (for Normal-Wishart defaults O(N d² + d³)) and a pass
+    /// over the data.
+    pub fn build(spec: &ModelSpec, data: Dataset) -> Result<Model> {
+        let prior = spec.build_prior()?;
+        spec.check_for(&data)?;
+        let fingerprint = crate::data::Fingerprint::of(&data);
+        let choice = spec.kernel_for(&data);
+        let resolved = ModelSpec {
+            kernel: Some(choice.kind),
+            beta: Some(spec.beta.unwrap_or(DEFAULT_BETA)),
+            ..spec.clone()
+        };
+        let kernel = resolved
+            .build_kernel(data)
+            .map_err(|e| spec.explain_kernel_error(e))?;
+        Ok(Model {
+            requested: spec.clone(),
+            spec: resolved,
+            kernel,
+            prior,
+            fingerprint,
+            kernel_note: choice.reason,
+        })
+    }
+
+    /// The number of points.
+    pub fn n_points(&self) -> usize {
+        crate::with_kernel!(&self.kernel, |k| crate::kernel::ConjugateKernel::n_points(
+            k
+        ))
     }
 }
 

@@ -34,11 +34,14 @@ use std::time::Instant;
 use nrmm::data::generate::{bag_of_words, partition_uniform, DocLengths};
 use nrmm::data::DenseData;
 use nrmm::diagnostics::{adjusted_rand_index, normalized_mutual_information};
-use nrmm::kernel::{MultinomialDirichlet, NormalWishart, NwHyper, ParametricKernel};
+use nrmm::kernel::{
+    ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper, ParametricKernel,
+};
 use nrmm::partition::Partition;
 use nrmm::prior::{Dp, Prior};
 use nrmm::rng::{uniform_index, SeedPlan};
-use nrmm::run::{Chain, Scheduled};
+use nrmm::run::executor::{Executor, Handler, Stop};
+use nrmm::run::{Chain, Scheduled, SweepRecord};
 use nrmm::sampler::{
     Direct, DpmmOptions, Gibbs, GibbsScan, Move, QuasiCollapsed, QuasiDirect, State, SubCluster,
     SubClusterOptions,
@@ -291,34 +294,79 @@ fn run_chain<K: ParametricKernel + 'static>(
                 repeats: 1,
             }],
         );
-        let score = |chain: &Chain<K, Prior>, iter: usize, seconds: f64| -> nrmm::Result<Point> {
-            let st = chain.state();
-            let labels = st.partition.canonical_labels();
-            Ok(Point {
-                iter,
-                seconds,
-                ln_joint: st.partition.ln_joint(&st.prior),
-                nmi: normalized_mutual_information(&labels, truth)?,
-                k: st.partition.n_clusters(),
-            })
+        let mut scorer = Scorer {
+            truth,
+            budget,
+            max_iters,
+            seconds: 0.0,
+            started: None,
+            points: Vec::new(),
         };
-        let mut points = vec![score(&chain, 0, 0.0)?];
-        let mut seconds = 0.0;
-        for iter in 1..=max_iters {
-            let t0 = Instant::now();
-            chain.sweep()?;
-            seconds += t0.elapsed().as_secs_f64();
-            points.push(score(&chain, iter, seconds)?);
-            if seconds >= budget {
-                break;
-            }
-        }
+        scorer.points.push(scorer.score(&chain, 0)?);
+        Executor::new(&mut chain).with(&mut scorer).run()?;
         Ok(Run {
-            points,
+            points: scorer.points,
             labels: chain.state().partition.canonical_labels(),
         })
     })?;
     Ok(run)
+}
+
+/// Stops a chain after `max_iters` iterations or once its sweeps have taken `budget` wall
+/// seconds (checked after each sweep), and scores the state after every sweep outside the
+/// clock.
+struct Scorer<'t> {
+    truth: &'t [usize],
+    budget: f64,
+    max_iters: usize,
+    seconds: f64,
+    /// When the current sweep started.
+    started: Option<Instant>,
+    points: Vec<Point>,
+}
+
+impl Scorer<'_> {
+    /// The point of iteration `iter`: log joint, NMI against the truth and K.
+    fn score<K: ConjugateKernel>(
+        &self,
+        chain: &Chain<'_, K, Prior>,
+        iter: usize,
+    ) -> nrmm::Result<Point> {
+        let st = chain.state();
+        let labels = st.partition.canonical_labels();
+        Ok(Point {
+            iter,
+            seconds: self.seconds,
+            ln_joint: st.partition.ln_joint(&st.prior),
+            nmi: normalized_mutual_information(&labels, self.truth)?,
+            k: st.partition.n_clusters(),
+        })
+    }
+}
+
+impl<K: ConjugateKernel> Handler<K, Prior> for Scorer<'_> {
+    fn before_sweep(&mut self, _chain: &Chain<'_, K, Prior>) -> Option<Stop> {
+        let iters = self.points.len() - 1;
+        if iters >= self.max_iters || (iters > 0 && self.seconds >= self.budget) {
+            return Some(Stop::Budget);
+        }
+        self.started = Some(Instant::now());
+        None
+    }
+
+    fn after_sweep(
+        &mut self,
+        chain: &mut Chain<'_, K, Prior>,
+        _record: &SweepRecord,
+    ) -> nrmm::Result<()> {
+        self.seconds += self
+            .started
+            .take()
+            .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        let point = self.score(chain, self.points.len())?;
+        self.points.push(point);
+        Ok(())
+    }
 }
 
 /// Runs every sampler (parallel ones on 1 and 2 threads) for `seeds` chain seeds of `budget`

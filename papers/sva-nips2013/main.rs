@@ -37,7 +37,8 @@ use nrmm::kernel::{NormalWishart, NwHyper};
 use nrmm::partition::Partition;
 use nrmm::prior::Dp;
 use nrmm::rng::SeedPlan;
-use nrmm::run::{Chain, Scheduled};
+use nrmm::run::executor::{Executor, Handler, Stop};
+use nrmm::run::{Chain, Scheduled, SweepRecord};
 use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Sams, State};
 use nrmm::sva::{fit, shuffled_order, SvaConfig};
 use plotters::prelude::*;
@@ -502,30 +503,15 @@ fn run_sampler(
     // Streams 0 of each seed belong to the generator; methods use 10 + their index.
     let rng = SeedPlan::new(seed).chain(10 + stream as u64);
     let mut chain = Chain::new(kernel, state, rng, schedule);
-    let mut cpu = 0.0;
-    let mut curve = Vec::with_capacity(settings.grid.len());
-    while curve.len() < settings.grid.len() {
-        let clock = CpuClock::start();
-        chain.sweep()?;
-        cpu += clock.elapsed().as_secs_f64();
-        if cpu < settings.grid[curve.len()] {
-            continue;
-        }
-        let st = chain.state();
-        let ll = mean(&ln_predictive_density(
-            kernel,
-            &[(st.partition.clone(), st.prior.clone())],
-            &data.test,
-        )?);
-        let k = st.partition.n_clusters();
-        while curve.len() < settings.grid.len() && settings.grid[curve.len()] <= cpu {
-            curve.push(Point {
-                seconds: cpu,
-                ll,
-                k,
-            });
-        }
-    }
+    let mut grid = GridRecorder {
+        grid: &settings.grid,
+        data,
+        cpu: 0.0,
+        clock: None,
+        curve: Vec::with_capacity(settings.grid.len()),
+    };
+    Executor::new(&mut chain).with(&mut grid).run()?;
+    let (cpu, curve) = (grid.cpu, grid.curve);
     let partition = &chain.state().partition;
     let n = partition.n() as f64;
     Ok(Run {
@@ -538,6 +524,54 @@ fn run_sampler(
         curve,
         reference: f64::NAN,
     })
+}
+
+/// Times a chain's sweeps in CPU seconds and evaluates its state (held-out log predictive
+/// density and K) at each point of the CPU-time grid it passes, outside the clock; stops once
+/// every grid point has its value.
+struct GridRecorder<'a> {
+    grid: &'a [f64],
+    data: &'a Data,
+    cpu: f64,
+    /// Started before a sweep, read after it, so only sweeps are timed.
+    clock: Option<CpuClock>,
+    curve: Vec<Point>,
+}
+
+impl Handler<NormalWishart, Dp> for GridRecorder<'_> {
+    fn before_sweep(&mut self, _chain: &Chain<'_, NormalWishart, Dp>) -> Option<Stop> {
+        if self.curve.len() >= self.grid.len() {
+            return Some(Stop::Done);
+        }
+        self.clock = Some(CpuClock::start());
+        None
+    }
+
+    fn after_sweep(
+        &mut self,
+        chain: &mut Chain<'_, NormalWishart, Dp>,
+        _record: &SweepRecord,
+    ) -> nrmm::Result<()> {
+        self.cpu += self.clock.take().map_or(0.0, |c| c.elapsed().as_secs_f64());
+        if self.cpu < self.grid[self.curve.len()] {
+            return Ok(());
+        }
+        let st = chain.state();
+        let ll = mean(&ln_predictive_density(
+            chain.kernel(),
+            &[(st.partition.clone(), st.prior.clone())],
+            &self.data.test,
+        )?);
+        let k = st.partition.n_clusters();
+        while self.curve.len() < self.grid.len() && self.grid[self.curve.len()] <= self.cpu {
+            self.curve.push(Point {
+                seconds: self.cpu,
+                ll,
+                k,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A component drawn on the scatter: mean, expected covariance (row-major 2 × 2), weight.

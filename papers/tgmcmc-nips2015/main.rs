@@ -36,9 +36,11 @@ use nrmm::diagnostics::{adjusted_rand_index, effective_sample_size};
 use nrmm::exact::{ChainTv, ExactPosterior, Rgs};
 use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
 use nrmm::partition::Partition;
+use nrmm::prior::NrmPrior;
 use nrmm::prior::{Dp, Nggp, NggpHyperPriors, PartitionPrior, PartitionPriorSpec, Prior};
 use nrmm::rng::SeedPlan;
-use nrmm::run::{Chain, Scheduled};
+use nrmm::run::executor::{Executor, Handler, Stop};
+use nrmm::run::{Chain, Scheduled, SweepRecord};
 use nrmm::sampler::tgmcmc::{tgmcmc_schedule, TgmcmcPaper};
 use nrmm::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, RngChooser, Sams, State};
 use nrmm::tree::{Forest, IbhcMode};
@@ -313,12 +315,50 @@ fn run_chain<K: ConjugateKernel + 'static>(
         labels: Vec::new(),
     };
     let mut chain = Chain::new(kernel, state, SeedPlan::new(seed).chain(0), schedule);
-    let mut seconds = 0.0;
-    while seconds < budget.seconds {
-        let clock = CpuClock::start();
-        let record = chain.sweep()?;
-        seconds += clock.elapsed().as_secs_f64();
-        run.times.push(seconds);
+    let mut recorder = CpuRecorder {
+        run: &mut run,
+        budget,
+        seconds: 0.0,
+        clock: None,
+    };
+    Executor::new(&mut chain).with(&mut recorder).run()?;
+    run.labels = chain.state().partition.canonical_labels();
+    Ok(run)
+}
+
+/// The paper's stopping rule and record of a chain: the CPU seconds of its sweeps against the
+/// budget, an early stop once the log joint is within [`WITHIN`] of the target, and each
+/// sweep's log joint, K and first move's acceptance.
+struct CpuRecorder<'r> {
+    run: &'r mut Run,
+    budget: Budget,
+    seconds: f64,
+    /// Started before a sweep, read after it, so only sweeps are timed.
+    clock: Option<CpuClock>,
+}
+
+impl<K: ConjugateKernel, P: NrmPrior> Handler<K, P> for CpuRecorder<'_> {
+    fn before_sweep(&mut self, _chain: &Chain<'_, K, P>) -> Option<Stop> {
+        let target = self.budget.stop_at.map(|t| t - WITHIN);
+        let last = self.run.ln_joint.last().copied();
+        if self.run.sweeps() > 0 && target.is_some_and(|t| last.is_some_and(|l| l >= t)) {
+            return Some(Stop::Done);
+        }
+        if self.seconds >= self.budget.seconds {
+            return Some(Stop::Budget);
+        }
+        self.clock = Some(CpuClock::start());
+        None
+    }
+
+    fn after_sweep(
+        &mut self,
+        _chain: &mut Chain<'_, K, P>,
+        record: &SweepRecord,
+    ) -> nrmm::Result<()> {
+        self.seconds += self.clock.take().map_or(0.0, |c| c.elapsed().as_secs_f64());
+        let run = &mut *self.run;
+        run.times.push(self.seconds);
         run.ln_joint.push(record.ln_joint);
         run.k.push(record.n_clusters);
         if let Some((_, info)) = record.moves.first() {
@@ -326,15 +366,8 @@ fn run_chain<K: ConjugateKernel + 'static>(
             run.accepted += info.accepted;
             run.ln_accept_sum += info.ln_accept_sum;
         }
-        if budget
-            .stop_at
-            .is_some_and(|t| record.ln_joint >= t - WITHIN)
-        {
-            break;
-        }
+        Ok(())
     }
-    run.labels = chain.state().partition.canonical_labels();
-    Ok(run)
 }
 
 /// Runs every `(sampler, seed)` job on the thread pool, in job order.

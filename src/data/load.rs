@@ -1029,8 +1029,9 @@ pub fn load_idx_labels(path: impl AsRef<Path>) -> Result<Vec<i64>> {
 // ---------------------------------------------------------------------------------------------
 // Format detection and dispatch.
 
-/// The on-disk formats a data set can be read from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The on-disk formats a data set can be read from (serialised by [`Format::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Dense text matrix, one point per line (whitespace or commas).
     Dense,

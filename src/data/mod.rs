@@ -1,10 +1,13 @@
 //! Data sets: dense real matrices (one point per row) and sparse count matrices (bags of
 //! words), their loaders, seeded synthetic generators and principal component analysis.
 
+pub mod fingerprint;
 pub mod generate;
 pub mod load;
 pub mod npy;
 pub mod pca;
+
+pub use fingerprint::Fingerprint;
 
 use crate::error::{Error, Result};
 

@@ -91,6 +91,14 @@ impl Prior {
             Prior::Nggp(p) => p.ln_eppf(sizes),
         }
     }
+
+    /// The current concentration `α`.
+    pub fn alpha(&self) -> f64 {
+        match self {
+            Prior::Dp(p) => p.alpha(),
+            Prior::Nggp(p) => p.alpha(),
+        }
+    }
 }
 
 impl From<Dp> for Prior {

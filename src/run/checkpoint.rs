@@ -134,14 +134,13 @@ pub trait Sealed: Serialize {
     fn checksum_mut(&mut self) -> &mut String;
 }
 
+pub use crate::data::fingerprint::Fnv1a;
+
 /// The 64-bit FNV-1a hash of `bytes`. Cost O(bytes).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    let mut h = Fnv1a::new();
+    h.bytes(bytes);
+    h.finish()
 }
 
 /// The checksum of `value`: FNV-1a of its JSON with the checksum field empty, in hexadecimal.

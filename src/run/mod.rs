@@ -7,7 +7,16 @@
 
 pub mod checkpoint;
 pub mod cost;
+mod dahl;
 pub mod draws;
+pub mod executor;
+pub mod record;
+pub mod resume;
+pub mod runner;
+mod schedule;
+pub mod spec;
+pub mod start;
+pub mod summary;
 pub mod trace;
 
 pub use checkpoint::{
@@ -15,6 +24,10 @@ pub use checkpoint::{
     Sealed, SealedError,
 };
 pub use draws::{read_draws, BestDraw, Draw, DrawStride, DrawWriter};
+pub use record::{chain_dir, DataSource, RunDir, RunRecord};
+pub use runner::{ChainEnd, ChainMonitor, Monitor, Outcome, Runner};
+pub use spec::{Budget, MoveSettings, SamplerKind, SamplerSettings, SamplerSpec, Start};
+pub use summary::Summary;
 pub use trace::{first_reaching, TraceColumns, TraceWriter};
 
 use crate::error::{Error, Result};
@@ -22,17 +35,10 @@ use crate::kernel::ConjugateKernel;
 use crate::partition::Partition;
 use crate::prior::NrmPrior;
 use crate::rng::NrmmRng;
-use crate::sampler::{KernelUpdate, Move, RngChooser, State, StepInfo};
+pub use crate::sampler::Scheduled;
+use crate::sampler::{KernelUpdate, RngChooser, State, StepInfo};
 use std::borrow::Cow;
 use std::time::Instant;
-
-/// A move in a schedule, run `repeats` times per sweep.
-pub struct Scheduled<K: ConjugateKernel, P: NrmPrior> {
-    /// The move.
-    pub mv: Box<dyn Move<K, P>>,
-    /// How many times per sweep.
-    pub repeats: usize,
-}
 
 /// What one sweep did and where it left the chain.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -64,7 +70,7 @@ pub trait Observer<K: ConjugateKernel, P: NrmPrior> {
 /// ([`Chain::with_kernel_update`]), the kernel's hyperparameters are part of the chain's state:
 /// the chain starts on the kernel it is given and, whenever the update changes the values,
 /// owns the kernel rebuilt at them (over the same data), refreshes every cluster's statistic
-/// ([`Partition::refresh_stats`]) and tells every move ([`Move::kernel_changed`]) before the
+/// ([`Partition::refresh_stats`]) and tells every move ([`Move::kernel_changed`](crate::sampler::Move::kernel_changed)) before the
 /// next sweep. Checkpoints carry the values, so a resumed chain rebuilds the same kernel.
 pub struct Chain<'k, K: ConjugateKernel, P: NrmPrior> {
     kernel: Cow<'k, K>,
@@ -165,7 +171,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
 
     /// The chain that `checkpoint` was taken from, continuing over `kernel`'s data with a
     /// fresh `schedule`, which must be the one the chain ran: moves that keep state of their
-    /// own get it back through [`Move::restore_aux`]. Errors if the checkpoint's partition does
+    /// own get it back through [`Move::restore_aux`](crate::sampler::Move::restore_aux). Errors if the checkpoint's partition does
     /// not fit the data or its move states do not fit the schedule.
     pub fn resume(
         kernel: &'k K,
@@ -272,7 +278,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
     /// Runs the kernel update, if any; when the values change, moves the chain onto the
     /// rebuilt kernel (see the type's documentation). Cost: the update, and on a change one
     /// kernel rebuild, one statistic refresh per cluster and each move's
-    /// [`Move::kernel_changed`].
+    /// [`Move::kernel_changed`](crate::sampler::Move::kernel_changed).
     fn update_kernel(&mut self) -> Result<()> {
         let Some(update) = self.kernel_update.as_mut() else {
             return Ok(());

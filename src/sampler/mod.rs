@@ -48,6 +48,15 @@ impl<K: ConjugateKernel, P: NrmPrior> State<K, P> {
     }
 }
 
+/// A move in a schedule, run `repeats` times per sweep (a sweep of a
+/// [`Chain`](crate::run::Chain) runs its schedule in order).
+pub struct Scheduled<K: ConjugateKernel, P: NrmPrior> {
+    /// The move.
+    pub mv: Box<dyn Move<K, P>>,
+    /// How many times per sweep.
+    pub repeats: usize,
+}
+
 /// What one call of [`Move::step`] did, for traces and acceptance diagnostics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepInfo {

@@ -1,7 +1,10 @@
 //! Command-line arguments of `nrmm`.
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde::{Deserialize, Serialize};
+use nrmm::data::load::Format;
+use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
+use nrmm::run::{MoveSettings, SamplerKind, SamplerSettings, Start};
 use std::path::PathBuf;
 
 /// Bayesian nonparametric mixture models on normalized random measures.
@@ -45,66 +48,104 @@ pub enum Command {
     /// Draw SVG plots of one or more run directories (or of a comparison).
     Plot(PlotArgs),
     /// Build the IBHC (or greedy BHC) forest of a data set and write it as DOT or Newick.
-    Tree(crate::tree_cmd::TreeArgs),
+    Tree(TreeArgs),
     /// Fit a DP mixture in one pass by Lin's sequential variational approximation (SVA, or
     /// SVA-PM with pruning and merging); write labels and a summary.
-    Sva(crate::sva_cmd::SvaArgs),
+    Sva(SvaArgs),
 }
 
-/// Which conjugate kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KernelKind {
-    /// Normal-Wishart on real vectors.
-    Nw,
-    /// Multinomial-Dirichlet on count vectors.
-    Md,
-    /// Independent Normal-Gamma per dimension (diagonal covariance) on real vectors: O(d) per
-    /// point, for high dimensions.
-    Diag,
+/// Name, value and help of each choice of an enumerated flag.
+pub type Choices<T> = &'static [(&'static str, T, &'static str)];
+
+/// The parser of a flag that takes one of `choices` by name; `--help` lists them.
+pub fn one_of<T: Copy + Send + Sync + 'static>(
+    choices: Choices<T>,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    clap::builder::PossibleValuesParser::new(
+        choices
+            .iter()
+            .map(|(name, _, help)| clap::builder::PossibleValue::new(*name).help(*help)),
+    )
+    .map(move |s| {
+        choices
+            .iter()
+            .find(|(name, _, _)| *name == s)
+            .map(|c| c.1)
+            .expect("clap accepts only the listed names")
+    })
 }
 
-/// How Normal-Wishart hyperparameters not given are derived from the data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NwDefaultsArg {
-    /// Unit-equivariant: ξ the data mean, Ψ proportional to the data covariance (its
-    /// diagonal when singular), r = 0.01, ν = d + 3 + d/2.
-    Scaled,
-    /// The tgMCMC reference code's: Ψ the covariance rescaled to determinant 0.1, r = 0.1,
-    /// ν = d + 6 (depends on the data's units).
-    Reference,
-}
+/// `--kernel`.
+const KERNELS: Choices<KernelKind> = &[
+    ("nw", KernelKind::Nw, "Normal-Wishart on real vectors"),
+    (
+        "md",
+        KernelKind::Md,
+        "Multinomial-Dirichlet on count vectors",
+    ),
+    (
+        "diag",
+        KernelKind::Diag,
+        "Independent Normal-Gamma per dimension (diagonal covariance) on real vectors: O(d) \
+         per point, for high dimensions",
+    ),
+];
 
-/// What a run recorded before `--nw-defaults` existed used: the reference defaults.
-fn nw_defaults_before_choice() -> NwDefaultsArg {
-    NwDefaultsArg::Reference
-}
+/// `--nw-defaults`.
+const NW_DEFAULTS: Choices<NwDefaults> = &[
+    (
+        "scaled",
+        NwDefaults::Scaled,
+        "Unit-equivariant: ξ the data mean, Ψ proportional to the data covariance (its \
+         diagonal when singular), r = 0.01, ν = d + 3 + d/2",
+    ),
+    (
+        "reference",
+        NwDefaults::Reference,
+        "The tgMCMC reference code's: Ψ the covariance rescaled to determinant 0.1, r = 0.1, \
+         ν = d + 6 (depends on the data's units)",
+    ),
+];
 
-/// Which NRM prior.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PriorKind {
-    /// Dirichlet process.
-    Dp,
-    /// Normalized generalized gamma process.
-    Nggp,
-}
+/// `--prior`.
+const PRIORS: Choices<PriorKind> = &[
+    ("dp", PriorKind::Dp, "Dirichlet process"),
+    (
+        "nggp",
+        PriorKind::Nggp,
+        "Normalized generalized gamma process",
+    ),
+];
 
-/// File formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FormatArg {
-    /// Whitespace- or comma-separated real matrix, one point per line.
-    Dense,
-    /// UCI bag-of-words `docword` file.
-    Docword,
-    /// LDA-C (`M id:count ...`).
-    Ldac,
-    /// IDX images (`ubyte`).
-    Idx,
-    /// NumPy `.npy`: a 2-D array of little-endian f8, f4, i8 or i4.
-    Npy,
+/// `--format`.
+pub const FORMATS: Choices<Format> = &[
+    (
+        "dense",
+        Format::Dense,
+        "Whitespace- or comma-separated real matrix, one point per line",
+    ),
+    (
+        "docword",
+        Format::Docword,
+        "UCI bag-of-words `docword` file",
+    ),
+    ("ldac", Format::Ldac, "LDA-C (`M id:count ...`)"),
+    ("idx", Format::Idx, "IDX images (`ubyte`)"),
+    (
+        "npy",
+        Format::Npy,
+        "NumPy `.npy`: a 2-D array of little-endian f8, f4, i8 or i4",
+    ),
+];
+
+/// `--sampler` and `--samplers`.
+fn samplers() -> impl clap::builder::TypedValueParser<Value = SamplerKind> {
+    clap::builder::PossibleValuesParser::new(
+        SamplerKind::ALL
+            .iter()
+            .map(|k| clap::builder::PossibleValue::new(k.name()).help(k.about())),
+    )
+    .map(|s| s.parse().expect("clap accepts only the listed names"))
 }
 
 /// The data a verb reads.
@@ -116,8 +157,8 @@ pub struct DataArgs {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// File format (detected from the file's name and content when omitted).
-    #[arg(long, value_enum)]
-    pub format: Option<FormatArg>,
+    #[arg(long, value_parser = one_of(FORMATS))]
+    pub format: Option<Format>,
     /// The first line of dense text is a header of column names, even if they are numbers (a
     /// first line without any number is taken as a header anyway).
     #[arg(long)]
@@ -129,11 +170,11 @@ pub struct DataArgs {
 }
 
 /// Model flags shared by every verb that builds a model.
-#[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Args, Clone, PartialEq)]
 pub struct ModelArgs {
     /// Conjugate kernel (default: nw for real data, or diag when a full covariance cannot be
     /// estimated, as for d ≥ n/2 or a constant column; md for counts).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = one_of(KERNELS))]
     pub kernel: Option<KernelKind>,
     /// Dirichlet concentration β > 0 of the Multinomial-Dirichlet kernel (default 0.1; count
     /// data only).
@@ -158,11 +199,10 @@ pub struct ModelArgs {
     /// (Ψ proportional to the data covariance, so that a cluster's expected covariance is
     /// 10^(-2/d) of the data's, a tenth of its volume; the answer does not depend on the data's
     /// units) or `reference` (the tgMCMC paper's code: det Ψ = 0.1, r = 0.1, ν = d + 6).
-    #[arg(long, value_enum, default_value_t = NwDefaultsArg::Scaled)]
-    #[serde(default = "nw_defaults_before_choice")]
-    pub nw_defaults: NwDefaultsArg,
+    #[arg(long, value_parser = one_of(NW_DEFAULTS), default_value = "scaled")]
+    pub nw_defaults: NwDefaults,
     /// NRM prior.
-    #[arg(long, value_enum, default_value_t = PriorKind::Dp)]
+    #[arg(long, value_parser = one_of(PRIORS), default_value = "dp")]
     pub prior: PriorKind,
     /// Concentration α (default 1).
     #[arg(long, allow_negative_numbers = true)]
@@ -183,8 +223,28 @@ pub struct ModelArgs {
     /// (log-normal, centred on the defaults or the given --nw-psi and --nw-r, log-scale
     /// standard deviation 2), for Multinomial-Dirichlet the concentration β (the same).
     #[arg(long)]
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kernel_hyperpriors: bool,
+}
+
+impl ModelArgs {
+    /// The library's model settings.
+    pub fn spec(&self) -> ModelSpec {
+        ModelSpec {
+            kernel: self.kernel,
+            beta: self.beta,
+            nw_xi: self.nw_xi.clone(),
+            nw_psi: self.nw_psi.clone(),
+            nw_r: self.nw_r,
+            nw_nu: self.nw_nu,
+            nw_defaults: self.nw_defaults,
+            prior: self.prior,
+            alpha: self.alpha,
+            sigma: self.sigma,
+            u: self.u,
+            hyperpriors: self.hyperpriors,
+            kernel_hyperpriors: self.kernel_hyperpriors,
+        }
+    }
 }
 
 /// `nrmm loglik`.
@@ -248,7 +308,7 @@ pub struct GenerateArgs {
     #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["prior", "alpha", "sigma"])]
     pub k: Option<usize>,
     /// Prior the partition is drawn from when --k is absent (default dp).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = one_of(PRIORS))]
     pub prior: Option<PriorKind>,
     /// Concentration α > 0 of the partition prior (default 1).
     #[arg(long, allow_negative_numbers = true)]
@@ -274,47 +334,29 @@ pub struct GenerateArgs {
     pub labels_out: Option<PathBuf>,
 }
 
-/// Samplers available to `run`, `compare` and `check-exact`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SamplerKind {
-    /// Collapsed Gibbs (Neal 2000, Algorithm 3).
-    Gibbs,
-    /// Jain-Neal split-merge plus one Gibbs sweep.
-    JainNeal,
-    /// Dahl's sequentially-allocated merge-split plus one Gibbs sweep.
-    Sams,
-    /// Exact tree-guided MCMC: --global-moves TG-SAMS proposals plus Gibbs sweeps.
-    Tgmcmc,
-    /// The tree-guided MCMC of the paper's code (approximate: biased, see the docs).
-    TgmcmcPaper,
-    /// Exact parallel sub-cluster sampler (Chang-Fisher restricted Gibbs plus --proposals
-    /// split/merge proposals, each launched by --launch-scans sub-cluster iterations).
-    Subcluster,
-    /// DPMM.jl's sub-cluster sampler as coded (DP only; approximate: biased, see the docs).
-    SubclusterDpmm,
-    /// DPMM.jl's direct parallel Gibbs (DP only; approximate).
-    Direct,
-    /// DPMM.jl's quasi-direct parallel Gibbs (approximate).
-    QuasiDirect,
-    /// DPMM.jl's quasi-collapsed parallel Gibbs (approximate).
-    QuasiCollapsed,
-}
-
 /// Sampler settings shared by `run` and `check-exact`.
-#[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Args, Clone, PartialEq)]
 pub struct SamplerArgs {
     /// The sampler.
-    #[arg(long, value_enum, default_value_t = SamplerKind::Sams)]
+    #[arg(long, value_parser = samplers(), default_value = "sams")]
     pub sampler: SamplerKind,
     /// How its moves are set.
     #[command(flatten)]
-    #[serde(flatten)]
     pub moves: MoveArgs,
 }
 
+impl SamplerArgs {
+    /// The library's sampler settings.
+    pub fn settings(&self) -> SamplerSettings {
+        SamplerSettings {
+            kind: self.sampler,
+            moves: self.moves.settings(),
+        }
+    }
+}
+
 /// Settings of the moves of a sampler.
-#[derive(Debug, Args, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Args, Clone, PartialEq)]
 pub struct MoveArgs {
     /// Split-merge proposals per sweep.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
@@ -336,44 +378,16 @@ pub struct MoveArgs {
     pub depth: Option<usize>,
 }
 
-/// Initial clusterings.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InitArg {
-    /// All points in one cluster.
-    Single,
-    /// Every point alone.
-    Singletons,
-    /// Labels from a file.
-    Labels(PathBuf),
-    /// The clusters of an IBHC forest.
-    Ibhc(nrmm::tree::IbhcMode),
-    /// The components of a one-pass SVA-PM fit.
-    Sva,
-    /// Whichever of one cluster and the SVA-PM fit has the higher log joint.
-    Auto,
-}
-
-impl std::str::FromStr for InitArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "single" => Ok(InitArg::Single),
-            "singletons" => Ok(InitArg::Singletons),
-            // The paper's toy start ("points inserted in a random order on top of existing
-            // trees") is the reference code's noisy IBHC.
-            "noisy-ibhc" | "top-insert" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Noisy)),
-            "exact-ibhc" => Ok(InitArg::Ibhc(nrmm::tree::IbhcMode::Exact)),
-            "sva" => Ok(InitArg::Sva),
-            "auto" => Ok(InitArg::Auto),
-            _ => match s.strip_prefix("labels:") {
-                Some(p) if !p.is_empty() => Ok(InitArg::Labels(PathBuf::from(p))),
-                _ => Err(format!(
-                    "unknown initialisation '{s}': expected single, singletons or labels:FILE, \
-                     an IBHC forest: noisy-ibhc or exact-ibhc (top-insert is noisy-ibhc), \
-                     a one-pass SVA-PM fit: sva, or the better of single and sva: auto"
-                )),
-            },
+impl MoveArgs {
+    /// The library's move settings.
+    pub fn settings(&self) -> MoveSettings {
+        MoveSettings {
+            proposals: self.proposals,
+            launch_scans: self.launch_scans,
+            gibbs_sweeps: self.gibbs_sweeps,
+            gibbs_subset: self.gibbs_subset,
+            global_moves: self.global_moves,
+            depth: self.depth,
         }
     }
 }
@@ -422,7 +436,7 @@ pub struct RunArgs {
     /// into the trees, IBHC proper. tgmcmc-paper starts from the IBHC forest itself, as the
     /// paper's code does.
     #[arg(long, default_value = "auto")]
-    pub init: InitArg,
+    pub init: Start,
     /// Keep every thin-th sweep in the trace and the draws (at least 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub thin: u64,
@@ -458,7 +472,7 @@ pub struct RunArgs {
     pub force: bool,
     /// Data-parallel runs.
     #[command(flatten)]
-    pub parallel: crate::data_parallel::DataParallelArgs,
+    pub parallel: DataParallelArgs,
 }
 
 /// `nrmm diagnose`.
@@ -491,8 +505,8 @@ pub struct PredictArgs {
     #[arg(long)]
     pub data: PathBuf,
     /// File format of the new points (detected when omitted).
-    #[arg(long, value_enum)]
-    pub format: Option<FormatArg>,
+    #[arg(long, value_parser = one_of(FORMATS))]
+    pub format: Option<Format>,
     /// Sweeps of each chain to leave out (default: the run's own).
     #[arg(long, allow_negative_numbers = true)]
     pub burn_in: Option<u64>,
@@ -517,7 +531,7 @@ pub struct CompareArgs {
     /// The samplers, comma-separated.
     #[arg(
         long,
-        value_enum,
+        value_parser = samplers(),
         value_delimiter = ',',
         default_value = "gibbs,jain-neal,sams"
     )]
@@ -533,7 +547,7 @@ pub struct CompareArgs {
     pub seeds: u64,
     /// Initial clustering of every run: single, singletons or labels:FILE.
     #[arg(long, default_value = "single")]
-    pub init: InitArg,
+    pub init: Start,
     /// Output directory (one run directory per sampler and seed, the table and the plots).
     #[arg(long)]
     pub out: PathBuf,
@@ -571,4 +585,128 @@ pub struct CheckExactArgs {
     /// Print a JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Export formats of `nrmm tree`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TreeFormat {
+    /// Graphviz DOT: one digraph, leaves labelled by point index (0-based), internal nodes by
+    /// size and ln d.
+    Dot,
+    /// Newick, one tree per line (one tree per cluster), leaves by point index (0-based).
+    Newick,
+}
+
+/// `nrmm tree`.
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// Data file.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Format of the data file (detected from the file when omitted).
+    #[arg(long, value_parser = one_of(FORMATS))]
+    pub data_format: Option<Format>,
+    /// The first line of dense text is a header of column names, even if they are numbers (a
+    /// first line without any number is taken as a header anyway).
+    #[arg(long)]
+    pub header: bool,
+    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names.
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub skip_columns: Vec<String>,
+    /// The model whose potentials the trees are built with.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Exact IBHC: sequential insertion with destroy (the default).
+    #[arg(long, conflicts_with_all = ["noisy", "greedy"])]
+    pub exact: bool,
+    /// Noisy IBHC: sequential insertion on top of the best tree, no descent (the reference's
+    /// initialisation).
+    #[arg(long, conflicts_with = "greedy")]
+    pub noisy: bool,
+    /// Greedy agglomerative BHC (O(n²) pair evaluations).
+    #[arg(long)]
+    pub greedy: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TreeFormat::Newick)]
+    pub format: TreeFormat,
+    /// Label the internal nodes of a Newick export with their ln d.
+    #[arg(long)]
+    pub ln_d: bool,
+    /// Seed of the IBHC insertion order.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub seed: u64,
+    /// Output file (standard output when omitted).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `nrmm sva`.
+#[derive(Debug, Args)]
+pub struct SvaArgs {
+    /// Data file.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// File format of the data and of --heldout (detected from the file when omitted).
+    #[arg(long, value_parser = one_of(FORMATS))]
+    pub format: Option<Format>,
+    /// The first line of dense text is a header of column names, even if they are numbers (a
+    /// first line without any number is taken as a header anyway).
+    #[arg(long)]
+    pub header: bool,
+    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names.
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub skip_columns: Vec<String>,
+    /// The model (a Dirichlet process with concentration --alpha, default 1).
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// New-component threshold ε in (0, 1) (default 0.1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub epsilon: Option<f64>,
+    /// Prune and merge components (SVA-PM).
+    #[arg(long)]
+    pub prune_merge: bool,
+    /// SVA-PM: prune a component whose share of the total weight is below this, in [0, 1)
+    /// (default 0.001).
+    #[arg(long, requires = "prune_merge", allow_negative_numbers = true)]
+    pub prune_threshold: Option<f64>,
+    /// SVA-PM: merge two components whose mean responsibility difference is below this, in
+    /// [0, 1] (default 0.01).
+    #[arg(long, requires = "prune_merge", allow_negative_numbers = true)]
+    pub merge_threshold: Option<f64>,
+    /// SVA-PM: points between two checks, at least 1 (default 100).
+    #[arg(long, requires = "prune_merge", allow_negative_numbers = true)]
+    pub check_interval: Option<usize>,
+    /// Visit the points in an order shuffled with this seed (default: the file's order).
+    #[arg(long, allow_negative_numbers = true)]
+    pub shuffle_seed: Option<u64>,
+    /// Held-out points (the data's format) whose predictive log-likelihood is reported
+    /// (default: the training points).
+    #[arg(long)]
+    pub heldout: Option<PathBuf>,
+    /// True labels of the data, one per line, for the adjusted Rand index and NMI.
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// Output directory for labels.txt (0-based component of each point) and summary.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The flags of a data-parallel run.
+#[derive(Debug, Args)]
+pub struct DataParallelArgs {
+    /// Run one chain of --sampler subcluster with the points spread over processes: the MPI
+    /// ranks under mpirun (a build with the cargo feature mpi), one process otherwise; the
+    /// chain is the same for any number of ranks. --data FILE is read by row ranges, or one
+    /// file per rank with {rank} in its name. Normal-Wishart kernel with its default
+    /// hyperparameters; writes trace.tsv, labels.txt, summary.json and checkpoint/.
+    #[arg(long)]
+    pub data_parallel: bool,
+    /// With --data-parallel: points per reduction block, a multiple of 4096. Ranks hold whole
+    /// blocks; the chain depends on the block, not on the number of ranks.
+    #[arg(long, default_value_t = 65536, requires = "data_parallel")]
+    pub block: usize,
+    /// With --data-parallel: continue the run in --out from its checkpoint, to --sweeps in
+    /// all (same data, ranks and block).
+    #[arg(long = "continue", requires = "data_parallel")]
+    pub continue_run: bool,
 }

@@ -1,15 +1,14 @@
-//! The verbs of `nrmm`, each a thin layer over the library.
+//! The verbs on a model without a run: `loglik`, `exact`, `check-exact` and `generate`.
 
 use crate::args::*;
+use crate::common::{build, finite, flags, name_flag, print_json, Builtin};
 use crate::output;
-use crate::rundir::Fingerprint;
 use nrmm::data::generate::{self, DocLengths, NormalWishartSampler};
-use nrmm::data::load::{self, Format};
-use nrmm::data::Dataset;
+use nrmm::data::load;
 use nrmm::diagnostics::effective_sample_size;
 use nrmm::exact::{EmpiricalPartitions, ExactPosterior};
 use nrmm::kernel::ConjugateKernel;
-use nrmm::model::{AnyKernel, ModelSpec};
+use nrmm::model::{Model, PriorKind};
 use nrmm::partition::Partition;
 use nrmm::prior::{PartitionPrior, PartitionPriorSpec, Prior};
 use nrmm::run::Chain;
@@ -17,51 +16,8 @@ use nrmm::sampler::State;
 use nrmm::{with_kernel, Error, Result};
 use serde_json::json;
 
-/// How a verb that did not fail ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    /// It did what was asked.
-    Done,
-    /// Ctrl-C stopped it cleanly (it has said so on standard error).
-    Interrupted,
-}
-
-/// Runs one verb.
-pub fn dispatch(command: Command) -> Result<Status> {
-    let done = |r: Result<()>| r.map(|()| Status::Done);
-    match command {
-        Command::Loglik(a) => done(loglik(a)),
-        Command::Exact(a) => done(exact(a)),
-        Command::Generate(a) => done(generate(a)),
-        Command::Run(a) => crate::run_verb::run(a),
-        Command::CheckExact(a) => done(check_exact(a)),
-        Command::Diagnose(a) => done(crate::run_verb::diagnose(a)),
-        Command::Predict(a) => done(crate::predict::predict(a)),
-        Command::Compare(a) => crate::compare::compare(a),
-        Command::Plot(a) => done(crate::plot::plot(a)),
-        Command::Tree(a) => done(crate::tree_cmd::tree(a)),
-        Command::Sva(a) => done(crate::sva_cmd::sva(a)),
-    }
-}
-
-/// Dirichlet concentration of the Multinomial-Dirichlet kernel and of generated word
-/// distributions when `--beta` is absent.
-const DEFAULT_BETA: f64 = 0.1;
-
-/// The library's names of model parameters and the flags that set them.
-const MODEL_FLAGS: &[(&str, &str)] = &[
-    ("alpha", "--alpha"),
-    ("sigma", "--sigma"),
-    ("u", "--u"),
-    ("beta", "--beta"),
-    ("xi", "--nw-xi"),
-    ("psi", "--nw-psi"),
-    ("r", "--nw-r"),
-    ("nu", "--nw-nu"),
-];
-
-/// The library's names of sampler settings and the flags that set them.
-pub const SAMPLER_FLAGS: &[(&str, &str)] = &[("Gibbs subset size", "--gibbs-subset")];
+/// Dirichlet concentration of generated word distributions when `--beta` is absent.
+const DEFAULT_BETA: f64 = nrmm::model::DEFAULT_BETA;
 
 /// The library's names of generator parameters and the flags of `generate` that set them.
 const GENERATE_FLAGS: &[(&str, &str)] = &[
@@ -74,302 +30,9 @@ const GENERATE_FLAGS: &[(&str, &str)] = &[
     ("vocab", "--d"),
 ];
 
-/// Renames the parameter of an [`Error::InvalidParameter`] to the flag the user typed
-/// (`nu` becomes `--nw-nu`), so that the message says which flag to change. An indexed name
-/// (`psi[0][1]`) keeps its index. Only used on errors of library calls that take nothing but
-/// those flags' values, so the renaming cannot blame a flag for a value the user never gave.
-pub fn name_flag(e: Error, flags: &[(&str, &str)]) -> Error {
-    match e {
-        Error::InvalidParameter {
-            name,
-            value,
-            expected,
-        } => {
-            let (base, index) = name.split_at(name.find('[').unwrap_or(name.len()));
-            let name = flags
-                .iter()
-                .find(|(library, _)| *library == base)
-                .map_or_else(|| name.clone(), |(_, flag)| format!("{flag}{index}"));
-            Error::InvalidParameter {
-                name,
-                value,
-                expected,
-            }
-        }
-        other => other,
-    }
-}
-
-impl From<&ModelArgs> for ModelSpec {
-    fn from(m: &ModelArgs) -> Self {
-        ModelSpec {
-            kernel: m.kernel.map(|k| match k {
-                KernelKind::Nw => nrmm::model::KernelKind::Nw,
-                KernelKind::Md => nrmm::model::KernelKind::Md,
-                KernelKind::Diag => nrmm::model::KernelKind::Diag,
-            }),
-            beta: m.beta.unwrap_or(DEFAULT_BETA),
-            nw_xi: m.nw_xi.clone(),
-            nw_psi: m.nw_psi.clone(),
-            nw_r: m.nw_r,
-            nw_nu: m.nw_nu,
-            nw_defaults: match m.nw_defaults {
-                NwDefaultsArg::Scaled => nrmm::model::NwDefaults::Scaled,
-                NwDefaultsArg::Reference => nrmm::model::NwDefaults::Reference,
-            },
-            prior: match m.prior {
-                PriorKind::Dp => nrmm::model::PriorKind::Dp,
-                PriorKind::Nggp => nrmm::model::PriorKind::Nggp,
-            },
-            alpha: m.alpha,
-            sigma: m.sigma,
-            u: m.u,
-            hyperpriors: m.hyperpriors,
-            kernel_hyperpriors: m.kernel_hyperpriors,
-        }
-    }
-}
-
-/// Which built-in data set a verb falls back to without `--data`.
-#[derive(Clone, Copy)]
-pub enum Builtin {
-    /// The seeded 13-cluster 2-D mixture.
-    Toy,
-    /// Data set B of MATH §5.3 (7 points).
-    SetB,
-}
-
-/// The library's format of a `--format` value.
-pub fn format_of(f: FormatArg) -> Format {
-    match f {
-        FormatArg::Dense => Format::Dense,
-        FormatArg::Docword => Format::Docword,
-        FormatArg::Ldac => Format::Ldac,
-        FormatArg::Idx => Format::Idx,
-        FormatArg::Npy => Format::Npy,
-    }
-}
-
-/// What `--data` names standard input with.
-pub const STDIN: &str = "-";
-
-/// Reads `path` as `opts` says, or standard input when the path is `-`.
-pub fn load_path(path: &std::path::Path, opts: &load::LoadOptions) -> Result<load::Loaded> {
-    if path.as_os_str() != STDIN {
-        return load::load_dataset_with(path, opts);
-    }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(|source| {
-        Error::Io {
-            path: "<stdin>".into(),
-            source,
-        }
-    })?;
-    load::parse_dataset_named(&bytes, std::path::Path::new("<stdin>"), opts)
-}
-
-/// The data of `--data` (format from `--format` or detected, `-` for standard input), or the
-/// built-in data set.
-pub fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
-    load_table(d, builtin).map(|l| l.dataset)
-}
-
-/// [`load_data`], with the header's column names when the data had a header.
-pub fn load_table(d: &DataArgs, builtin: Builtin) -> Result<load::Loaded> {
-    match &d.data {
-        Some(path) => load_path(
-            path,
-            &load::LoadOptions {
-                format: d.format.map(format_of),
-                dense: load::DenseOptions {
-                    header: d.header,
-                    skip_columns: d.skip_columns.clone(),
-                },
-            },
-        ),
-        None if d.format.is_some() || d.header || !d.skip_columns.is_empty() => {
-            let flag = if d.format.is_some() {
-                "--format"
-            } else if d.header {
-                "--header"
-            } else {
-                "--skip-columns"
-            };
-            Err(Error::Usage(format!(
-                "{flag} needs --data: the built-in data set has no file"
-            )))
-        }
-        None => Ok(load::Loaded {
-            dataset: Dataset::Dense(match builtin {
-                Builtin::Toy => generate::toy_like(1).0,
-                Builtin::SetB => generate::data_set_b(),
-            }),
-            columns: None,
-        }),
-    }
-}
-
-/// The prior, the data and the kernel over them, with errors naming the flag to change.
-pub(crate) fn build(
-    data: &DataArgs,
-    model: &ModelArgs,
-    builtin: Builtin,
-) -> Result<(AnyKernel, Prior, ModelSpec)> {
-    build_model(data, model, builtin).map(|m| (m.kernel, m.prior, m.spec))
-}
-
-/// A model built from the command line, with the fingerprint of its data.
-pub struct Built {
-    /// The kernel over the data.
-    pub kernel: AnyKernel,
-    /// The prior with its initial hyperparameters.
-    pub prior: Prior,
-    /// The model's settings.
-    pub spec: ModelSpec,
-    /// What identifies the data.
-    pub fingerprint: Fingerprint,
-    /// The names of the data's columns, when a header gave them.
-    pub columns: Option<Vec<String>>,
-}
-
-/// [`build`], also fingerprinting the data.
-pub fn build_model(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<Built> {
-    let spec = ModelSpec::from(model);
-    let prior = spec.build_prior().map_err(|e| name_flag(e, MODEL_FLAGS))?;
-    let load::Loaded {
-        dataset: data,
-        columns,
-    } = load_table(data, builtin)?;
-    check_model_flags(model, &data)?;
-    let fingerprint = Fingerprint::of(&data);
-    let choice = spec.kernel_for(&data);
-    if let Some(reason) = &choice.reason {
-        output::report_line(reason);
-    }
-    let spec = ModelSpec {
-        kernel: Some(choice.kind),
-        ..spec
-    };
-    let kernel = spec
-        .build_kernel(data)
-        .map_err(|e| explain_kernel_error(name_flag(e, MODEL_FLAGS), model))?;
-    Ok(Built {
-        kernel,
-        prior,
-        spec,
-        fingerprint,
-        columns,
-    })
-}
-
-/// Ties a failed positive-definiteness check to what the user can change: their own
-/// `--nw-psi`, or the data-based defaults of ξ and Ψ, which `--nw-xi` and `--nw-psi` replace.
-fn explain_kernel_error(e: Error, m: &ModelArgs) -> Error {
-    match e {
-        Error::NotPositiveDefinite(what) if m.nw_psi.is_some() && what.contains("psi") => {
-            Error::Usage(format!(
-                "--nw-psi must be symmetric positive definite: {what} is not"
-            ))
-        }
-        // One point has no covariance: not an empty input, a model that needs its flags.
-        Error::Empty(what) if what.contains("Normal-Wishart") => Error::Usage(format!(
-            "{what}: the Normal-Wishart defaults (xi the data mean, psi from the data \
-             covariance) cannot be derived from fewer than 2 points; give --nw-xi and --nw-psi"
-        )),
-        Error::NotPositiveDefinite(what) if what.contains("data") || m.nw_psi.is_none() => {
-            Error::Usage(format!(
-                "{what} is not symmetric positive definite, so the Normal-Wishart defaults \
-                 cannot be derived from the data (the covariance of fewer points than \
-                 dimensions + 1, of a constant column or of collinear columns is singular): \
-                 give --nw-xi and --nw-psi"
-            ))
-        }
-        other => other,
-    }
-}
-
-/// Refuses model flags that the data make meaningless, naming the flag: `--beta` for a
-/// Normal-Wishart model, and `--nw-xi` / `--nw-psi` of the wrong length for the data's
-/// dimension. (Kernel/data mismatches and `--nw-*` on count data are the library's to refuse.)
-fn check_model_flags(m: &ModelArgs, data: &Dataset) -> Result<()> {
-    let Dataset::Dense(x) = data else {
-        return Ok(());
-    };
-    if m.kernel == Some(KernelKind::Md) {
-        return Ok(());
-    }
-    if m.beta.is_some() {
-        return Err(Error::Usage(
-            "--beta is the Multinomial-Dirichlet concentration, but the data are a real matrix \
-             (Normal-Wishart kernel): drop --beta"
-                .into(),
-        ));
-    }
-    let d = x.d();
-    // ξ is on the data's scale, Ψ on its square's.
-    let limit = nrmm::data::MAX_MAGNITUDE;
-    for (flag, values, max) in [
-        ("--nw-xi", &m.nw_xi, limit),
-        ("--nw-psi", &m.nw_psi, limit * limit),
-    ] {
-        // Non-finite values are the library's to refuse, naming their index.
-        if let Some(v) = values
-            .iter()
-            .flatten()
-            .find(|v| v.is_finite() && v.abs() > max)
-        {
-            return Err(Error::param(
-                flag,
-                v,
-                &format!(
-                    "values of magnitude at most {max:e} (they enter squares and sums with the \
-                     data and would overflow): rescale the data and the hyperparameters"
-                ),
-            ));
-        }
-    }
-    if let Some(xi) = &m.nw_xi {
-        if xi.len() != d {
-            return Err(Error::param(
-                "--nw-xi",
-                format!("{} values", xi.len()),
-                &format!("{d} comma-separated values, one per data column"),
-            ));
-        }
-    }
-    if let Some(psi) = &m.nw_psi {
-        if m.kernel == Some(KernelKind::Diag) {
-            if psi.len() != d {
-                return Err(Error::param(
-                    "--nw-psi",
-                    format!("{} values", psi.len()),
-                    &format!(
-                        "{d} comma-separated values with --kernel diag, one scale per data column"
-                    ),
-                ));
-            }
-        } else if psi.len() != d * d {
-            return Err(Error::param(
-                "--nw-psi",
-                format!("{} values", psi.len()),
-                &format!("{d} x {d} = {} comma-separated values, row by row", d * d),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Prints `value` as pretty JSON on standard output.
-pub fn print_json(value: &serde_json::Value) -> Result<()> {
-    output::stdout(|out| {
-        serde_json::to_writer_pretty(&mut *out, value)?;
-        writeln!(out)
-    })
-}
-
 /// `nrmm loglik`: the log joint of the given labels under the model (MATH §1.2).
-fn loglik(a: LoglikArgs) -> Result<()> {
-    let (kernel, prior, _) = build(&a.data, &a.model, Builtin::Toy)?;
+pub fn loglik(a: LoglikArgs) -> Result<()> {
+    let Model { kernel, prior, .. } = build(&a.data, &a.model, Builtin::Toy)?;
     let n = with_kernel!(&kernel, |k| k.n_points());
     let labels = load::load_labels(&a.labels, n)?;
     let (ln_joint, k) = with_kernel!(&kernel, |k| {
@@ -396,18 +59,6 @@ fn loglik(a: LoglikArgs) -> Result<()> {
             kernel.dim()
         )
     })
-}
-
-/// `value` if it is finite; otherwise the error that no verb may print a non-finite result
-/// with success, saying what to change.
-pub fn finite(value: f64, what: &str) -> Result<f64> {
-    if value.is_finite() {
-        return Ok(value);
-    }
-    Err(Error::Numerical(format!(
-        "{what} is {value}: a value of the data or of the hyperparameters is too extreme for \
-         double precision; rescale the data (and --nw-xi, --nw-psi) to moderate magnitudes"
-    )))
 }
 
 /// Most points `exact` enumerates: 12 points have 4,213,597 partitions (about a second).
@@ -448,9 +99,9 @@ fn refuse_kernel_hyperpriors(m: &ModelArgs, verb: &str) -> Result<()> {
 }
 
 /// `nrmm exact`: the exact posterior over partitions by enumeration (MATH §7.1).
-fn exact(a: ExactArgs) -> Result<()> {
+pub fn exact(a: ExactArgs) -> Result<()> {
     refuse_kernel_hyperpriors(&a.model, "exact")?;
-    let (kernel, prior, _) = build(&a.data, &a.model, Builtin::SetB)?;
+    let Model { kernel, prior, .. } = build(&a.data, &a.model, Builtin::SetB)?;
     let post = with_kernel!(&kernel, |k| exact_posterior(k, &prior))?;
     // More than every partition is every partition; the clamp also keeps a huge --top from
     // reserving memory for entries that cannot exist.
@@ -502,7 +153,7 @@ fn generated_values(kind: GenerateKind, n: usize, d: usize, k: usize, doc_length
 /// `nrmm generate`: a partition (uniform with `--k`, else from the DP's CRP or the NGGP's
 /// Gibbs-type urn), then Gaussian data from Normal-Wishart clusters or bags of words from
 /// Dirichlet-multinomial clusters.
-fn generate(a: GenerateArgs) -> Result<()> {
+pub fn generate(a: GenerateArgs) -> Result<()> {
     let prior = a.prior.unwrap_or(PriorKind::Dp);
     if a.sigma.is_some() && prior != PriorKind::Nggp {
         return Err(Error::Usage(
@@ -608,18 +259,13 @@ fn generate(a: GenerateArgs) -> Result<()> {
     })
 }
 
-/// Whether the model has hyperparameters that samplers resample (the NGGP's `u` always).
-pub fn resamples_hyper(spec: &ModelSpec) -> bool {
-    spec.hyperpriors || spec.prior == nrmm::model::PriorKind::Nggp
-}
-
 /// Fewest sweeps `check-exact` accepts: below it the comparison is noise.
 const CHECK_EXACT_MIN_SWEEPS: u64 = 100;
 
 /// `nrmm check-exact`: one chain from the single-cluster partition, its post-burn-in
 /// partitions compared with the exact posterior (total variation against the noise floor of a
 /// perfect sampler with the chain's effective sample size).
-fn check_exact(a: CheckExactArgs) -> Result<()> {
+pub fn check_exact(a: CheckExactArgs) -> Result<()> {
     if a.sweeps < CHECK_EXACT_MIN_SWEEPS {
         return Err(Error::param(
             "--sweeps",
@@ -628,7 +274,12 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
         ));
     }
     refuse_kernel_hyperpriors(&a.model, "check-exact")?;
-    let (kernel, prior, spec) = build(&a.data, &a.model, Builtin::SetB)?;
+    let Model {
+        kernel,
+        prior,
+        spec,
+        ..
+    } = build(&a.data, &a.model, Builtin::SetB)?;
     let n = with_kernel!(&kernel, |k| k.n_points());
     if n > CHECK_EXACT_MAX_POINTS {
         return Err(Error::TooLarge(format!(
@@ -647,7 +298,10 @@ fn check_exact(a: CheckExactArgs) -> Result<()> {
             k,
             state,
             rng,
-            crate::runner::schedule(&a.sampler, resamples_hyper(&spec), &prior)?,
+            a.sampler
+                .settings()
+                .schedule(spec.resamples_hyper(), &prior)
+                .map_err(flags)?,
         );
         let burn_in = a.sweeps / 10;
         let mut empirical = EmpiricalPartitions::new(n)?;

@@ -1,23 +1,20 @@
 //! `nrmm compare`: samplers side by side under equal time budgets on the same data and model,
 //! one single-chain run per sampler and seed, summarised in a table and drawn in plots.
 
-use crate::args::{CompareArgs, InitArg, SamplerArgs, SamplerKind};
-use crate::commands::{build_model, resamples_hyper, Builtin, Status};
-use crate::interrupt;
+use crate::args::CompareArgs;
+use crate::common::{absolute_start, command_line, data_source, model_record, summary_of};
+use crate::common::{build_model, flags, Builtin, Status};
 use crate::output::{self, create_dir};
-use crate::progress::{Budget, Progress};
-use crate::report::{kind_name, Report};
-use crate::run_verb::{absolute, command_line};
-use crate::rundir::{chain_dir, RunDir, RunSettings, COMPARE_FILE, DRAWS_PER_CHAIN, RUN_FORMAT};
-use crate::runner::{launch, schedule, ChainEnd, ChainJob, Init, Shared};
+use crate::progress::Progress;
 use nrmm::data::load;
 use nrmm::diagnostics::adjusted_rand_index;
-use nrmm::kernel::ConjugateKernel;
 use nrmm::prior::NrmPrior;
-use nrmm::run::first_reaching;
-use nrmm::{with_kernel, Error, Result};
+use nrmm::run::record::RUNS_FILE;
+use nrmm::run::runner::run_all;
+use nrmm::run::{chain_dir, first_reaching, Budget, Outcome, RunDir, Runner};
+use nrmm::run::{SamplerKind, SamplerSettings, SamplerSpec};
+use nrmm::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
 /// How far below the best log joint seen a run counts as having found the mode (nats).
 const WITHIN: f64 = 1.0;
@@ -167,15 +164,12 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     let mut samplers: Vec<SamplerKind> = Vec::new();
     for &s in &a.samplers {
         if samplers.contains(&s) {
-            return Err(Error::Usage(format!(
-                "--samplers names {} twice",
-                kind_name(s)
-            )));
+            return Err(Error::Usage(format!("--samplers names {s} twice")));
         }
         samplers.push(s);
     }
-    let built = build_model(&a.data, &a.model, Builtin::Toy)?;
-    let n = with_kernel!(&built.kernel, |k| k.n_points());
+    let (model, _) = build_model(&a.data, &a.model.spec(), Builtin::Toy)?;
+    let n = model.n_points();
     let truth: Option<Vec<i64>> = match (&a.labels, &a.data.data) {
         (Some(path), _) => Some(load::load_labels(path, n)?),
         (None, None) => Some(
@@ -187,103 +181,47 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         ),
         (None, Some(_)) => None,
     };
-    let init_arg = match &a.init {
-        InitArg::Labels(p) => InitArg::Labels(absolute(p)?),
-        other => other.clone(),
-    };
-    let init = Init::resolve(&init_arg, n)?;
-    let data_path = crate::run_verb::data_record(a.data.data.as_deref())?;
+    let init = absolute_start(&a.init)?;
+    let source = data_source(&a.data)?;
     let budget = Budget::Seconds(a.seconds);
-    let mut runs: Vec<RunDir> = Vec::new();
+    let progress = Progress::new(budget);
+    let mut runners = Vec::new();
+    let mut names = Vec::new();
     for &sampler in &samplers {
         for seed in 1..=a.seeds {
-            let settings = RunSettings {
-                format: RUN_FORMAT.to_string(),
-                commands: vec![command_line()],
-                data: data_path.clone(),
-                data_format: a.data.format,
-                data_header: a.data.header,
-                skip_columns: a.data.skip_columns.clone(),
-                fingerprint: built.fingerprint.clone(),
-                model: a.model.clone(),
-                sampler: SamplerArgs {
-                    sampler,
-                    moves: a.moves.clone(),
+            let spec = SamplerSpec {
+                sampler: SamplerSettings {
+                    kind: sampler,
+                    moves: a.moves.settings(),
                 },
                 seed,
-                chain_offset: 0,
                 chains: 1,
-                init: init_arg.clone(),
-                thin: 1,
+                init: init.clone(),
                 budget,
-                burn_in: None,
-                checkpoint_every: None,
-                draws_per_chain: DRAWS_PER_CHAIN,
+                ..SamplerSpec::default()
             };
-            let name = format!("{}-seed{seed}", kind_name(sampler));
-            runs.push(RunDir {
-                dir: a.out.join(name),
-                settings,
-            });
+            spec.validate().map_err(flags)?;
+            let name = format!("{sampler}-seed{seed}");
+            runners.push(
+                Runner::new(&model, spec, a.out.join(&name))
+                    .source(source.clone())
+                    .invocation(command_line())
+                    .replace(true)
+                    .label(format!("{sampler} seed {seed}"))
+                    .interrupt(&crate::interrupt::REQUESTED)
+                    .monitor(&progress),
+            );
+            names.push(name);
         }
     }
-    let progress = Progress::new(budget);
-    let shared = Shared {
-        prior: &built.prior,
-        init: &init,
-        progress: &progress,
-        failed: AtomicBool::new(false),
-    };
-    let spec = &built.spec;
-    let ends = with_kernel!(&built.kernel, |k| {
-        let schedules = runs
-            .iter()
-            .map(|r| schedule(&r.settings.sampler, resamples_hyper(spec), &built.prior))
-            .collect::<Result<Vec<_>>>()?;
-        for r in &runs {
-            create_dir(&r.dir)?;
-            for stale in ["summary.json", "estimate.txt", "map.txt"] {
-                let _ = std::fs::remove_file(r.dir.join(stale));
-            }
-            for stale in ["end.json", "best.json", "labels.txt", "checkpoint.json"] {
-                let _ = std::fs::remove_file(chain_dir(&r.dir, 0).join(stale));
-            }
-            r.settings.save(&r.dir)?;
-        }
-        let names: Vec<String> = runs
-            .iter()
-            .filter_map(|r| r.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
-        nrmm::run::save_json(
-            &a.out.join(COMPARE_FILE),
-            &serde_json::json!({ "runs": names, "command": command_line() }),
-        )?;
-        interrupt::install();
-        let jobs = runs
-            .iter()
-            .zip(schedules)
-            .map(|(r, moves)| {
-                let label = format!(
-                    "{} seed {}",
-                    crate::report::sampler_name(r),
-                    r.settings.seed
-                );
-                let job = ChainJob {
-                    run_dir: r.dir.clone(),
-                    settings: &r.settings,
-                    chain: 0,
-                    label,
-                    checkpoint: None,
-                };
-                (job, moves)
-            })
-            .collect();
-        launch(k, jobs, &shared)
-    })?;
-    if ends
-        .iter()
-        .any(|e| matches!(e, ChainEnd::Interrupted { .. }))
-    {
+    create_dir(&a.out)?;
+    nrmm::run::save_json(
+        &a.out.join(RUNS_FILE),
+        &serde_json::json!({ "runs": names, "command": command_line() }),
+    )?;
+    crate::interrupt::install();
+    let outcomes = run_all(runners).map_err(flags)?;
+    if outcomes.iter().any(Outcome::interrupted) {
         output::report_line(&format!(
             "interrupted: the comparison stopped before its budget; the runs so far are in {} \
              (nrmm diagnose or nrmm plot read them)",
@@ -291,17 +229,18 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         ));
         return Ok(Status::Interrupted);
     }
-    let joint = built.prior.joint_label();
+    let runs: Vec<RunDir> = outcomes.into_iter().map(|o| o.run).collect();
+    let joint = model.prior.joint_label();
     let mut reports = Vec::new();
     for r in &runs {
-        let report = Report::of(std::slice::from_ref(r), None, joint)?;
+        let report = summary_of(std::slice::from_ref(r), None)?;
         report.write(
             &r.dir,
             serde_json::json!({
                 "command": command_line(),
-                "seed": r.settings.seed,
-                "sampler": r.settings.sampler.sampler,
-                "model": spec,
+                "seed": r.record.spec.seed,
+                "sampler": r.record.spec.sampler.kind,
+                "model": model_record(&model.spec),
                 "budget": budget,
             }),
         )?;
@@ -328,7 +267,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
             .map_or(f64::NAN, |s| s.ess_bulk);
         rows.push(Row {
             sampler: c.sampler.clone(),
-            seed: r.settings.seed,
+            seed: r.record.spec.seed,
             sweeps: c.sweeps,
             seconds: c.seconds,
             sweeps_per_second: c.sweeps_per_second,
@@ -340,15 +279,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
             ari,
         });
     }
-    let names: Vec<String> =
-        runs.iter()
-            .map(crate::report::sampler_name)
-            .fold(Vec::new(), |mut v, s| {
-                if !v.contains(&s) {
-                    v.push(s);
-                }
-                v
-            });
+    let names: Vec<String> = samplers.iter().map(|s| s.to_string()).collect();
     let (plots, notes) = crate::plot::draw(&runs, &a.out)?;
     let by_sampler = sampler_table(&rows, &names, truth.is_some());
     let mut md = format!(

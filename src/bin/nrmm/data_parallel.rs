@@ -3,37 +3,16 @@
 //! --data-parallel ...` in a build with the cargo feature `mpi`, one process otherwise. The
 //! chain is the same, bit for bit, for any number of ranks.
 
-use clap::Args;
-
-use crate::args::{InitArg, KernelKind, NwDefaultsArg, RunArgs, SamplerKind};
-use crate::commands::{resamples_hyper, Status};
+use crate::args::RunArgs;
+use crate::common::Status;
 use crate::{interrupt, output};
 use nrmm::distributed::run::{run as run_chain, RunConfig};
 use nrmm::distributed::sampler::normal_wishart_shard;
 use nrmm::distributed::{read_share, Comm, Source};
-use nrmm::model::ModelSpec;
+use nrmm::model::{KernelKind, NwDefaults};
+use nrmm::run::{SamplerKind, Start};
 use nrmm::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 use nrmm::{Error, Result};
-
-/// The flags of a data-parallel run.
-#[derive(Debug, Args)]
-pub struct DataParallelArgs {
-    /// Run one chain of --sampler subcluster with the points spread over processes: the MPI
-    /// ranks under mpirun (a build with the cargo feature mpi), one process otherwise; the
-    /// chain is the same for any number of ranks. --data FILE is read by row ranges, or one
-    /// file per rank with {rank} in its name. Normal-Wishart kernel with its default
-    /// hyperparameters; writes trace.tsv, labels.txt, summary.json and checkpoint/.
-    #[arg(long)]
-    pub data_parallel: bool,
-    /// With --data-parallel: points per reduction block, a multiple of 4096. Ranks hold whole
-    /// blocks; the chain depends on the block, not on the number of ranks.
-    #[arg(long, default_value_t = 65536, requires = "data_parallel")]
-    pub block: usize,
-    /// With --data-parallel: continue the run in --out from its checkpoint, to --sweeps in
-    /// all (same data, ranks and block).
-    #[arg(long = "continue", requires = "data_parallel")]
-    pub continue_run: bool,
-}
 
 /// Refuses a run that is not data-parallel when it is one of several MPI ranks: each rank
 /// would run the whole data set and write the same outputs.
@@ -77,7 +56,7 @@ fn check(a: &RunArgs) -> Result<()> {
     if a.chains != 4 && a.chains != 1 {
         return unsupported("several chains: it runs one chain over all ranks");
     }
-    if !matches!(a.init, InitArg::Auto | InitArg::Single) {
+    if !matches!(a.init, Start::Auto | Start::Single) {
         return unsupported("this --init: chains start from one cluster");
     }
     let m = &a.model;
@@ -86,7 +65,7 @@ fn check(a: &RunArgs) -> Result<()> {
         || m.nw_psi.is_some()
         || m.nw_r.is_some()
         || m.nw_nu.is_some()
-        || m.nw_defaults != NwDefaultsArg::Scaled
+        || m.nw_defaults != NwDefaults::Scaled
     {
         return unsupported(
             "other kernels or Normal-Wishart settings: it uses the Normal-Wishart kernel with \
@@ -135,7 +114,7 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
             out.display()
         )));
     }
-    let spec = ModelSpec::from(&a.model);
+    let spec = a.model.spec();
     let prior = spec.build_prior()?;
     let source = Source::from_arg(&data.to_string_lossy());
     let (points, layout) = read_share(comm, &source, p.block)?;
@@ -148,7 +127,7 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
             proposals: a.sampler.moves.proposals,
         },
         launch_sample: LAUNCH_SAMPLE,
-        resample_hyper: resamples_hyper(&spec),
+        resample_hyper: spec.resamples_hyper(),
         out: out.clone(),
         checkpoint_every: a.checkpoint_every.unwrap_or(0),
         resume: p.continue_run,

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set by the first Ctrl-C.
-static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// Set by the first Ctrl-C; the runner stops every chain at its next sweep when it is.
+pub static REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// Exit status after an interruption (128 + SIGINT, the shell's convention).
 pub const INTERRUPTED_STATUS: u8 = 130;
@@ -18,11 +18,6 @@ pub fn install() {
             std::process::exit(i32::from(INTERRUPTED_STATUS));
         }
     });
-}
-
-/// Whether Ctrl-C has been pressed.
-pub fn requested() -> bool {
-    REQUESTED.load(Ordering::Relaxed)
 }
 
 /// The flag the first Ctrl-C sets (in the MPI build also SIGTERM, by which mpirun passes a

@@ -8,6 +8,7 @@
 
 mod args;
 mod commands;
+mod common;
 mod compare;
 mod data_parallel;
 mod interrupt;
@@ -15,15 +16,15 @@ mod output;
 mod plot;
 mod predict;
 mod progress;
-mod report;
 mod run_verb;
-mod rundir;
-mod runner;
 mod sva_cmd;
 mod tree_cmd;
 
+use args::Command;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
+use common::Status;
+use nrmm::Result;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -31,13 +32,31 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return command_line_error(&e),
     };
-    match commands::dispatch(cli.command) {
-        Ok(commands::Status::Done) => ExitCode::SUCCESS,
-        Ok(commands::Status::Interrupted) => ExitCode::from(interrupt::INTERRUPTED_STATUS),
+    match dispatch(cli.command) {
+        Ok(Status::Done) => ExitCode::SUCCESS,
+        Ok(Status::Interrupted) => ExitCode::from(interrupt::INTERRUPTED_STATUS),
         Err(e) => {
             output::report_error(&e.to_string());
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs one verb.
+pub fn dispatch(command: Command) -> Result<Status> {
+    let done = |r: Result<()>| r.map(|()| Status::Done);
+    match command {
+        Command::Loglik(a) => done(commands::loglik(a)),
+        Command::Exact(a) => done(commands::exact(a)),
+        Command::Generate(a) => done(commands::generate(a)),
+        Command::Run(a) => run_verb::run(a),
+        Command::CheckExact(a) => done(commands::check_exact(a)),
+        Command::Diagnose(a) => done(run_verb::diagnose(a)),
+        Command::Predict(a) => done(predict::predict(a)),
+        Command::Compare(a) => compare::compare(a),
+        Command::Plot(a) => done(plot::plot(a)),
+        Command::Tree(a) => done(tree_cmd::tree(a)),
+        Command::Sva(a) => done(sva_cmd::sva(a)),
     }
 }
 

@@ -4,13 +4,12 @@
 //! of the points coloured by the best run's point estimate.
 
 use crate::args::PlotArgs;
-use crate::commands::{load_data, Builtin};
+use crate::common::data_args;
+use crate::common::{load_data, Builtin};
 use crate::output::{self, create_dir};
-use crate::report::{sampler_name, Report};
-use crate::run_verb::joint_label;
-use crate::rundir::{self, chain_dir, Fingerprint, RunDir};
-use nrmm::data::{Dataset, DenseData};
-use nrmm::run::TraceColumns;
+use nrmm::data::{Dataset, DenseData, Fingerprint};
+use nrmm::prior::NrmPrior;
+use nrmm::run::{chain_dir, RunDir, Summary, TraceColumns};
 use nrmm::{Error, Result};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -270,7 +269,7 @@ fn chains(runs: &[RunDir]) -> Result<Vec<Chain>> {
     let mut keys: Vec<String> = Vec::new();
     let mut out = Vec::new();
     for (run, sampler) in runs.iter().zip(&samplers) {
-        for c in run.settings.chain_indices() {
+        for c in run.record.spec.chain_indices() {
             let path = chain_dir(&run.dir, c).join("trace.csv");
             let trace = TraceColumns::read(&path, TRACE_ROWS)?;
             let key = if by_sampler {
@@ -305,6 +304,11 @@ fn series(chain: &Chain, column: &str) -> Vec<(f64, f64)> {
     thin_points(t.iter().copied().zip(v.iter().copied()).collect())
 }
 
+/// The sampler of a run by its name.
+fn sampler_name(run: &RunDir) -> String {
+    run.record.spec.sampler.kind.to_string()
+}
+
 /// Writes the plots of `runs` into `out` and returns their paths, with notes on what was left
 /// out: `log_joint.svg`, `n_clusters.svg`, `acceptance.svg` (when a move makes proposals) and
 /// `scatter.svg` (for 2-D real data that can be read).
@@ -313,7 +317,7 @@ pub fn draw(runs: &[RunDir], out: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> 
     create_dir(out)?;
     let chains = chains(runs)?;
     let mut written = Vec::new();
-    let joint = joint_label(&runs[0].settings)?;
+    let joint = runs[0].record.model.build_prior()?.joint_label();
 
     let lines: Vec<Line> = chains
         .iter()
@@ -408,10 +412,10 @@ pub fn draw(runs: &[RunDir], out: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> 
 fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<Option<PathBuf>> {
     let mut best: Option<(f64, &RunDir, Vec<usize>, usize)> = None;
     for run in runs {
-        if run.settings.fingerprint.dim != 2 {
+        if run.record.fingerprint.dim != 2 {
             continue;
         }
-        let report = Report::of(std::slice::from_ref(run), None, "log joint")?;
+        let report = Summary::of(std::slice::from_ref(run), None)?;
         if let Some(e) = report.point_estimate {
             if best.as_ref().is_none_or(|b| e.log_joint > b.0) {
                 best = Some((e.log_joint, run, e.labels, e.n_clusters));
@@ -424,10 +428,11 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
     // Runs copied from another machine may name data that are not here: the other plots do
     // not need them, so the scatter is left out with a note instead of failing the verb.
     if run
-        .settings
+        .record
+        .source
         .data
         .as_ref()
-        .is_some_and(|p| p.as_os_str() == crate::commands::STDIN)
+        .is_some_and(|p| p.as_os_str() == crate::common::STDIN)
     {
         notes.push(format!(
             "no scatter: the data of {} came from standard input",
@@ -435,7 +440,7 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
         ));
         return Ok(None);
     }
-    let data = match load_data(&run.settings.data_args(), Builtin::Toy) {
+    let data = match load_data(&data_args(&run.record.source), Builtin::Toy) {
         Ok(data) => data,
         Err(e) => {
             notes.push(format!(
@@ -445,7 +450,7 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
             return Ok(None);
         }
     };
-    if Fingerprint::of(&data) != run.settings.fingerprint {
+    if Fingerprint::of(&data) != run.record.fingerprint {
         notes.push(format!(
             "no scatter: the data {} was run on have changed since",
             run.dir.display()
@@ -459,7 +464,7 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
     let title = format!(
         "point estimate of {} seed {}: K = {k}",
         sampler_name(run),
-        run.settings.seed
+        run.record.spec.seed
     );
     scatter(&path, &title, &x, &labels, column_names(&run.dir))?;
     Ok(Some(path))
@@ -479,7 +484,7 @@ fn column_names(dir: &Path) -> Option<[String; 2]> {
 
 /// `nrmm plot`.
 pub fn plot(a: PlotArgs) -> Result<()> {
-    let runs = rundir::resolve(&a.dirs)?;
+    let runs = RunDir::resolve(&a.dirs)?;
     let out = a.out.clone().unwrap_or_else(|| a.dirs[0].clone());
     let (written, notes) = draw(&runs, &out)?;
     output::stdout(|o| {

@@ -2,11 +2,9 @@
 //! cluster probabilities and their posterior predictive density over the run's draws.
 
 use crate::args::PredictArgs;
-use crate::commands::{build_model, Builtin};
+use crate::common::{build_model, Builtin};
+use crate::common::{data_args, summary_of};
 use crate::output;
-use crate::report::{DrawSource, Report};
-use crate::run_verb::joint_label;
-use crate::rundir::{RunDir, RunSettings};
 use nrmm::data::load;
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
@@ -15,6 +13,8 @@ use nrmm::math::ln_add_exp;
 use nrmm::model::AnyKernel;
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
+use nrmm::run::summary::DrawSource;
+use nrmm::run::RunDir;
 use nrmm::{Error, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -117,24 +117,16 @@ fn predict_with<K: PredictiveKernel + HyperKernel>(
 
 /// `nrmm predict`.
 pub fn predict(a: PredictArgs) -> Result<()> {
-    let run = RunDir {
-        settings: RunSettings::load(&a.run)?,
-        dir: a.run.clone(),
-    };
-    let settings = &run.settings;
-    let data = settings.data_args();
-    let built = build_model(&data, &settings.model, Builtin::Toy)?;
-    if built.fingerprint != settings.fingerprint {
+    let run = RunDir::open(&a.run)?;
+    let record = &run.record;
+    let (built, _) = build_model(&data_args(&record.source), &record.model, Builtin::Toy)?;
+    if built.fingerprint != record.fingerprint {
         return Err(Error::Usage(format!(
             "the data {} was run on have changed since: its draws no longer describe them",
             a.run.display()
         )));
     }
-    let report = Report::of(
-        std::slice::from_ref(&run),
-        a.burn_in,
-        joint_label(settings)?,
-    )?;
+    let report = summary_of(std::slice::from_ref(&run), a.burn_in)?;
     let estimate = report.point_estimate.as_ref().ok_or_else(|| {
         Error::Usage(format!(
             "{} has no partition draws after its burn-in: lower --burn-in",
@@ -143,13 +135,13 @@ pub fn predict(a: PredictArgs) -> Result<()> {
     })?;
     // The new points are read like the run's data: the same header and skipped columns.
     let opts = load::LoadOptions {
-        format: a.format.map(crate::commands::format_of),
+        format: a.format,
         dense: load::DenseOptions {
-            header: settings.data_header,
-            skip_columns: settings.skip_columns.clone(),
+            header: record.source.data_header,
+            skip_columns: record.source.skip_columns.clone(),
         },
     };
-    let new = crate::commands::load_path(&a.data, &opts)?.dataset;
+    let new = crate::common::load_path(&a.data, &opts)?.dataset;
     let (labels, hyper) = (&estimate.labels, &estimate.hyper);
     let rows = match (&built.kernel, &new) {
         (AnyKernel::Nw(k), Dataset::Dense(x)) => {

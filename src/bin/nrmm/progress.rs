@@ -1,37 +1,11 @@
-//! When a chain of `run` stops, and its progress bar: one bar per chain on standard error,
-//! drawn only when standard error is a terminal, so that pipes, files and tests see nothing.
+//! What the user sees of a running launch: one progress bar per chain on standard error, drawn
+//! only when standard error is a terminal, so that pipes, files and tests see nothing; and the
+//! runner's notes, one line each, in the command line's words.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use nrmm::run::SweepRecord;
+use nrmm::run::{Budget, ChainMonitor, Monitor, SweepRecord};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
-
-/// When a chain stops.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Budget {
-    /// After this many sweeps (at least 1).
-    Sweeps(u64),
-    /// After the first sweep that brings the chain's sampling time (observers excluded, see
-    /// [`SweepRecord::seconds`]) to at least this many seconds (finite, > 0).
-    Seconds(f64),
-}
-
-impl Budget {
-    /// Whether a chain whose latest sweep is `record` has used up its budget.
-    pub fn done(self, record: &SweepRecord) -> bool {
-        self.reached(record.sweep, record.seconds)
-    }
-
-    /// Whether a chain that has done `sweep` sweeps in `seconds` of sampling has used up its
-    /// budget.
-    pub fn reached(self, sweep: u64, seconds: f64) -> bool {
-        match self {
-            Budget::Sweeps(n) => sweep >= n,
-            Budget::Seconds(s) => seconds >= s,
-        }
-    }
-}
 
 /// How often a bar's position and message are refreshed: formatting the message allocates, so
 /// it is done at most this often rather than every sweep.
@@ -54,7 +28,7 @@ impl Progress {
 
     /// The bar of the chain named `label`. Sweep budgets show sweeps done of the total with an
     /// estimate of the time left; time budgets show sampling seconds of the total.
-    pub fn bar(&self, label: &str) -> ChainBar {
+    fn bar(&self, label: &str) -> ChainBar {
         let bar = self.multi.as_ref().map(|multi| {
             let (len, template) = match self.budget {
                 Budget::Sweeps(n) => (
@@ -80,6 +54,16 @@ impl Progress {
     }
 }
 
+impl Monitor for Progress {
+    fn note(&self, line: &str) {
+        crate::output::report_line(&nrmm::error::rename_in_text(line, &crate::common::flag));
+    }
+
+    fn chain(&self, _chain: u64, label: &str) -> Box<dyn ChainMonitor + '_> {
+        Box::new(self.bar(label))
+    }
+}
+
 /// Seconds as whole milliseconds, the unit of a time budget's bar.
 fn millis(seconds: f64) -> u64 {
     // `as` saturates, which is what a bar of an absurdly long budget needs.
@@ -94,16 +78,16 @@ pub struct ChainBar {
     next_refresh: Instant,
 }
 
-impl ChainBar {
+impl ChainMonitor for ChainBar {
     /// Shows the chain after the sweep `record`: at most every [`REFRESH`], and always for the
     /// last sweep. Without a terminal this returns at once; with one, a sweep between
     /// refreshes costs one clock read.
-    pub fn update(&mut self, record: &SweepRecord) {
+    fn sweep(&mut self, record: &SweepRecord) {
         let Some(bar) = &self.bar else {
             return;
         };
         let now = Instant::now();
-        if now < self.next_refresh && !self.budget.done(record) {
+        if now < self.next_refresh && !self.budget.reached(record.sweep, record.seconds) {
             return;
         }
         self.next_refresh = now + REFRESH;
@@ -137,31 +121,6 @@ impl Drop for ChainBar {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn record(sweep: u64, seconds: f64) -> SweepRecord {
-        SweepRecord {
-            sweep,
-            seconds,
-            n_clusters: 1,
-            ln_joint: 0.0,
-            moves: Vec::new(),
-            hyper: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn sweep_budget_ends_at_its_count() {
-        let b = Budget::Sweeps(3);
-        assert!(!b.done(&record(2, 100.0)));
-        assert!(b.done(&record(3, 0.0)));
-    }
-
-    #[test]
-    fn time_budget_ends_once_sampling_time_reaches_it() {
-        let b = Budget::Seconds(0.5);
-        assert!(!b.done(&record(1000, 0.499)));
-        assert!(b.done(&record(1, 0.5)));
-    }
 
     #[test]
     fn milliseconds_round_up_and_saturate() {

@@ -1,74 +1,18 @@
-//! Lin's one-pass sequential variational approximation on the command line: the `sva` verb
-//! and the `--init sva` initialisation of `run`.
+//! `nrmm sva`: Lin's one-pass sequential variational approximation.
 
-use crate::args::{DataArgs, FormatArg, ModelArgs, PriorKind};
-use crate::commands::{build_model, Builtin};
+use crate::args::{DataArgs, SvaArgs};
+use crate::common::{build_model, Builtin};
 use crate::output;
-use clap::Args;
 use nrmm::data::load;
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{adjusted_rand_index, normalized_mutual_information};
 use nrmm::kernel::ConjugateKernel;
-use nrmm::model::AnyKernel;
-use nrmm::partition::Partition;
-use nrmm::prior::{NrmPrior, Prior};
+use nrmm::model::{AnyKernel, PriorKind};
 use nrmm::rng::SeedPlan;
 use nrmm::sva::{fit, fit_shuffled, PruneMerge, SvaConfig, SvaFit, SvaKernel};
 use nrmm::{Error, Result};
 use serde_json::json;
-use std::path::PathBuf;
 use std::time::Instant;
-
-/// `nrmm sva`.
-#[derive(Debug, Args)]
-pub struct SvaArgs {
-    /// Data file.
-    #[arg(long)]
-    pub data: PathBuf,
-    /// File format of the data and of --heldout (detected from the file when omitted).
-    #[arg(long, value_enum)]
-    pub format: Option<FormatArg>,
-    /// The first line of dense text is a header of column names, even if they are numbers (a
-    /// first line without any number is taken as a header anyway).
-    #[arg(long)]
-    pub header: bool,
-    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names.
-    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
-    pub skip_columns: Vec<String>,
-    /// The model (a Dirichlet process with concentration --alpha, default 1).
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// New-component threshold ε in (0, 1) (default 0.1).
-    #[arg(long, allow_negative_numbers = true)]
-    pub epsilon: Option<f64>,
-    /// Prune and merge components (SVA-PM).
-    #[arg(long)]
-    pub prune_merge: bool,
-    /// SVA-PM: prune a component whose share of the total weight is below this, in [0, 1)
-    /// (default 0.001).
-    #[arg(long, requires = "prune_merge", allow_negative_numbers = true)]
-    pub prune_threshold: Option<f64>,
-    /// SVA-PM: merge two components whose mean responsibility difference is below this, in
-    /// [0, 1] (default 0.01).
-    #[arg(long, requires = "prune_merge", allow_negative_numbers = true)]
-    pub merge_threshold: Option<f64>,
-    /// SVA-PM: points between two checks, at least 1 (default 100).
-    #[arg(long, requires = "prune_merge", allow_negative_numbers = true)]
-    pub check_interval: Option<usize>,
-    /// Visit the points in an order shuffled with this seed (default: the file's order).
-    #[arg(long, allow_negative_numbers = true)]
-    pub shuffle_seed: Option<u64>,
-    /// Held-out points (the data's format) whose predictive log-likelihood is reported
-    /// (default: the training points).
-    #[arg(long)]
-    pub heldout: Option<PathBuf>,
-    /// True labels of the data, one per line, for the adjusted Rand index and NMI.
-    #[arg(long)]
-    pub labels: Option<PathBuf>,
-    /// Output directory for labels.txt (0-based component of each point) and summary.json.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
 
 /// The SVA settings of the command line, checked with the flags' names.
 fn config(a: &SvaArgs) -> Result<SvaConfig> {
@@ -105,7 +49,7 @@ fn config(a: &SvaArgs) -> Result<SvaConfig> {
         }),
     };
     c.validate().map_err(|e| {
-        crate::commands::name_flag(
+        crate::common::name_flag(
             e,
             &[
                 ("alpha", "--alpha"),
@@ -159,11 +103,11 @@ pub fn sva(a: SvaArgs) -> Result<()> {
         header: a.header,
         skip_columns: a.skip_columns.clone(),
     };
-    let built = build_model(&data, &a.model, Builtin::Toy)?;
+    let (built, _) = build_model(&data, &a.model.spec(), Builtin::Toy)?;
     // Held-out points are read as the data are: the same header and skipped columns.
     let heldout = match &a.heldout {
         Some(p) => Some(
-            crate::commands::load_table(
+            crate::common::load_table(
                 &DataArgs {
                     data: Some(p.clone()),
                     ..data
@@ -312,30 +256,4 @@ fn mismatch(found: &str, expected: &str) -> Error {
         "--heldout holds {found} but the model was fitted to {expected}: give held-out points \
          in the data's format"
     ))
-}
-
-/// The labels of `--init sva`: one SVA-PM pass (default settings, the prior's initial α as
-/// the DP concentration) over the points in an order drawn from the chain's own
-/// initialisation stream, each point then assigned to its most probable component.
-/// Cost: one pass and n K soft predictives.
-fn sva_labels<K: SvaKernel>(kernel: &K, alpha: f64, seed: u64, chain: usize) -> Result<Vec<usize>> {
-    let mut rng = SeedPlan::new(seed).task(chain as u64, 0, 1);
-    fit_shuffled(kernel, &SvaConfig::with_prune_merge(alpha), &mut rng)?.relabel()
-}
-
-/// The initial partition of `--init sva` for chain `chain` (see [`sva_labels`]). The kernel
-/// is one of the conjugate kernels of the command line.
-pub fn sva_partition<K: SvaKernel>(
-    kernel: &K,
-    prior: &Prior,
-    seed: u64,
-    chain: usize,
-) -> Result<Partition<K>> {
-    let alpha = prior
-        .hyper_values()
-        .into_iter()
-        .find(|(name, _)| *name == "alpha")
-        .map_or(1.0, |(_, v)| v);
-    let labels = sva_labels(kernel, alpha, seed, chain)?;
-    Partition::from_labels(kernel, &labels)
 }

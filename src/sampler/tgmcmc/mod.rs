@@ -101,8 +101,7 @@ pub use tg_sams::{AnchorDraw, TgSams};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::prior::NrmPrior;
-use crate::run::Scheduled;
-use crate::sampler::{Gibbs, GibbsScan, HyperMove};
+use crate::sampler::{Gibbs, GibbsScan, HyperMove, Scheduled};
 
 /// The exact tgMCMC sweep: `global_moves` TG-SAMS proposals (`G`), then `gibbs_sweeps` Gibbs
 /// moves with `scan` (a full scan in a fresh random order, or a random subset; both exact),

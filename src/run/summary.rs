@@ -1,30 +1,26 @@
-//! Diagnostics of a set of chains recomputed from their files, for `run`, `diagnose`,
-//! `compare` and `predict`: per chain its length, speed, acceptance and effective sample
-//! sizes; over chains the bulk and tail ESS and split R-hat of the log joint, K and every
-//! hyperparameter, the distribution of K, Dahl's point estimate and the best state visited.
+//! The summary of a set of chains ([`Summary`]), recomputed from their files: per chain its
+//! length, speed, acceptance and effective sample sizes; over chains the bulk and tail ESS and
+//! split R-hat of the log joint, K and every hyperparameter (Vehtari et al. 2021), the
+//! distribution of K, Dahl's point estimate ([`super::dahl`]) and the best state visited,
+//! with warnings of what the reader should know (chains not mixed, stuck or crumbling into
+//! tiny clusters, interrupted).
 
-use crate::rundir::{chain_dir, RunDir};
-use crate::runner::{ChainFile, EndState};
-use nrmm::diagnostics::{
-    common_spacing, effective_sample_size, PairSample, SeriesSummary, SimilarityMatrix,
-};
-use nrmm::run::{load_json, read_draws, BestDraw, Draw, TraceColumns};
-use nrmm::{Error, Result};
+use super::dahl::dahl;
+pub use super::dahl::{DrawSource, Estimate};
+use super::record::{chain_dir, RunDir};
+use super::resume::{ChainFile, EndState};
+use super::{load_json, BestDraw, Draw, TraceColumns};
+use crate::diagnostics::{common_spacing, effective_sample_size, SeriesSummary};
+use crate::error::{Error, Result};
+use crate::prior::NrmPrior;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Rows of a trace kept in memory per column (evenly spaced over the chain): 128 KiB per
 /// column, so that many chains can be merged.
 const TRACE_ROWS: usize = 1 << 14;
-
-/// Largest n for the dense posterior similarity matrix (`n²/2` `f32`s: 32 MB at 4,000); above
-/// it Dahl's estimate uses [`SAMPLED_PAIRS`] random pairs.
-const DENSE_MAX_POINTS: usize = 4000;
-
-/// Pairs of points sampled for Dahl's estimate when n is large.
-const SAMPLED_PAIRS: usize = 200_000;
 
 /// A chain with at least 1/CROWDED_SHARE of the points as clusters (an average cluster of at
 /// most 4 points) is reported: the model splits the data into crumbs.
@@ -44,7 +40,7 @@ fn above(value: f64, limit: f64) -> String {
 
 /// One chain's report.
 #[derive(Clone, Debug, Serialize)]
-pub struct ChainReport {
+pub struct ChainSummary {
     /// Its run directory.
     pub run: String,
     /// Its index (stream and directory `chain-<index>`).
@@ -84,37 +80,13 @@ pub struct ChainReport {
     pub never_moved: bool,
 }
 
-/// A point estimate: one draw of one chain.
+/// The summary of a set of chains.
 #[derive(Clone, Debug, Serialize)]
-pub struct Estimate {
-    /// How it was chosen.
-    pub method: String,
-    /// The run directory of its chain.
-    pub run: String,
-    /// Its chain.
-    pub chain: u64,
-    /// Its sweep.
-    pub sweep: u64,
-    /// Its log joint.
-    pub log_joint: f64,
-    /// Its number of clusters.
-    pub n_clusters: usize,
-    /// Hyperparameters of the draw.
-    pub hyper: BTreeMap<String, f64>,
-    /// Draws it was chosen among.
-    pub among: usize,
-    /// Its canonical labels.
-    #[serde(skip)]
-    pub labels: Vec<usize>,
-}
-
-/// The report of a set of chains.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
+pub struct Summary {
     /// What the log joint is.
     pub joint: String,
     /// Per chain.
-    pub chains: Vec<ChainReport>,
+    pub chains: Vec<ChainSummary>,
     /// Sweeps between the draws of the multi-chain diagnostics.
     pub spacing: u64,
     /// Multi-chain diagnostics per quantity.
@@ -136,7 +108,7 @@ pub struct Report {
 fn check_compatible(runs: &[RunDir]) -> Result<()> {
     let first = &runs[0];
     for r in &runs[1..] {
-        if r.settings.fingerprint != first.settings.fingerprint {
+        if r.record.fingerprint != first.record.fingerprint {
             return Err(Error::Usage(format!(
                 "{} and {} were run on different data: their chains sample different \
                  posteriors and cannot be merged",
@@ -144,7 +116,7 @@ fn check_compatible(runs: &[RunDir]) -> Result<()> {
                 r.dir.display()
             )));
         }
-        if r.settings.model != first.settings.model {
+        if r.record.model != first.record.model {
             return Err(Error::Usage(format!(
                 "{} and {} were run under different models: their chains sample different \
                  posteriors and cannot be merged",
@@ -155,12 +127,12 @@ fn check_compatible(runs: &[RunDir]) -> Result<()> {
     }
     let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
     for r in runs {
-        for c in r.settings.chain_indices() {
-            let key = r.settings.stream_key(c);
+        for c in r.record.spec.chain_indices() {
+            let key = r.record.stream_key(c);
             if let Some(other) = seen.insert(key, &r.dir) {
                 return Err(Error::Usage(format!(
                     "chain {c} of {} and of {} are the same chain (same seed, sampler and \
-                     chain index): give each process its own --chain-offset or --seed",
+                     chain index): give each process its own `chain_offset` or `seed`",
                     other.display(),
                     r.dir.display()
                 )));
@@ -199,7 +171,7 @@ fn read_chain(
     chain: u64,
     burn_in: Option<u64>,
     warnings: &mut Vec<String>,
-) -> Result<(ChainReport, ChainSeries, Option<Draw>)> {
+) -> Result<(ChainSummary, ChainSeries, Option<Draw>)> {
     let dir = chain_dir(&run.dir, chain);
     let trace_path = dir.join("trace.csv");
     if !trace_path.is_file() {
@@ -234,9 +206,9 @@ fn read_chain(
             )
         }
     };
-    let burn_in = burn_in.or(run.settings.burn_in).unwrap_or(sweeps / 2);
+    let burn_in = burn_in.or(run.record.spec.burn_in).unwrap_or(sweeps / 2);
     let first = cols.first_after(burn_in);
-    let spacing = run.settings.thin * cols.stride();
+    let spacing = run.record.spec.thin * cols.stride();
     let post = |name: &str| -> Vec<f64> {
         cols.column(name)
             .map(|v| v[first.min(v.len())..].to_vec())
@@ -280,11 +252,11 @@ fn read_chain(
         .as_ref()
         .map_or(traced_best, |b| b.log_joint.max(traced_best));
     let draws = series["n_clusters"].len();
-    let report = ChainReport {
+    let report = ChainSummary {
         run: run.dir.display().to_string(),
         chain,
-        seed: run.settings.seed,
-        sampler: sampler_name(run),
+        seed: run.record.spec.seed,
+        sampler: run.record.spec.sampler.kind.name().to_string(),
         finished,
         sweeps,
         seconds,
@@ -307,123 +279,15 @@ fn read_chain(
     Ok((report, ChainSeries { series, spacing }, best))
 }
 
-/// The sampler of a run as typed on the command line.
-pub fn sampler_name(run: &RunDir) -> String {
-    kind_name(run.settings.sampler.sampler)
-}
-
-/// A sampler's name as typed on the command line.
-pub fn kind_name(kind: crate::args::SamplerKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-/// The partition draws of one chain after its burn-in.
-#[derive(Clone, Debug)]
-pub struct DrawSource {
-    /// The chain's run directory, as shown.
-    pub run: String,
-    /// The chain.
-    pub chain: u64,
-    /// Its draws file.
-    pub path: PathBuf,
-    /// Its burn-in: draws of later sweeps are used.
-    pub after: u64,
-}
-
-impl DrawSource {
-    /// The draws, evenly spaced (see [`read_draws`]).
-    pub fn read(&self) -> Result<Vec<Draw>> {
-        read_draws(&self.path, self.after)
-    }
-}
-
-/// Co-clustering frequencies for Dahl's estimate: every pair for moderate n, sampled pairs
-/// beyond.
-enum Similarity {
-    Dense(SimilarityMatrix),
-    Pairs(PairSample),
-}
-
-impl Similarity {
-    fn add(&mut self, labels: &[usize]) -> Result<()> {
-        match self {
-            Similarity::Dense(m) => m.add(labels),
-            Similarity::Pairs(p) => p.observe(labels),
-        }
-    }
-
-    fn loss(&self, labels: &[usize]) -> Result<f64> {
-        match self {
-            Similarity::Dense(m) => m.loss(labels),
-            Similarity::Pairs(p) => p.loss(labels),
-        }
-    }
-}
-
-/// Dahl's least-squares draw among the draws of `sources`: the dense similarity matrix for
-/// moderate n, [`SAMPLED_PAIRS`] random pairs (seeded by `seed`) beyond. Two passes over the
-/// draws files, one chain in memory at a time.
-fn dahl(sources: &[DrawSource], seed: u64) -> Result<Option<Estimate>> {
-    let mut similarity: Option<Similarity> = None;
-    let mut among = 0;
-    for source in sources {
-        for d in source.read()? {
-            let s = match &mut similarity {
-                Some(s) => s,
-                None => {
-                    let n = d.labels.len();
-                    similarity.insert(if n <= DENSE_MAX_POINTS {
-                        Similarity::Dense(SimilarityMatrix::new(n))
-                    } else {
-                        let mut rng = nrmm::rng::SeedPlan::new(seed).chain(u64::MAX);
-                        Similarity::Pairs(PairSample::random(n, SAMPLED_PAIRS, &mut rng)?)
-                    })
-                }
-            };
-            s.add(&d.labels)?;
-            among += 1;
-        }
-    }
-    let Some(similarity) = similarity else {
-        return Ok(None);
-    };
-    let method = match similarity {
-        Similarity::Dense(_) => "dahl-least-squares".to_string(),
-        Similarity::Pairs(_) => format!("dahl-least-squares over {SAMPLED_PAIRS} random pairs"),
-    };
-    let mut best: Option<(f64, &DrawSource, Draw)> = None;
-    for source in sources {
-        for d in source.read()? {
-            let loss = similarity.loss(&d.labels)?;
-            if best.as_ref().is_none_or(|b| loss < b.0) {
-                best = Some((loss, source, d));
-            }
-        }
-    }
-    Ok(best.map(|(_, source, d)| Estimate {
-        method,
-        run: source.run.clone(),
-        chain: source.chain,
-        sweep: d.sweep,
-        log_joint: d.log_joint,
-        n_clusters: d.labels.iter().max().map_or(0, |m| m + 1),
-        hyper: d.hyper,
-        among,
-        labels: d.labels,
-    }))
-}
-
-impl Report {
+impl Summary {
     /// The report of every chain of `runs` (checked to sample one posterior on distinct
     /// streams), leaving out `burn_in` sweeps per chain (default: each run's own setting,
     /// else half of each chain).
-    pub fn of(runs: &[RunDir], burn_in: Option<u64>, joint: &str) -> Result<Self> {
+    pub fn of(runs: &[RunDir], burn_in: Option<u64>) -> Result<Self> {
         if runs.is_empty() {
             return Err(Error::Empty("no run to report on".into()));
         }
+        let joint = runs[0].record.model.build_prior()?.joint_label();
         check_compatible(runs)?;
         let mut warnings = Vec::new();
         let mut chains = Vec::new();
@@ -431,7 +295,7 @@ impl Report {
         let mut sources = Vec::new();
         let mut bests = Vec::new();
         for run in runs {
-            for c in run.settings.chain_indices() {
+            for c in run.record.spec.chain_indices() {
                 let (report, s, best) = read_chain(run, c, burn_in, &mut warnings)?;
                 let path = chain_dir(&run.dir, c).join("draws.jsonl");
                 if path.is_file() {
@@ -479,7 +343,7 @@ impl Report {
         }
         if total == 0 {
             warnings
-                .push("no trace rows after the burn-in: lower --burn-in or run longer".to_string());
+                .push("no trace rows after the burn-in: lower `burn_in` or run longer".to_string());
         }
         // Chains that all stayed in one and the same state agree, which is no sign of a
         // stuck chain (data without structure from a one-cluster start); a chain that stayed
@@ -494,17 +358,17 @@ impl Report {
             warnings.push(format!(
                 "chain {} of {} ended in the partition it started from (K = {}) and its \
                  number of clusters never changed in {} sweeps: it may be stuck there; start \
-                 it elsewhere (--init sva or singletons), use a split-merge sampler \
-                 (--sampler sams) or run more chains",
+                 it elsewhere (`init` sva or singletons), use a split-merge sampler \
+                 (`sampler` sams) or run more chains",
                 c.chain, c.run, c.n_clusters, c.sweeps
             ));
         }
-        let n_points = runs[0].settings.fingerprint.n;
+        let n_points = runs[0].record.fingerprint.n;
         for c in &chains {
             if n_points >= 8 && c.n_clusters * CROWDED_SHARE >= n_points {
                 warnings.push(format!(
                     "chain {} ended with K = {} clusters for {n_points} points: clusters this small \
-                     mean the kernel's prior does not fit the data (try --kernel diag or fewer \
+                     mean the kernel's prior does not fit the data (try `kernel` diag or fewer \
                      dimensions)",
                     c.chain, c.n_clusters
                 ));
@@ -519,11 +383,11 @@ impl Report {
                 ));
             }
         }
-        let seed = runs[0].settings.seed;
+        let seed = runs[0].record.spec.seed;
         let point_estimate = dahl(&sources, seed)?;
         if point_estimate.is_none() {
             warnings.push(
-                "no partition draws after the burn-in: no point estimate (lower --burn-in or \
+                "no partition draws after the burn-in: no point estimate (lower `burn_in` or \
                  run longer)"
                     .to_string(),
             );
@@ -543,7 +407,7 @@ impl Report {
                 among: 1,
                 labels: d.labels,
             });
-        Ok(Report {
+        Ok(Summary {
             joint: joint.to_string(),
             chains,
             spacing,
@@ -570,12 +434,12 @@ impl Report {
         }
         let text = serde_json::to_string_pretty(&serde_json::Value::Object(summary))
             .map_err(|e| Error::Usage(format!("cannot write the summary: {e}")))?;
-        nrmm::run::write_atomic(&dir.join("summary.json"), text.as_bytes())?;
+        super::write_atomic(&dir.join("summary.json"), text.as_bytes())?;
         if let Some(e) = &self.point_estimate {
-            nrmm::data::load::write_labels(dir.join("estimate.txt"), &e.labels)?;
+            crate::data::load::write_labels(dir.join("estimate.txt"), &e.labels)?;
         }
         if let Some(e) = &self.map {
-            nrmm::data::load::write_labels(dir.join("map.txt"), &e.labels)?;
+            crate::data::load::write_labels(dir.join("map.txt"), &e.labels)?;
         }
         Ok(())
     }

@@ -1,0 +1,232 @@
+//! What the verbs share: how they end, the library's parameter names spelled as flags, the
+//! data of `--data` or a built-in set, the model built over them, and what a run records.
+
+use crate::args::{DataArgs, ModelArgs};
+use crate::output;
+use nrmm::data::generate;
+use nrmm::data::load;
+use nrmm::data::Dataset;
+use nrmm::model::{Model, ModelSpec};
+use nrmm::run::{DataSource, RunDir, Start, Summary};
+use nrmm::{Error, Result};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// How a verb that did not fail ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// It did what was asked.
+    Done,
+    /// Ctrl-C stopped it cleanly (it has said so on standard error).
+    Interrupted,
+}
+
+/// The flag that sets the library's parameter `name` (`nu` is `--nw-nu`, `burn_in` is
+/// `--burn-in`), for the verbs that build a model and run samplers.
+pub fn flag(name: &str) -> Option<String> {
+    let spelled = match name {
+        "xi" | "psi" | "r" | "nu" => format!("--nw-{name}"),
+        "nw_*" | "nw_xi" | "nw_psi" | "nw_r" | "nw_nu" => {
+            name.replace('_', "-").replace("nw", "--nw")
+        }
+        "alpha" | "sigma" | "u" | "beta" | "kernel" | "prior" | "sweeps" | "seconds" | "chains"
+        | "chain_offset" | "thin" | "burn_in" | "checkpoint_every" | "init" | "sampler"
+        | "proposals" | "launch_scans" | "gibbs_sweeps" | "gibbs_subset" | "global_moves"
+        | "depth" | "seed" | "force" | "resume" | "out" => {
+            format!("--{}", name.replace('_', "-"))
+        }
+        _ => return None,
+    };
+    Some(spelled)
+}
+
+/// A library error in the command line's words: parameters named by their flags ([`flag`]).
+pub fn flags(e: Error) -> Error {
+    e.rename_parameters(&flag)
+}
+
+/// Renames the parameters of a library error by `table` (library name, flag), for the verbs
+/// whose parameters are not those of [`flag`]. Only used on errors of library calls that take
+/// nothing but those flags' values, so the renaming cannot blame a flag for a value the user
+/// never gave.
+pub fn name_flag(e: Error, table: &[(&str, &str)]) -> Error {
+    e.rename_parameters(&|name| {
+        table
+            .iter()
+            .find(|(library, _)| *library == name)
+            .map(|(_, flag)| flag.to_string())
+    })
+}
+
+/// Which built-in data set a verb falls back to without `--data`.
+#[derive(Clone, Copy)]
+pub enum Builtin {
+    /// The seeded 13-cluster 2-D mixture.
+    Toy,
+    /// Data set B of MATH §5.3 (7 points).
+    SetB,
+}
+
+/// What `--data` names standard input with.
+pub const STDIN: &str = "-";
+
+/// Reads `path` as `opts` says, or standard input when the path is `-`.
+pub fn load_path(path: &Path, opts: &load::LoadOptions) -> Result<load::Loaded> {
+    if path.as_os_str() != STDIN {
+        return load::load_dataset_with(path, opts);
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(|source| {
+        Error::Io {
+            path: "<stdin>".into(),
+            source,
+        }
+    })?;
+    load::parse_dataset_named(&bytes, std::path::Path::new("<stdin>"), opts)
+}
+
+/// The data of `--data` (format from `--format` or detected, `-` for standard input), or the
+/// built-in data set.
+pub fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
+    load_table(d, builtin).map(|l| l.dataset)
+}
+
+/// [`load_data`], with the header's column names when the data had a header.
+pub fn load_table(d: &DataArgs, builtin: Builtin) -> Result<load::Loaded> {
+    match &d.data {
+        Some(path) => load_path(
+            path,
+            &load::LoadOptions {
+                format: d.format,
+                dense: load::DenseOptions {
+                    header: d.header,
+                    skip_columns: d.skip_columns.clone(),
+                },
+            },
+        ),
+        None if d.format.is_some() || d.header || !d.skip_columns.is_empty() => {
+            let flag = if d.format.is_some() {
+                "--format"
+            } else if d.header {
+                "--header"
+            } else {
+                "--skip-columns"
+            };
+            Err(Error::Usage(format!(
+                "{flag} needs --data: the built-in data set has no file"
+            )))
+        }
+        None => Ok(load::Loaded {
+            dataset: Dataset::Dense(match builtin {
+                Builtin::Toy => generate::toy_like(1).0,
+                Builtin::SetB => generate::data_set_b(),
+            }),
+            columns: None,
+        }),
+    }
+}
+
+/// The model of the command line over the data of `--data` (or the built-in data set), with
+/// the names of the data's columns when a header gave them; errors name the flag to change,
+/// and a kernel chosen for a reason is announced on standard error.
+pub fn build_model(
+    data: &DataArgs,
+    spec: &ModelSpec,
+    builtin: Builtin,
+) -> Result<(Model, Option<Vec<String>>)> {
+    spec.build_prior().map_err(flags)?;
+    let loaded = load_table(data, builtin)?;
+    let built = Model::build(spec, loaded.dataset).map_err(flags)?;
+    if let Some(note) = &built.kernel_note {
+        output::report_line(&nrmm::error::rename_in_text(note, &flag));
+    }
+    Ok((built, loaded.columns))
+}
+
+/// [`build_model`] without the column names.
+pub fn build(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<Model> {
+    build_model(data, &model.spec(), builtin).map(|(m, _)| m)
+}
+
+/// Prints `value` as pretty JSON on standard output.
+pub fn print_json(value: &serde_json::Value) -> Result<()> {
+    output::stdout(|out| {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+        writeln!(out)
+    })
+}
+
+/// `value` if it is finite; otherwise the error that no verb may print a non-finite result
+/// with success, saying what to change.
+pub fn finite(value: f64, what: &str) -> Result<f64> {
+    if value.is_finite() {
+        return Ok(value);
+    }
+    Err(Error::Numerical(format!(
+        "{what} is {value}: a value of the data or of the hyperparameters is too extreme for \
+         double precision; rescale the data (and --nw-xi, --nw-psi) to moderate magnitudes"
+    )))
+}
+
+/// The command line as typed (lossily for non-UTF-8 arguments), for the record.
+pub fn command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// `path` made absolute, so that a run can be resumed or read from any directory.
+pub fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// How a run records `--data`: a file by its absolute path, standard input as `-`.
+pub fn data_source(d: &DataArgs) -> Result<DataSource> {
+    let data = match d.data.as_deref() {
+        Some(p) if p.as_os_str() == STDIN => Some(p.to_path_buf()),
+        p => p.map(absolute).transpose()?,
+    };
+    Ok(DataSource {
+        data,
+        data_format: d.format,
+        data_header: d.header,
+        skip_columns: d.skip_columns.clone(),
+    })
+}
+
+/// The data flags that read a run's data again.
+pub fn data_args(source: &DataSource) -> DataArgs {
+    DataArgs {
+        data: source.data.clone(),
+        format: source.data_format,
+        header: source.data_header,
+        skip_columns: source.skip_columns.clone(),
+    }
+}
+
+/// `--init` with a labels file made absolute, so that a resumed run finds it.
+pub fn absolute_start(init: &Start) -> Result<Start> {
+    Ok(match init {
+        Start::Labels(p) => Start::Labels(absolute(p)?),
+        other => other.clone(),
+    })
+}
+
+/// A summary in the command line's words: its warnings name flags.
+pub fn summary_of(runs: &[RunDir], burn_in: Option<u64>) -> Result<Summary> {
+    let mut summary = Summary::of(runs, burn_in).map_err(flags)?;
+    for w in &mut summary.warnings {
+        *w = nrmm::error::rename_in_text(w, &flag);
+    }
+    Ok(summary)
+}
+
+/// A model as `summary.json` shows it: every field, `kernel_hyperpriors` also when off.
+pub fn model_record(model: &nrmm::model::ModelSpec) -> serde_json::Value {
+    let mut value = json!(model);
+    value["kernel_hyperpriors"] = json!(model.kernel_hyperpriors);
+    value
+}

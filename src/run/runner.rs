@@ -1,0 +1,693 @@
+//! The executor: [`Runner`] runs the chains of a [`SamplerSpec`] over a [`Model`] into a run
+//! directory, in parallel, each to its budget, writing its trace, draws, final labels, end
+//! state and best state, with periodic checkpoints, exact resume and a clean stop when asked.
+//!
+//! In the manner of argmin's `Executor` and lace's `Engine::update`: the sweep itself is
+//! [`Chain::sweep`]; around it, per chain and in this order, the runner's handlers decide
+//! whether to go on (the budget, [`SamplerSpec::budget`]; another chain's failure; the
+//! interrupt flag, [`Runner::interrupt`]), then the observers see the sweep (trace, draws, best
+//! state, and the [`Monitor`]'s [`ChainMonitor`], a progress bar), then the checkpoint handler
+//! writes a checkpoint every [`SamplerSpec::checkpoint_every`] sweeps.
+//!
+//! ```no_run
+//! # fn main() -> nrmm::Result<()> {
+//! use nrmm::model::{Model, ModelSpec};
+//! use nrmm::run::{Budget, Runner, SamplerKind, SamplerSpec};
+//! let (x, _) = nrmm::data::generate::toy_like(1);
+//! let model = Model::build(&ModelSpec::default(), nrmm::data::Dataset::Dense(x))?;
+//! let spec = SamplerSpec {
+//!     checkpoint_every: Some(50),
+//!     ..SamplerSpec::new(SamplerKind::Sams)
+//! };
+//! let done = Runner::new(&model, spec, "runs/toy").replace(true).run()?;
+//! println!("{:?}", done.summary()?.point_estimate.map(|e| e.n_clusters));
+//! Runner::resume(&model, "runs/toy")?.budget(Budget::Sweeps(2000)).run()?;
+//! # Ok(())
+//! # }
+//! ```
+
+use super::draws::{BestDraw, DrawWriter};
+use super::executor::{Executor, Handler, Stop, StopFlag, StopReason};
+use super::record::{chain_dir, DataSource, RunDir, RunRecord, CHECKPOINT_FORMAT};
+use super::resume::{load_checkpoint, ChainFile, EndState};
+use super::spec::{Budget, SamplerSpec};
+use super::start::Resolved;
+use super::summary::Summary;
+use super::trace::TraceWriter;
+use super::{previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord};
+use crate::data::load;
+use crate::error::{Error, Result};
+use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel};
+use crate::model::{Model, ModelSpec};
+use crate::prior::{NrmPrior, Prior};
+use crate::sampler::{KernelHyperMove, KernelUpdate, State};
+use crate::sva::SvaKernel;
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What watches a run: one-line notes (a resumed chain falling back to its previous
+/// checkpoint, a slow sweep ahead) and each chain's sweeps. Every method does nothing by
+/// default; `()` is the monitor that watches nothing.
+pub trait Monitor: Sync {
+    /// A line the user should read (it starts with `warning:` or `note:` when it is one, and
+    /// names parameters between backticks, see [`Error::rename_parameters`]).
+    fn note(&self, _line: &str) {}
+
+    /// The watcher of chain `chain`, shown as `label`, called after each of its sweeps.
+    fn chain(&self, _chain: u64, _label: &str) -> Box<dyn ChainMonitor + '_> {
+        Box::new(())
+    }
+}
+
+impl Monitor for () {}
+
+/// Watches one chain's sweeps (a progress bar); dropped when the chain stops.
+pub trait ChainMonitor {
+    /// Called after each sweep.
+    fn sweep(&mut self, _record: &SweepRecord) {}
+}
+
+impl ChainMonitor for () {}
+
+/// How a chain ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainEnd {
+    /// It used up its budget.
+    Finished,
+    /// It stopped because another chain failed.
+    Stopped,
+    /// The interrupt flag stopped it after `sweep` sweeps; its last checkpoint, if any, is at
+    /// `checkpoint`.
+    Interrupted {
+        /// Sweeps done.
+        sweep: u64,
+        /// Sweep of the last checkpoint.
+        checkpoint: Option<u64>,
+    },
+}
+
+/// A run about to be launched: the model, what runs, where, and who watches.
+pub struct Runner<'a> {
+    model: &'a Model,
+    record: RunRecord,
+    dir: PathBuf,
+    resume: bool,
+    replace: bool,
+    label: Option<String>,
+    interrupt: Option<&'a AtomicBool>,
+    monitor: &'a dyn Monitor,
+}
+
+/// What a launch did: per run, its directory, record and how each chain ended.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The run.
+    pub run: RunDir,
+    /// Per chain, its index and how it ended.
+    pub ends: Vec<(u64, ChainEnd)>,
+}
+
+impl Outcome {
+    /// Whether any chain was interrupted (the run can be resumed from its checkpoints).
+    pub fn interrupted(&self) -> bool {
+        self.ends
+            .iter()
+            .any(|(_, e)| matches!(e, ChainEnd::Interrupted { .. }))
+    }
+
+    /// The summary of the run's chains as they are on disk ([`Summary::of`]).
+    pub fn summary(&self) -> Result<Summary> {
+        Summary::of(std::slice::from_ref(&self.run), None)
+    }
+}
+
+impl<'a> Runner<'a> {
+    /// A new run of `spec` over `model` into directory `dir`.
+    pub fn new(model: &'a Model, spec: SamplerSpec, dir: impl AsRef<Path>) -> Self {
+        let record = RunRecord::new(
+            model.requested.clone(),
+            spec,
+            model.fingerprint.clone(),
+            DataSource::default(),
+        );
+        Runner {
+            model,
+            record,
+            dir: dir.as_ref().to_path_buf(),
+            resume: false,
+            replace: false,
+            label: None,
+            interrupt: None,
+            monitor: &(),
+        }
+    }
+
+    /// The run in `dir` continued from its checkpoints over `model`, which must be the model
+    /// the run recorded, on the same data (its fingerprint). Only the budget and the burn-in
+    /// may change ([`Runner::budget`], [`Runner::burn_in`]).
+    pub fn resume(model: &'a Model, dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        let record = RunRecord::load(dir)?;
+        if record.spec.checkpoint_every.is_none() {
+            return Err(Error::Usage(format!(
+                "{} was run without `checkpoint_every`, so it has no checkpoint to resume from",
+                dir.display()
+            )));
+        }
+        if model.fingerprint != record.fingerprint {
+            return Err(Error::Usage(format!(
+                "the data ({}) differ from those {} was run on: resume needs the same data",
+                record
+                    .source
+                    .data
+                    .as_ref()
+                    .map_or_else(|| "built-in".to_string(), |p| p.display().to_string()),
+                dir.display()
+            )));
+        }
+        if model.requested != record.model {
+            return Err(Error::Usage(format!(
+                "the model differs from the one {} was run under: resume needs the same model",
+                dir.display()
+            )));
+        }
+        Ok(Runner {
+            model,
+            record,
+            dir: dir.to_path_buf(),
+            resume: true,
+            replace: false,
+            label: None,
+            interrupt: None,
+            monitor: &(),
+        })
+    }
+
+    /// The record that `run.json` will hold.
+    pub fn record(&self) -> &RunRecord {
+        &self.record
+    }
+
+    /// Sets the budget (of a resumed run: the new total).
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.record.spec.budget = budget;
+        self
+    }
+
+    /// Sets the burn-in of the run's diagnostics.
+    pub fn burn_in(mut self, burn_in: Option<u64>) -> Self {
+        self.record.spec.burn_in = burn_in;
+        self
+    }
+
+    /// Records where the data came from, so that a front end can read them again.
+    pub fn source(mut self, source: DataSource) -> Self {
+        self.record.source = source;
+        self
+    }
+
+    /// Records how the run was started or resumed (a command line).
+    pub fn invocation(mut self, command: Vec<String>) -> Self {
+        self.record.commands.push(command);
+        self
+    }
+
+    /// Whether a run already in the directory is replaced (its `run.json`, results and
+    /// `chain-*/` directories deleted first; other files kept). Without it, a directory that
+    /// holds a run is refused.
+    pub fn replace(mut self, replace: bool) -> Self {
+        self.replace = replace;
+        self
+    }
+
+    /// The label of the run's chains for the monitor (default `chain <i>`).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The flag that, once set (by a Ctrl-C handler), stops every chain at its next sweep
+    /// with its trace flushed and its last checkpoint intact.
+    pub fn interrupt(mut self, flag: &'a AtomicBool) -> Self {
+        self.interrupt = Some(flag);
+        self
+    }
+
+    /// Who watches the run.
+    pub fn monitor(mut self, monitor: &'a dyn Monitor) -> Self {
+        self.monitor = monitor;
+        self
+    }
+
+    /// Runs the chains (see [`run_all`]).
+    pub fn run(self) -> Result<Outcome> {
+        let mut outcomes = run_all(vec![self])?;
+        Ok(outcomes.remove(0))
+    }
+}
+
+/// Refuses a directory that already holds a run (a `run.json`) unless it is to be replaced,
+/// saying how to continue it instead; a front end calls it before reading data, so that the
+/// mistake costs nothing.
+pub fn check_target(dir: &Path, replace: bool) -> Result<()> {
+    if replace || !dir.join("run.json").exists() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{} already holds a run: continue it with `resume` {}, replace it with `force` (its \
+         run.json, results and chain-*/ directories are deleted), or choose another `out`",
+        dir.display(),
+        dir.display()
+    )))
+}
+
+/// The files a run writes at the top of its directory, and the plots a front end adds.
+const RUN_FILES: [&str; 8] = [
+    "run.json",
+    "summary.json",
+    "estimate.txt",
+    "map.txt",
+    "log_joint.svg",
+    "n_clusters.svg",
+    "acceptance.svg",
+    "scatter.svg",
+];
+
+/// Deletes the run in `dir` that a replacing run takes the place of: its [`RUN_FILES`] and
+/// every `chain-<i>/`, so no chain of the old run is mistaken for one of the new.
+fn clear_run(dir: &Path) -> Result<()> {
+    // A path that cannot be listed holds no run; creating the directory reports why.
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let chain = name
+            .strip_prefix("chain-")
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+        if (chain && entry.path().is_dir()) || RUN_FILES.contains(&name.as_str()) {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    for path in found {
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|source| Error::Write { path, source })?;
+    }
+    Ok(())
+}
+
+/// Removes `path` if it exists: outputs of an earlier run in the same directory must not be
+/// mistaken for this run's.
+fn remove_stale(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Write {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Creates a directory and its parents (an existing directory is fine).
+fn create_dir(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path)
+        .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
+}
+
+/// Sweep time (measured lower bound) above which a run is announced as slow before it starts.
+const SLOW_SWEEP_SECONDS: f64 = 60.0;
+
+/// Notes, before any chain starts, when one sweep will take at least a minute: every sampler
+/// weighs each point against at least two clusters per sweep, and one predictive's time is
+/// measured on the data ([`super::cost::predictive_seconds`]).
+fn warn_of_slow_sweeps<K: ConjugateKernel>(kernel: &K, runner: &Runner<'_>) {
+    let n = kernel.n_points();
+    let sweep = 2.0 * n as f64 * super::cost::predictive_seconds(kernel);
+    if sweep > SLOW_SWEEP_SECONDS {
+        runner.monitor.note(&format!(
+            "warning: one sweep of {} over {n} points will take at least {sweep:.0} s (minutes \
+             per sweep, more as clusters appear); a diagonal kernel (`kernel` diag) or fewer \
+             dimensions (principal components) make each sweep far cheaper",
+            runner.record.spec.sampler.kind
+        ));
+    }
+}
+
+/// One chain to run.
+struct Job<'r> {
+    /// The run it belongs to (its index in the launch).
+    run: usize,
+    /// The chain's index (its stream and directory).
+    chain: u64,
+    /// Its label.
+    label: String,
+    /// The checkpoint to continue from; `None` starts afresh.
+    checkpoint: Option<ChainFile>,
+    /// Its start, read once per run.
+    start: &'r Resolved,
+}
+
+/// Runs every chain of every runner in parallel (as many at a time as rayon has threads; each
+/// chain on its own stream, so results do not depend on their number) and returns, per
+/// runner, how its chains ended. The runners must share one model.
+///
+/// Before anything is written, every setting is validated, every start read and every
+/// checkpoint checked to belong to its run, so that a mistaken launch changes nothing. Then
+/// each run directory is prepared (a replaced run cleared, stale results removed, `run.json`
+/// written) and the chains run. The first error in job order is returned once every chain has
+/// stopped (a failure stops the others at their next sweep).
+pub fn run_all(runners: Vec<Runner<'_>>) -> Result<Vec<Outcome>> {
+    let Some(first) = runners.first() else {
+        return Ok(Vec::new());
+    };
+    let model = first.model;
+    if runners.iter().any(|r| !std::ptr::eq(r.model, model)) {
+        return Err(Error::Usage(
+            "the runs of one launch must share one model".into(),
+        ));
+    }
+    crate::with_kernel!(&model.kernel, |k| launch(
+        k,
+        &model.prior,
+        &model.spec,
+        runners
+    ))
+}
+
+/// [`run_all`] for one kernel type.
+fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
+    kernel: &K,
+    prior: &Prior,
+    model: &ModelSpec,
+    runners: Vec<Runner<'_>>,
+) -> Result<Vec<Outcome>> {
+    let n = kernel.n_points();
+    let mut starts = Vec::with_capacity(runners.len());
+    let mut schedules = Vec::new();
+    let mut checkpoints = Vec::new();
+    for (i, r) in runners.iter().enumerate() {
+        let spec = &r.record.spec;
+        spec.validate()?;
+        if !r.resume {
+            check_target(&r.dir, r.replace)?;
+        }
+        starts.push(spec.init.resolve(n)?);
+        for c in spec.chain_indices() {
+            schedules.push(spec.sampler.schedule::<K>(model.resamples_hyper(), prior)?);
+            let checkpoint = if r.resume {
+                let note = |line: &str| r.monitor.note(line);
+                load_checkpoint(&r.dir, &r.record, c, prior, &note)?
+            } else {
+                None
+            };
+            checkpoints.push((i, c, checkpoint));
+        }
+    }
+    let mut runners = runners;
+    for r in &mut runners {
+        if !r.resume && r.replace {
+            clear_run(&r.dir)?;
+        }
+        create_dir(&r.dir)?;
+        for stale in ["summary.json", "estimate.txt", "map.txt"] {
+            remove_stale(&r.dir.join(stale))?;
+        }
+        for c in r.record.spec.chain_indices() {
+            for stale in ["end.json", "best.json", "labels.txt"] {
+                remove_stale(&chain_dir(&r.dir, c).join(stale))?;
+            }
+        }
+        r.record.save(&r.dir)?;
+        if !r.resume {
+            warn_of_slow_sweeps(kernel, r);
+        }
+    }
+    let jobs: Vec<(Job<'_>, Vec<Scheduled<K, Prior>>)> = checkpoints
+        .into_iter()
+        .zip(schedules)
+        .map(|((run, chain, checkpoint), moves)| {
+            let label = runners[run]
+                .label
+                .clone()
+                .unwrap_or_else(|| format!("chain {chain}"));
+            let job = Job {
+                run,
+                chain,
+                label,
+                checkpoint,
+                start: &starts[run],
+            };
+            (job, moves)
+        })
+        .collect();
+    let failed = AtomicBool::new(false);
+    let results: Vec<(usize, u64, Result<ChainEnd>)> = jobs
+        .into_par_iter()
+        .map(|(job, moves)| {
+            let (run, chain) = (job.run, job.chain);
+            let r = &runners[run];
+            let result = run_chain(kernel, prior, model, r, job, moves, &failed);
+            if result.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            (run, chain, result)
+        })
+        .collect();
+    let mut outcomes: Vec<Outcome> = runners
+        .iter()
+        .map(|r| Outcome {
+            run: RunDir {
+                dir: r.dir.clone(),
+                record: r.record.clone(),
+            },
+            ends: Vec::new(),
+        })
+        .collect();
+    for (run, chain, result) in results {
+        outcomes[run].ends.push((chain, result?));
+    }
+    Ok(outcomes)
+}
+
+/// The update of the kernel's own hyperparameters when the model has `kernel_hyperpriors`:
+/// the default priors, centred on `kernel` (the run's kernel as built from its settings, so a
+/// resumed run has the same priors).
+fn kernel_update<K: HyperKernel + 'static>(
+    kernel: &K,
+    model: &ModelSpec,
+) -> Result<Option<Box<dyn KernelUpdate<K>>>> {
+    if !model.kernel_hyperpriors {
+        return Ok(None);
+    }
+    let priors = KernelHyperPriors::default_for(kernel)?;
+    Ok(Some(Box::new(KernelHyperMove::new(priors)?)))
+}
+
+/// The number of clusters of canonical labels.
+fn clusters_of(labels: &[usize]) -> usize {
+    labels.iter().max().map_or(0, |m| m + 1)
+}
+
+/// A chain's files as a handler: after each sweep its trace row, its draw (on the doubling
+/// schedule), its best state, and every `checkpoint_every` sweeps its sealed checkpoint; it
+/// also notes whether the number of clusters ever left its start.
+struct ChainFiles<'r> {
+    trace: TraceWriter,
+    draws: DrawWriter,
+    best: BestDraw,
+    record: &'r RunRecord,
+    chain: u64,
+    /// The checkpoint file.
+    path: PathBuf,
+    /// The sweep of the last checkpoint written or resumed from.
+    last_checkpoint: Option<u64>,
+    start_k: usize,
+    k_changed: bool,
+}
+
+impl<K: ConjugateKernel> Handler<K, Prior> for ChainFiles<'_> {
+    fn after_sweep(&mut self, chain: &mut Chain<'_, K, Prior>, sweep: &SweepRecord) -> Result<()> {
+        self.k_changed |= sweep.n_clusters != self.start_k;
+        self.trace.observe(sweep, chain.state())?;
+        self.draws.observe(sweep, chain.state())?;
+        self.best.observe(sweep, chain.state())?;
+        let Some(every) = self.record.spec.checkpoint_every else {
+            return Ok(());
+        };
+        if !sweep.sweep.is_multiple_of(every) {
+            return Ok(());
+        }
+        // Rows up to the checkpoint must be on disk before it: a resume cuts the files back
+        // to it and appends.
+        self.trace.flush()?;
+        self.draws.flush()?;
+        let file = ChainFile {
+            format: CHECKPOINT_FORMAT.to_string(),
+            checksum: String::new(),
+            identity: self.record.chain_identity(self.chain)?,
+            chain: self.chain,
+            state: chain.checkpoint()?,
+            draws: self.draws.stride(),
+            best: self.best.clone(),
+            from_previous: false,
+        };
+        save_sealed(&self.path, &file)?;
+        self.last_checkpoint = Some(sweep.sweep);
+        Ok(())
+    }
+}
+
+/// A [`ChainMonitor`] as a handler.
+struct Watching<'m>(Box<dyn ChainMonitor + 'm>);
+
+impl<K: ConjugateKernel, P: NrmPrior> Handler<K, P> for Watching<'_> {
+    fn after_sweep(&mut self, _chain: &mut Chain<'_, K, P>, sweep: &SweepRecord) -> Result<()> {
+        self.0.sweep(sweep);
+        Ok(())
+    }
+}
+
+/// Runs one chain to its budget (see [`run_all`]).
+fn run_chain<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
+    kernel: &K,
+    prior: &Prior,
+    model: &ModelSpec,
+    runner: &Runner<'_>,
+    job: Job<'_>,
+    mut moves: Vec<Scheduled<K, Prior>>,
+    failed: &AtomicBool,
+) -> Result<ChainEnd> {
+    let record = &runner.record;
+    let spec = &record.spec;
+    let dir = chain_dir(&runner.dir, job.chain);
+    create_dir(&dir)?;
+    let checkpoint_path = dir.join("checkpoint.json");
+    let trace_path = dir.join("trace.csv");
+    let draws_path = dir.join("draws.jsonl");
+    let previous = previous_path(&checkpoint_path);
+    match &job.checkpoint {
+        // Checkpoints of an earlier run in the same directory must not outlive its trace.
+        None => {
+            for stale in [&checkpoint_path, &previous] {
+                if stale.exists() {
+                    std::fs::remove_file(stale).map_err(|source| Error::Write {
+                        path: stale.clone(),
+                        source,
+                    })?;
+                }
+            }
+        }
+        // The damaged last checkpoint gives way to the good one, so that the next write keeps
+        // a good previous checkpoint.
+        Some(file) if file.from_previous => {
+            std::fs::copy(&previous, &checkpoint_path).map_err(|source| Error::Write {
+                path: checkpoint_path.clone(),
+                source,
+            })?;
+        }
+        Some(_) => {}
+    }
+    let resumed = job.checkpoint.is_some();
+    let (mut chain, trace, draws, best, last_checkpoint) = match job.checkpoint {
+        Some(file) => {
+            let sweep = file.state.sweep;
+            let trace = TraceWriter::resume(&trace_path, spec.thin, sweep)?;
+            let draws = DrawWriter::resume(&draws_path, spec.draws_per_chain, file.draws, sweep)?;
+            let update = kernel_update(kernel, model)?;
+            let chain = Chain::resume_with(kernel, file.state, moves, update)?;
+            (chain, trace, draws, file.best, Some(sweep))
+        }
+        None => {
+            let (partition, forest) = job.start.partition(kernel, prior, spec.seed, job.chain)?;
+            if let Some(forest) = &forest {
+                for s in &mut moves {
+                    s.mv.start_from_forest(forest);
+                }
+            }
+            let state = State {
+                partition,
+                prior: prior.clone(),
+            };
+            let rng = crate::rng::SeedPlan::new(spec.seed).chain(job.chain);
+            let mut chain = Chain::new(kernel, state, rng, moves);
+            if let Some(update) = kernel_update(kernel, model)? {
+                chain = chain.with_kernel_update(update);
+            }
+            let trace = TraceWriter::create(&trace_path, spec.thin)?;
+            let draws = DrawWriter::create(&draws_path, spec.thin, spec.draws_per_chain)?;
+            (chain, trace, draws, BestDraw::default(), None)
+        }
+    };
+    let start = chain.state().partition.canonical_labels();
+    let mut files = ChainFiles {
+        trace,
+        draws,
+        best,
+        record,
+        chain: job.chain,
+        path: checkpoint_path,
+        last_checkpoint,
+        start_k: clusters_of(&start),
+        k_changed: false,
+    };
+    let mut budget = spec.budget;
+    let mut failure = StopFlag {
+        flag: failed,
+        reason: StopReason::Failed,
+    };
+    let never = AtomicBool::new(false);
+    let mut interrupt = StopFlag {
+        flag: runner.interrupt.unwrap_or(&never),
+        reason: StopReason::Interrupted,
+    };
+    let mut watcher = Watching(runner.monitor.chain(job.chain, &job.label));
+    let stop = Executor::new(&mut chain)
+        .with(&mut budget)
+        .with(&mut failure)
+        .with(&mut interrupt)
+        .with(&mut files)
+        .with(&mut watcher)
+        .run()?;
+    files.trace.flush()?;
+    files.draws.flush()?;
+    match stop {
+        Stop::Flag(StopReason::Failed) => return Ok(ChainEnd::Stopped),
+        Stop::Flag(StopReason::Interrupted) => {
+            return Ok(ChainEnd::Interrupted {
+                sweep: chain.sweeps_done(),
+                checkpoint: files.last_checkpoint,
+            })
+        }
+        Stop::Budget | Stop::Done => {}
+    }
+    let (k_changed, best) = (files.k_changed, files.best);
+    let state = chain.state();
+    let end = EndState {
+        sweeps: chain.sweeps_done(),
+        seconds: chain.seconds(),
+        n_clusters: state.partition.n_clusters(),
+        log_joint: state.ln_joint(),
+        hyper: state
+            .prior
+            .hyper_values()
+            .into_iter()
+            .chain(chain.kernel_hyper_values())
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        never_moved: !resumed
+            && !k_changed
+            && chain.sweeps_done() > 0
+            && state.partition.canonical_labels() == start,
+    };
+    load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
+    save_json(&dir.join("end.json"), &end)?;
+    save_json(&dir.join("best.json"), &best)?;
+    Ok(ChainEnd::Finished)
+}

@@ -1,0 +1,105 @@
+//! The moves of one sweep of each sampler (MATH §6): [`SamplerSettings::schedule`].
+
+use super::spec::{SamplerKind, SamplerSettings};
+use crate::error::{Error, Result};
+use crate::kernel::ParametricKernel;
+use crate::prior::Prior;
+use crate::sampler::dpmm::{
+    Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions,
+};
+use crate::sampler::tgmcmc::{tgmcmc_paper_schedule, tgmcmc_schedule};
+use crate::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, Scheduled};
+
+impl SamplerSettings {
+    /// The moves of one sweep, after [`SamplerSettings::validate`]:
+    ///
+    /// - `gibbs`: one Gibbs scan (of `gibbs_subset` random points, or all);
+    /// - `jain-neal`, `sams`: `proposals` split-merge proposals (Jain-Neal launched by
+    ///   `launch_scans` restricted scans), then `gibbs_sweeps` Gibbs scans;
+    /// - `tgmcmc`: `global_moves` TG-SAMS proposals, then `gibbs_sweeps` Gibbs scans, the
+    ///   canonical trees built at `initial` (the run's prior with its initial hyperparameters,
+    ///   so that a resumed chain builds the trees of the chain that never stopped);
+    /// - `tgmcmc-paper`: the reference sweep as one move (`global_moves`, `depth`, default 2),
+    ///   with its own hyperparameter update;
+    /// - the DPMM.jl samplers: their one move (`subcluster` with `proposals` split/merge
+    ///   proposals of `launch_scans` sub-cluster iterations each);
+    ///
+    /// then, when `resample_hyper`, the hyperparameter move (the paper sampler has its own).
+    pub fn schedule<K: ParametricKernel + 'static>(
+        &self,
+        resample_hyper: bool,
+        initial: &Prior,
+    ) -> Result<Vec<Scheduled<K, Prior>>> {
+        self.validate()?;
+        let m = &self.moves;
+        let scan = match m.gibbs_subset {
+            Some(k) => GibbsScan::Subset(k),
+            None => GibbsScan::Full,
+        };
+        let gibbs = || -> Result<Box<dyn Move<K, Prior>>> {
+            Ok(Box::new(Gibbs::new(scan).map_err(|e| match e {
+                Error::InvalidParameter {
+                    value, expected, ..
+                } => Error::InvalidParameter {
+                    name: "gibbs_subset".into(),
+                    value,
+                    expected,
+                },
+                other => other,
+            })?))
+        };
+        let once = |mv| Scheduled { mv, repeats: 1 };
+        let mut moves: Vec<Scheduled<K, Prior>> = Vec::new();
+        match self.kind {
+            SamplerKind::Gibbs => moves.push(once(gibbs()?)),
+            SamplerKind::Tgmcmc => {
+                return tgmcmc_schedule(
+                    initial,
+                    m.global_moves,
+                    scan,
+                    m.gibbs_sweeps,
+                    resample_hyper,
+                )
+            }
+            SamplerKind::TgmcmcPaper => {
+                return Ok(tgmcmc_paper_schedule(
+                    m.global_moves,
+                    m.depth.unwrap_or(2),
+                    resample_hyper,
+                ))
+            }
+            SamplerKind::Subcluster => {
+                moves.push(once(Box::new(SubCluster::new(SubClusterOptions {
+                    launch_iters: m.launch_scans,
+                    proposals: m.proposals,
+                }))))
+            }
+            SamplerKind::SubclusterDpmm => {
+                moves.push(once(Box::new(SubCluster::dpmm(DpmmOptions::default()))))
+            }
+            SamplerKind::Direct => moves.push(once(Box::<Direct<K>>::default())),
+            SamplerKind::QuasiDirect => moves.push(once(Box::<QuasiDirect<K>>::default())),
+            SamplerKind::QuasiCollapsed => moves.push(once(Box::new(QuasiCollapsed::new()))),
+            SamplerKind::JainNeal | SamplerKind::Sams => {
+                let mv: Box<dyn Move<K, Prior>> = match self.kind {
+                    SamplerKind::Sams => Box::new(Sams::new()),
+                    _ => Box::new(JainNeal::new(m.launch_scans)),
+                };
+                moves.push(Scheduled {
+                    mv,
+                    repeats: m.proposals,
+                });
+                if m.gibbs_sweeps > 0 {
+                    moves.push(Scheduled {
+                        mv: gibbs()?,
+                        repeats: m.gibbs_sweeps,
+                    });
+                }
+            }
+        }
+        if resample_hyper {
+            moves.push(once(Box::new(HyperMove)));
+        }
+        Ok(moves)
+    }
+}

@@ -1,0 +1,466 @@
+//! What to run: the sampler and its moves, the chains, their start and their budget
+//! ([`SamplerSpec`]), typed and serialisable, with validation whose errors name the parameter
+//! (its field name, as in `chains` or `checkpoint_every`) and say what to change.
+//!
+//! Front ends map those names to their own spelling (the command line's `--chains`) with
+//! [`Error::rename_parameters`]; free-text messages mention parameters between backticks
+//! (`` `sweeps` ``) for the same renaming.
+
+use crate::error::{Error, Result};
+use crate::tree::IbhcMode;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The samplers (MATH §6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SamplerKind {
+    /// Collapsed Gibbs (Neal 2000, Algorithm 3).
+    Gibbs,
+    /// Jain-Neal split-merge plus Gibbs sweeps.
+    JainNeal,
+    /// Dahl's sequentially-allocated merge-split plus Gibbs sweeps (the default: Gibbs alone
+    /// cannot open a cluster in high dimensions).
+    #[default]
+    Sams,
+    /// Exact tree-guided MCMC: TG-SAMS proposals plus Gibbs sweeps.
+    Tgmcmc,
+    /// The tree-guided MCMC of the paper's code (approximate: biased).
+    TgmcmcPaper,
+    /// Exact parallel sub-cluster sampler (Chang-Fisher restricted Gibbs plus split/merge
+    /// proposals, each launched by sub-cluster iterations).
+    Subcluster,
+    /// DPMM.jl's sub-cluster sampler as coded (DP only; approximate: biased).
+    SubclusterDpmm,
+    /// DPMM.jl's direct parallel Gibbs (DP only; approximate).
+    Direct,
+    /// DPMM.jl's quasi-direct parallel Gibbs (approximate).
+    QuasiDirect,
+    /// DPMM.jl's quasi-collapsed parallel Gibbs (approximate).
+    QuasiCollapsed,
+}
+
+impl SamplerKind {
+    /// Every sampler, in the order front ends list them.
+    pub const ALL: [SamplerKind; 10] = [
+        SamplerKind::Gibbs,
+        SamplerKind::JainNeal,
+        SamplerKind::Sams,
+        SamplerKind::Tgmcmc,
+        SamplerKind::TgmcmcPaper,
+        SamplerKind::Subcluster,
+        SamplerKind::SubclusterDpmm,
+        SamplerKind::Direct,
+        SamplerKind::QuasiDirect,
+        SamplerKind::QuasiCollapsed,
+    ];
+
+    /// The sampler's name (`jain-neal`), as serialised and parsed.
+    pub fn name(self) -> &'static str {
+        match self {
+            SamplerKind::Gibbs => "gibbs",
+            SamplerKind::JainNeal => "jain-neal",
+            SamplerKind::Sams => "sams",
+            SamplerKind::Tgmcmc => "tgmcmc",
+            SamplerKind::TgmcmcPaper => "tgmcmc-paper",
+            SamplerKind::Subcluster => "subcluster",
+            SamplerKind::SubclusterDpmm => "subcluster-dpmm",
+            SamplerKind::Direct => "direct",
+            SamplerKind::QuasiDirect => "quasi-direct",
+            SamplerKind::QuasiCollapsed => "quasi-collapsed",
+        }
+    }
+
+    /// One line on what the sampler is, naming the move settings it reads.
+    pub fn about(self) -> &'static str {
+        match self {
+            SamplerKind::Gibbs => "Collapsed Gibbs (Neal 2000, Algorithm 3)",
+            SamplerKind::JainNeal => "Jain-Neal split-merge plus one Gibbs sweep",
+            SamplerKind::Sams => "Dahl's sequentially-allocated merge-split plus one Gibbs sweep",
+            SamplerKind::Tgmcmc => "Exact tree-guided MCMC: TG-SAMS proposals plus Gibbs sweeps",
+            SamplerKind::TgmcmcPaper => {
+                "The tree-guided MCMC of the paper's code (approximate: biased, see the docs)"
+            }
+            SamplerKind::Subcluster => {
+                "Exact parallel sub-cluster sampler (Chang-Fisher restricted Gibbs plus \
+                 split/merge proposals, each launched by sub-cluster iterations)"
+            }
+            SamplerKind::SubclusterDpmm => {
+                "DPMM.jl's sub-cluster sampler as coded (DP only; approximate: biased, see the \
+                 docs)"
+            }
+            SamplerKind::Direct => "DPMM.jl's direct parallel Gibbs (DP only; approximate)",
+            SamplerKind::QuasiDirect => "DPMM.jl's quasi-direct parallel Gibbs (approximate)",
+            SamplerKind::QuasiCollapsed => "DPMM.jl's quasi-collapsed parallel Gibbs (approximate)",
+        }
+    }
+}
+
+impl std::fmt::Display for SamplerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SamplerKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        SamplerKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = SamplerKind::ALL.iter().map(|k| k.name()).collect();
+                Error::param("sampler", s, &format!("one of {}", names.join(", ")))
+            })
+    }
+}
+
+/// Settings of a sampler's moves; each sampler reads the ones it has (see
+/// [`SamplerSettings::validate`] for which).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MoveSettings {
+    /// Split-merge proposals per sweep (Jain-Neal, SAMS, sub-cluster).
+    pub proposals: usize,
+    /// Restricted Gibbs launch scans of Jain-Neal; sub-cluster iterations of `subcluster`.
+    pub launch_scans: usize,
+    /// Gibbs sweeps interleaved with each round of split-merge or tree-guided proposals.
+    pub gibbs_sweeps: usize,
+    /// Visit only this many random points per Gibbs sweep (`None`: all).
+    pub gibbs_subset: Option<usize>,
+    /// Tree-guided proposals per sweep (`G`) of tgmcmc and tgmcmc-paper.
+    pub global_moves: usize,
+    /// Depth `D` of the tree-selected local moves of tgmcmc-paper (`None`: 2).
+    pub depth: Option<usize>,
+}
+
+impl Default for MoveSettings {
+    fn default() -> Self {
+        MoveSettings {
+            proposals: 1,
+            launch_scans: 10,
+            gibbs_sweeps: 1,
+            gibbs_subset: None,
+            global_moves: 10,
+            depth: None,
+        }
+    }
+}
+
+/// A sampler and the settings of its moves.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SamplerSettings {
+    /// The sampler.
+    #[serde(rename = "sampler")]
+    pub kind: SamplerKind,
+    /// Its moves.
+    #[serde(flatten)]
+    pub moves: MoveSettings,
+}
+
+impl SamplerSettings {
+    /// The settings for `kind` with default moves.
+    pub fn new(kind: SamplerKind) -> Self {
+        SamplerSettings {
+            kind,
+            moves: MoveSettings::default(),
+        }
+    }
+
+    /// Checks that the sampler has something to do and reads no setting that belongs to
+    /// another: `gibbs_subset ≥ 1`; Jain-Neal and SAMS need `proposals` or `gibbs_sweeps`,
+    /// tgmcmc needs `global_moves` or `gibbs_sweeps` and takes no `depth`; tgmcmc-paper takes
+    /// no `gibbs_subset`.
+    pub fn validate(&self) -> Result<()> {
+        let m = &self.moves;
+        if m.gibbs_subset == Some(0) {
+            return Err(Error::param("gibbs_subset", 0, "at least 1"));
+        }
+        match self.kind {
+            SamplerKind::JainNeal | SamplerKind::Sams
+                if m.proposals == 0 && m.gibbs_sweeps == 0 =>
+            {
+                Err(Error::Usage(
+                    "`proposals` 0 with `gibbs_sweeps` 0 leaves nothing to do".into(),
+                ))
+            }
+            SamplerKind::Tgmcmc if m.depth.is_some() => Err(Error::Usage(
+                "`depth` sets the tree-selected local moves of tgmcmc-paper; the exact tgmcmc \
+                 runs Gibbs scans instead (`gibbs_sweeps`, `gibbs_subset`)"
+                    .into(),
+            )),
+            SamplerKind::Tgmcmc if m.global_moves == 0 && m.gibbs_sweeps == 0 => Err(Error::Usage(
+                "`global_moves` 0 with `gibbs_sweeps` 0 leaves nothing to do".into(),
+            )),
+            SamplerKind::TgmcmcPaper if m.gibbs_subset.is_some() => Err(Error::Usage(
+                "tgmcmc-paper selects its local moves through the trees (`depth`); \
+                 `gibbs_subset` belongs to gibbs, jain-neal, sams and tgmcmc"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How each chain starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// All points in one cluster.
+    Single,
+    /// Every point alone.
+    Singletons,
+    /// The labels of a file (any integers, one per line), read once before the chains start.
+    Labels(PathBuf),
+    /// The clusters of an IBHC forest built over the points in an order drawn from the
+    /// chain's own stream (tgmcmc-paper also starts from the forest itself).
+    Ibhc(IbhcMode),
+    /// The components of a one-pass SVA-PM fit over the points in the chain's own random
+    /// order.
+    Sva,
+    /// Whichever of one cluster and the chain's SVA-PM fit has the higher log joint.
+    Auto,
+}
+
+impl std::str::FromStr for Start {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "single" => Ok(Start::Single),
+            "singletons" => Ok(Start::Singletons),
+            // The paper's toy start ("points inserted in a random order on top of existing
+            // trees") is the reference code's noisy IBHC.
+            "noisy-ibhc" | "top-insert" => Ok(Start::Ibhc(IbhcMode::Noisy)),
+            "exact-ibhc" => Ok(Start::Ibhc(IbhcMode::Exact)),
+            "sva" => Ok(Start::Sva),
+            "auto" => Ok(Start::Auto),
+            _ => match s.strip_prefix("labels:") {
+                Some(p) if !p.is_empty() => Ok(Start::Labels(PathBuf::from(p))),
+                _ => Err(Error::Usage(format!(
+                    "unknown initialisation '{s}': expected single, singletons or labels:FILE, \
+                     an IBHC forest: noisy-ibhc or exact-ibhc (top-insert is noisy-ibhc), \
+                     a one-pass SVA-PM fit: sva, or the better of single and sva: auto"
+                ))),
+            },
+        }
+    }
+}
+
+/// When a chain stops.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Budget {
+    /// After this many sweeps (at least 1).
+    Sweeps(u64),
+    /// After the first sweep that brings the chain's sampling time (observers excluded, see
+    /// [`SweepRecord::seconds`](super::SweepRecord::seconds)) to at least this many seconds
+    /// (finite, > 0).
+    Seconds(f64),
+}
+
+impl Budget {
+    /// Whether a chain that has done `sweep` sweeps in `seconds` of sampling has used up its
+    /// budget.
+    pub fn reached(self, sweep: u64, seconds: f64) -> bool {
+        match self {
+            Budget::Sweeps(n) => sweep >= n,
+            Budget::Seconds(s) => seconds >= s,
+        }
+    }
+
+    /// Checks the budget: at least 1 sweep, or a finite number of seconds > 0.
+    pub fn validate(self) -> Result<()> {
+        match self {
+            Budget::Sweeps(0) => Err(Error::param("sweeps", 0, "at least 1")),
+            Budget::Seconds(s) if !(s > 0.0 && s.is_finite()) => {
+                Err(Error::param("seconds", s, "a finite number of seconds > 0"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a burn-in that leaves a sweep budget without draws.
+    pub fn check_burn_in(self, burn_in: Option<u64>) -> Result<()> {
+        if let (Some(b), Budget::Sweeps(n)) = (burn_in, self) {
+            if b >= n {
+                return Err(Error::param(
+                    "burn_in",
+                    b,
+                    &format!("fewer sweeps than the {n} of each chain"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Partition draws kept per chain at the coarsest spacing (see [`super::draws`]): enough for a
+/// posterior similarity estimate, small enough that draws × n labels fit in memory.
+pub const DRAWS_PER_CHAIN: usize = 256;
+
+/// What to run: a sampler, how many chains from which start, for how long, what is recorded
+/// and how often a checkpoint is taken. The model it samples is given separately
+/// ([`crate::model::Model`]); together they are a run ([`super::Runner`]).
+///
+/// Chains are numbered `chain_offset..chain_offset + chains`; chain `c` draws from stream `c`
+/// of `seed` ([`crate::rng::SeedPlan::chain`]), so runs with offsets `0, C, 2C, ...` are one
+/// run of many chains, and results do not depend on the number of threads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplerSpec {
+    /// The sampler and its moves.
+    pub sampler: SamplerSettings,
+    /// Seed of every random draw.
+    pub seed: u64,
+    /// Index of the first chain.
+    pub chain_offset: u64,
+    /// Number of chains (at least 1), run in parallel.
+    pub chains: usize,
+    /// How each chain starts.
+    pub init: Start,
+    /// Every `thin`-th sweep is traced and may be kept as a draw (at least 1).
+    pub thin: u64,
+    /// When each chain stops.
+    pub budget: Budget,
+    /// Sweeps of each chain left out of the diagnostics and point estimates (`None`: the
+    /// first half of each chain).
+    pub burn_in: Option<u64>,
+    /// Sweeps between checkpoints (`None`: no checkpoints, so no resume).
+    pub checkpoint_every: Option<u64>,
+    /// Partition draws kept per chain ([`DRAWS_PER_CHAIN`]).
+    pub draws_per_chain: usize,
+}
+
+impl Default for SamplerSpec {
+    /// SAMS, seed 1, 4 chains from [`Start::Auto`], 1000 sweeps, every sweep
+    /// traced, no checkpoints.
+    fn default() -> Self {
+        SamplerSpec {
+            sampler: SamplerSettings::default(),
+            seed: 1,
+            chain_offset: 0,
+            chains: 4,
+            init: Start::Auto,
+            thin: 1,
+            budget: Budget::Sweeps(1000),
+            burn_in: None,
+            checkpoint_every: None,
+            draws_per_chain: DRAWS_PER_CHAIN,
+        }
+    }
+}
+
+impl SamplerSpec {
+    /// The spec for `kind` with every other setting at its default.
+    pub fn new(kind: SamplerKind) -> Self {
+        SamplerSpec {
+            sampler: SamplerSettings::new(kind),
+            ..SamplerSpec::default()
+        }
+    }
+
+    /// The chain indices of the run.
+    pub fn chain_indices(&self) -> std::ops::Range<u64> {
+        self.chain_offset..self.chain_offset + self.chains as u64
+    }
+
+    /// Checks every setting, naming the first that is wrong and what it must be.
+    pub fn validate(&self) -> Result<()> {
+        if self.chains == 0 {
+            return Err(Error::param("chains", 0, "at least 1"));
+        }
+        if self.thin == 0 {
+            return Err(Error::param("thin", 0, "at least 1"));
+        }
+        if self.checkpoint_every == Some(0) {
+            return Err(Error::param("checkpoint_every", 0, "at least 1 sweep"));
+        }
+        if self.chain_offset.checked_add(self.chains as u64).is_none() {
+            return Err(Error::param(
+                "chain_offset",
+                self.chain_offset,
+                "an index that leaves room for every chain",
+            ));
+        }
+        if self.draws_per_chain == 0 {
+            return Err(Error::param("draws_per_chain", 0, "at least 1"));
+        }
+        self.budget.validate()?;
+        self.budget.check_burn_in(self.burn_in)?;
+        if let Budget::Sweeps(n) = self.budget {
+            if self.thin > n {
+                return Err(Error::param(
+                    "thin",
+                    self.thin,
+                    &format!("at most the {n} sweeps of each chain, or no sweep is traced"),
+                ));
+            }
+        }
+        self.sampler.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in SamplerKind::ALL {
+            assert_eq!(k.name().parse::<SamplerKind>().unwrap(), k);
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
+        assert!("gibs".parse::<SamplerKind>().is_err());
+        assert_eq!(
+            "labels:x".parse::<Start>().unwrap(),
+            Start::Labels("x".into())
+        );
+        assert!("labels:".parse::<Start>().is_err());
+    }
+
+    #[test]
+    fn budgets_end_at_their_count_or_time() {
+        let b = Budget::Sweeps(3);
+        assert!(!b.reached(2, 100.0));
+        assert!(b.reached(3, 0.0));
+        let b = Budget::Seconds(0.5);
+        assert!(!b.reached(1000, 0.499));
+        assert!(b.reached(1, 0.5));
+    }
+
+    #[test]
+    fn validation_names_the_parameter() {
+        let name = |spec: SamplerSpec| match spec.validate() {
+            Err(Error::InvalidParameter { name, .. }) => name,
+            other => panic!("{other:?}"),
+        };
+        let ok = SamplerSpec::default();
+        ok.validate().unwrap();
+        assert_eq!(
+            name(SamplerSpec {
+                chains: 0,
+                ..ok.clone()
+            }),
+            "chains"
+        );
+        assert_eq!(
+            name(SamplerSpec {
+                thin: 2000,
+                ..ok.clone()
+            }),
+            "thin"
+        );
+        assert_eq!(
+            name(SamplerSpec {
+                burn_in: Some(1000),
+                ..ok.clone()
+            }),
+            "burn_in"
+        );
+        assert_eq!(
+            name(SamplerSpec {
+                budget: Budget::Seconds(f64::NAN),
+                ..ok
+            }),
+            "seconds"
+        );
+    }
+}

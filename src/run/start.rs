@@ -1,0 +1,115 @@
+//! Where a chain starts ([`Start`]): one cluster, singletons, given labels, an IBHC forest, a
+//! one-pass SVA-PM fit, or the better of one cluster and that fit.
+
+use super::spec::Start;
+use crate::data::load;
+use crate::error::Result;
+use crate::kernel::ConjugateKernel;
+use crate::partition::Partition;
+use crate::prior::Prior;
+use crate::rng::SeedPlan;
+use crate::sampler::RngChooser;
+use crate::sva::{fit_shuffled, SvaConfig, SvaKernel};
+use crate::tree::{Forest, IbhcMode};
+
+/// A [`Start`] made ready for `n` points: a labels file is read once, before any chain starts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Resolved {
+    /// All points in one cluster.
+    Single,
+    /// Every point alone.
+    Singletons,
+    /// The labels, one per point.
+    Labels(Vec<i64>),
+    /// The clusters of an IBHC forest.
+    Ibhc(IbhcMode),
+    /// The components of a one-pass SVA-PM fit.
+    Sva,
+    /// The better by log joint of one cluster and the SVA-PM fit.
+    Auto,
+}
+
+impl Start {
+    /// The start made ready for `n` points: a labels file is read (and checked to hold one
+    /// label per point); the other starts need nothing yet.
+    pub fn resolve(&self, n: usize) -> Result<Resolved> {
+        Ok(match self {
+            Start::Single => Resolved::Single,
+            Start::Singletons => Resolved::Singletons,
+            Start::Labels(path) => Resolved::Labels(load::load_labels(path, n)?),
+            Start::Ibhc(mode) => Resolved::Ibhc(*mode),
+            Start::Sva => Resolved::Sva,
+            Start::Auto => Resolved::Auto,
+        })
+    }
+}
+
+impl Resolved {
+    /// The initial partition of chain `chain` over `kernel`'s data (an IBHC build or an SVA
+    /// pass draws its order from the chain's own initialisation stream of `seed`), with the
+    /// forest it was read from when it is an IBHC forest's (moves that keep trees start from
+    /// it, [`crate::sampler::Move::start_from_forest`]). `prior` is the run's prior with its
+    /// initial hyperparameters.
+    pub fn partition<K: SvaKernel>(
+        &self,
+        kernel: &K,
+        prior: &Prior,
+        seed: u64,
+        chain: u64,
+    ) -> Result<(Partition<K>, Option<Forest<K>>)> {
+        let partition = match self {
+            Resolved::Single => Partition::single(kernel),
+            Resolved::Singletons => Partition::singletons(kernel),
+            Resolved::Labels(labels) => Partition::from_labels(kernel, labels)?,
+            Resolved::Ibhc(mode) => {
+                let forest = ibhc_forest(kernel, prior, *mode, seed, chain)?;
+                let partition = Partition::from_labels(kernel, &forest.labels()?)?;
+                return Ok((partition, Some(forest)));
+            }
+            Resolved::Sva => sva_partition(kernel, prior, seed, chain)?,
+            Resolved::Auto => {
+                // A one-pass fit can leave dozens of components on data with no structure
+                // (pure noise in 100 dimensions), which single-point moves take long to merge;
+                // one cluster is then the better start, and the log joint says so.
+                let fit = sva_partition(kernel, prior, seed, chain)?;
+                let single = Partition::single(kernel);
+                if single.ln_joint(prior) > fit.ln_joint(prior) {
+                    single
+                } else {
+                    fit
+                }
+            }
+        };
+        Ok((partition, None))
+    }
+}
+
+/// The IBHC forest of an IBHC start: the points queued in a random order drawn from chain
+/// `chain`'s initialisation stream, built at the prior's initial hyperparameters. Cost:
+/// `O(n K)` pair marginals.
+pub fn ibhc_forest<K: ConjugateKernel>(
+    kernel: &K,
+    prior: &Prior,
+    mode: IbhcMode,
+    seed: u64,
+    chain: u64,
+) -> Result<Forest<K>> {
+    let mut rng = SeedPlan::new(seed).task(chain, 0, 0);
+    Forest::ibhc(kernel, prior, mode, &mut RngChooser::new(&mut rng))
+}
+
+/// The partition of an SVA start for chain `chain`: one SVA-PM pass (default settings, the
+/// prior's initial `α` as the DP concentration) over the points in an order drawn from the
+/// chain's own initialisation stream, each point then assigned to its most probable component.
+/// Cost: one pass and `n K` soft predictives.
+pub fn sva_partition<K: SvaKernel>(
+    kernel: &K,
+    prior: &Prior,
+    seed: u64,
+    chain: u64,
+) -> Result<Partition<K>> {
+    let mut rng = SeedPlan::new(seed).task(chain, 0, 1);
+    let config = SvaConfig::with_prune_merge(prior.alpha());
+    let labels = fit_shuffled(kernel, &config, &mut rng)?.relabel()?;
+    Partition::from_labels(kernel, &labels)
+}
