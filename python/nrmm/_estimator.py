@@ -360,11 +360,6 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def _run(self, data, model_json, sampler_json, budget):
         """Runs ``sampler_json`` (None: resumes the run in ``run_dir``) and keeps the results."""
-        if not hasattr(_native, "fit"):
-            raise RuntimeError(
-                "this build of nrmm has no sampler: it needs the library's runner "
-                "(nrmm::run::Runner) and the package built with the feature 'runner'"
-            )
         callback = make_progress(self.progress)
         if self.run_dir is None:
             with tempfile.TemporaryDirectory(prefix="nrmm-") as tmp:

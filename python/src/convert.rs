@@ -2,8 +2,7 @@
 
 use crate::error::IntoPy;
 use nrmm::data::{Dataset, DenseData, SparseCounts};
-use nrmm::model::{AnyKernel, ModelSpec};
-use nrmm::prior::Prior;
+use nrmm::model::{KernelKind, ModelSpec};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -97,41 +96,18 @@ pub fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
     let mut value = serde_json::to_value(base).map_err(bad)?;
     let given: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(bad)?;
-    value
+    let fields = value
         .as_object_mut()
-        .expect("settings serialise as an object")
-        .extend(given);
+        .expect("settings serialise as an object");
+    fields.extend(given);
     serde_json::from_value(value).map_err(bad)
 }
 
-/// A model over a data set: its kernel (the one asked for, or the one the data call for),
-/// and the prior with its initial hyperparameters.
-pub struct Model {
-    /// The kernel over the data.
-    pub kernel: AnyKernel,
-    /// The prior with its initial hyperparameters.
-    pub prior: Prior,
-}
-
-impl Model {
-    /// Builds the model of `spec` over `data` (O(N d² + d³) for the Normal-Wishart defaults).
-    pub fn build(spec: ModelSpec, data: Dataset) -> nrmm::Result<Model> {
-        let prior = spec.build_prior()?;
-        let spec = ModelSpec {
-            kernel: Some(spec.kernel_for(&data).kind),
-            ..spec
-        };
-        let kernel = spec.build_kernel(data)?;
-        Ok(Model { kernel, prior })
-    }
-}
-
 /// The name of a kernel as the Python half spells it.
-#[cfg(feature = "runner")]
-pub fn kernel_name(kind: nrmm::model::KernelKind) -> &'static str {
+pub fn kernel_name(kind: KernelKind) -> &'static str {
     match kind {
-        nrmm::model::KernelKind::Nw => "nw",
-        nrmm::model::KernelKind::Md => "md",
-        nrmm::model::KernelKind::Diag => "diag",
+        KernelKind::Nw => "nw",
+        KernelKind::Md => "md",
+        KernelKind::Diag => "diag",
     }
 }

@@ -27,7 +27,6 @@ impl<T> IntoPy<T> for nrmm::Result<T> {
 
 /// The Python spelling of a parameter the library names by its field name, where the two
 /// differ.
-#[cfg(feature = "runner")]
 fn python_name(field: &str) -> Option<String> {
     let name = match field {
         "chains" => "n_chains",
@@ -40,7 +39,6 @@ fn python_name(field: &str) -> Option<String> {
 }
 
 /// `e` with its parameters named as the Python estimator names them.
-#[cfg(feature = "runner")]
 pub fn rename(e: nrmm::Error) -> nrmm::Error {
     e.rename_parameters(&python_name)
 }

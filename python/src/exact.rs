@@ -1,9 +1,10 @@
 //! `nrmm.exact_posterior`: the posterior over every set partition of a small data set.
 
-use crate::convert::{model_spec, Input, Model};
+use crate::convert::{model_spec, Input};
 use crate::error::IntoPy;
 use nrmm::exact::ExactPosterior;
 use nrmm::kernel::ConjugateKernel;
+use nrmm::model::Model;
 use nrmm::prior::{PartitionPrior, PartitionPriorSpec, Prior};
 use nrmm::with_kernel;
 use nrmm::{Error, Result};
@@ -62,7 +63,7 @@ pub fn exact_posterior<'py>(
     let data = data.dataset()?;
     let exact = py
         .detach(|| -> Result<Exact> {
-            let model = Model::build(spec, data)?;
+            let model = Model::build(&spec, data)?;
             let post = with_kernel!(&model.kernel, |k| posterior(k, &model.prior))?;
             let expected_k = post.expected_k();
             if !expected_k.is_finite() {

@@ -9,8 +9,6 @@
 mod convert;
 mod error;
 mod exact;
-/// The sampler on the library's runner (`nrmm::run::Runner`): built once the library has it.
-#[cfg(feature = "runner")]
 mod fit;
 mod predict;
 
@@ -20,7 +18,6 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exact::exact_posterior, m)?)?;
-    #[cfg(feature = "runner")]
     m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict, m)?)?;
     m.add_function(wrap_pyfunction!(predict::log_joint, m)?)?;

@@ -2,13 +2,14 @@
 //! point estimate and the posterior predictive density averaged over the draws; and the log
 //! joint of a labelled clustering.
 
-use crate::convert::{model_spec, Input, Model};
+use crate::convert::{model_spec, Input};
 use crate::error::IntoPy;
 use nrmm::data::Dataset;
 use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
 use nrmm::kernel::HyperKernel;
 use nrmm::math::ln_add_exp;
 use nrmm::model::AnyKernel;
+use nrmm::model::Model;
 use nrmm::partition::Partition;
 use nrmm::prior::Prior;
 use nrmm::{Error, Result};
@@ -157,7 +158,7 @@ pub fn predict<'py>(
     let draws = draws.iter().map(Draw::of).collect::<PyResult<Vec<_>>>()?;
     let (ln_probs, ln_density) = py
         .detach(|| -> Result<_> {
-            let model = Model::build(spec, train)?;
+            let model = Model::build(&spec, train)?;
             check_new(&model.kernel, &new)?;
             let p = &model.prior;
             match (&model.kernel, &new) {
@@ -167,6 +168,7 @@ pub fn predict<'py>(
                 _ => unreachable!("checked by check_new"),
             }
         })
+        .map_err(crate::error::rename)
         .py_err()?;
     let m = ln_probs.len();
     let width = ln_probs.first().map_or(0, Vec::len);
@@ -190,7 +192,7 @@ pub fn log_joint(
     let data = data.dataset()?;
     let labels = labels.as_slice()?.to_vec();
     py.detach(|| -> Result<f64> {
-        let model = Model::build(spec, data)?;
+        let model = Model::build(&spec, data)?;
         let prior = &model.prior;
         nrmm::with_kernel!(&model.kernel, |k| {
             let partition = Partition::from_labels(k, &labels)?;

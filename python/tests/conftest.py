@@ -7,8 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nrmm import _native
-
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -52,8 +50,3 @@ def real_data(name):
         )
     return np.loadtxt(data, ndmin=2), np.loadtxt(labels, dtype=np.int64)
 
-
-needs_sampler = pytest.mark.skipif(
-    not hasattr(_native, "fit"),
-    reason="this build has no sampler (the package's feature 'runner' needs the library's runner)",
-)

@@ -6,10 +6,6 @@ import pytest
 
 import nrmm
 
-from conftest import needs_sampler
-
-pytestmark = needs_sampler
-
 
 def test_nan_names_its_row_and_column(blobs):
     X, _ = blobs

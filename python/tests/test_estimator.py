@@ -10,10 +10,6 @@ from sklearn.metrics import adjusted_rand_score
 
 import nrmm
 
-from conftest import needs_sampler
-
-pytestmark = needs_sampler
-
 
 def small(**kw):
     settings = dict(sweeps=60, n_chains=2, random_state=3)

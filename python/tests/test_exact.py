@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import nrmm
-from conftest import needs_sampler
 
 # Data set B of the library's exact checks: 7 points, two loose groups.
 POINTS = np.array([[-1.2, 0.3], [-0.8, -0.1], [-1.0, 0.6], [0.9, 1.1], [1.3, 0.7], [1.1, 1.4], [0.1, 0.4]])
@@ -40,7 +39,6 @@ def test_unknown_settings_are_refused():
         nrmm.exact_posterior(POINTS, sweeps=10)
 
 
-@needs_sampler
 def test_the_sampler_converges_to_the_exact_co_clustering():
     post = nrmm.exact_posterior(POINTS, alpha=1.0)
     m = nrmm.MixtureModel(

@@ -1,5 +1,5 @@
 """The same seed gives the same chains from Python, from the command line and from Rust (the
-library's runner called directly by the example `seeded_run`, when it is built): identical traces (but for the
+library's runner called directly, `examples/seeded_run.rs`): identical traces (but for the
 wall-clock seconds), identical partition draws, identical point estimates."""
 
 import json
@@ -10,10 +10,6 @@ import numpy as np
 import pytest
 
 import nrmm
-
-from conftest import needs_sampler
-
-pytestmark = needs_sampler
 
 
 def trace_rows(path):

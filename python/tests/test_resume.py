@@ -10,10 +10,6 @@ import pytest
 
 import nrmm
 
-from conftest import needs_sampler
-
-pytestmark = needs_sampler
-
 
 def settings(run_dir, **kw):
     s = dict(sampler="sams", n_chains=2, sweeps=40, checkpoint_every=10, random_state=5,

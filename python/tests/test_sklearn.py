@@ -10,10 +10,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import nrmm
 
-from conftest import needs_sampler
-
-pytestmark = needs_sampler
-
 EXPECTED_FAILED = {
     "check_fit2d_1sample": "the library's own message for a single point ('need at least 2 "
     "points, got 1'), not scikit-learn's wording",
