@@ -49,4 +49,3 @@ def real_data(name):
             "folder)"
         )
     return np.loadtxt(data, ndmin=2), np.loadtxt(labels, dtype=np.int64)
-
