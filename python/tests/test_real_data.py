@@ -5,9 +5,7 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 import nrmm
-from conftest import needs_sampler, real_data
-
-pytestmark = needs_sampler
+from conftest import real_data
 
 
 def test_iris_clusters_follow_the_species():
