@@ -31,7 +31,10 @@ fn main() -> Result<()> {
         budget: Budget::Sweeps(number("sweeps", sweeps)?),
         ..SamplerSpec::new(sampler.parse()?)
     };
-    let summary = Runner::new(&model, spec, out).replace(true).run()?.summary()?;
+    let summary = Runner::new(&model, spec, out)
+        .replace(true)
+        .run()?
+        .summary()?;
     let k = summary.point_estimate.map(|e| e.n_clusters);
     println!("wrote {out}: point estimate with {k:?} clusters");
     Ok(())
