@@ -39,46 +39,6 @@ impl Draw {
     }
 }
 
-/// The prior `base` moved to a draw's hyperparameter values (those it has).
-fn prior_at(base: &Prior, hyper: &BTreeMap<String, f64>) -> Result<Prior> {
-    let mut p = base.clone();
-    let get = |name: &str| hyper.get(name).copied();
-    match &mut p {
-        Prior::Dp(dp) => {
-            if let Some(a) = get("alpha") {
-                dp.set_alpha(a)?;
-            }
-        }
-        Prior::Nggp(ng) => {
-            if let Some(a) = get("alpha") {
-                ng.set_alpha(a)?;
-            }
-            if let Some(s) = get("sigma") {
-                ng.set_sigma(s)?;
-            }
-            if let Some(u) = get("u") {
-                ng.set_u(u)?;
-            }
-        }
-    }
-    Ok(p)
-}
-
-/// `kernel` moved to a draw's kernel hyperparameter values, when the draw has them.
-fn kernel_at<K: HyperKernel>(kernel: &K, hyper: &BTreeMap<String, f64>) -> Result<Option<K>> {
-    let names = kernel.hyper_names();
-    if !names.iter().any(|n| hyper.contains_key(*n)) {
-        return Ok(None);
-    }
-    let mut values = kernel.hyper_values();
-    for (v, n) in values.iter_mut().zip(names) {
-        if let Some(&x) = hyper.get(*n) {
-            *v = x;
-        }
-    }
-    kernel.with_hyper_values(&values).map(Some)
-}
-
 /// Cluster log probabilities (m × (K + 1), the last column a new cluster) under `estimate`,
 /// and the log predictive density of each new point averaged over `draws`. Cost:
 /// O((1 + S) · m · K) predictive evaluations.
@@ -89,18 +49,18 @@ fn predict_with<K: PredictiveKernel + HyperKernel>(
     draws: &[Draw],
     new: &K::NewData,
 ) -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
-    let moved = kernel_at(kernel, &estimate.hyper)?;
+    let moved = kernel.at_values(&estimate.hyper)?;
     let k = moved.as_ref().unwrap_or(kernel);
     let partition = Partition::from_labels(k, &estimate.labels)?;
     let ln_probs =
-        cluster_log_probabilities(k, &partition, &prior_at(base, &estimate.hyper)?, new)?;
+        cluster_log_probabilities(k, &partition, &base.at_values(&estimate.hyper)?, new)?;
     let mut ln_sum = vec![f64::NEG_INFINITY; ln_probs.len()];
     for d in draws {
-        let moved = kernel_at(kernel, &d.hyper)?;
+        let moved = kernel.at_values(&d.hyper)?;
         let k = moved.as_ref().unwrap_or(kernel);
         let state = [(
             Partition::from_labels(k, &d.labels)?,
-            prior_at(base, &d.hyper)?,
+            base.at_values(&d.hyper)?,
         )];
         for (s, v) in ln_sum
             .iter_mut()

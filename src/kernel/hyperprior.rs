@@ -110,6 +110,26 @@ pub trait HyperKernel: ConjugateKernel {
     /// Recomputes what in `s` depends on the hyperparameters (built by a kernel over the same
     /// data at other values) for this kernel's values.
     fn refresh_stat(&self, s: &mut Self::Stat);
+
+    /// This kernel moved to the kernel hyperparameter values a draw recorded, when it has any
+    /// (a run with kernel hyperpriors); `None` when it has none and the run's kernel applies.
+    /// Cost: one [`HyperKernel::with_hyper_values`].
+    fn at_values(&self, hyper: &std::collections::BTreeMap<String, f64>) -> Result<Option<Self>>
+    where
+        Self: Sized,
+    {
+        let names = self.hyper_names();
+        if !names.iter().any(|n| hyper.contains_key(*n)) {
+            return Ok(None);
+        }
+        let mut values = self.hyper_values();
+        for (v, n) in values.iter_mut().zip(names) {
+            if let Some(&x) = hyper.get(*n) {
+                *v = x;
+            }
+        }
+        self.with_hyper_values(&values).map(Some)
+    }
 }
 
 /// Which hyperparameters of a [`HyperKernel`] are free, and their priors (index `j` holds

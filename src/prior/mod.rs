@@ -83,6 +83,33 @@ pub enum Prior {
 }
 
 impl Prior {
+    /// This prior moved to the hyperparameter values a draw recorded (`alpha`, `sigma`, `u`:
+    /// those present; the others keep this prior's values). Used to predict under each stored
+    /// draw. Cost: O(1).
+    pub fn at_values(&self, hyper: &std::collections::BTreeMap<String, f64>) -> Result<Prior> {
+        let mut p = self.clone();
+        let get = |name: &str| hyper.get(name).copied();
+        match &mut p {
+            Prior::Dp(dp) => {
+                if let Some(a) = get("alpha") {
+                    dp.set_alpha(a)?;
+                }
+            }
+            Prior::Nggp(ng) => {
+                if let Some(a) = get("alpha") {
+                    ng.set_alpha(a)?;
+                }
+                if let Some(s) = get("sigma") {
+                    ng.set_sigma(s)?;
+                }
+                if let Some(u) = get("u") {
+                    ng.set_u(u)?;
+                }
+            }
+        }
+        Ok(p)
+    }
+
     /// `ln p(Π)` given the current hyperparameters, with `u` integrated out: the DP or NGGP
     /// EPPF ([`Dp::ln_eppf`], [`Nggp::ln_eppf`]).
     pub fn ln_eppf(&self, sizes: &[usize]) -> Result<f64> {

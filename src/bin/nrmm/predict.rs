@@ -19,47 +19,6 @@ use nrmm::{Error, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
 
-/// The prior `base` moved to the hyperparameter values of a draw.
-fn prior_at(base: &Prior, hyper: &BTreeMap<String, f64>) -> Result<Prior> {
-    let mut p = base.clone();
-    let get = |name: &str| hyper.get(name).copied();
-    match &mut p {
-        Prior::Dp(dp) => {
-            if let Some(a) = get("alpha") {
-                dp.set_alpha(a)?;
-            }
-        }
-        Prior::Nggp(ng) => {
-            if let Some(a) = get("alpha") {
-                ng.set_alpha(a)?;
-            }
-            if let Some(s) = get("sigma") {
-                ng.set_sigma(s)?;
-            }
-            if let Some(u) = get("u") {
-                ng.set_u(u)?;
-            }
-        }
-    }
-    Ok(p)
-}
-
-/// `kernel` moved to the kernel hyperparameter values of a draw, when the draw has them (a
-/// run with `--kernel-hyperpriors`); `None` when it has none, and the kernel is the run's.
-fn kernel_at<K: HyperKernel>(kernel: &K, hyper: &BTreeMap<String, f64>) -> Result<Option<K>> {
-    let names = kernel.hyper_names();
-    if !names.iter().any(|n| hyper.contains_key(*n)) {
-        return Ok(None);
-    }
-    let mut values = kernel.hyper_values();
-    for (v, n) in values.iter_mut().zip(names) {
-        if let Some(&x) = hyper.get(*n) {
-            *v = x;
-        }
-    }
-    kernel.with_hyper_values(&values).map(Some)
-}
-
 /// One new point's prediction.
 struct Row {
     /// Cluster log probabilities, the last for a new cluster.
@@ -80,20 +39,20 @@ fn predict_with<K: PredictiveKernel + HyperKernel>(
     sources: &[DrawSource],
 ) -> Result<Vec<Row>> {
     let run_kernel = kernel;
-    let moved = kernel_at(run_kernel, hyper)?;
+    let moved = run_kernel.at_values(hyper)?;
     let kernel = moved.as_ref().unwrap_or(run_kernel);
     let partition = Partition::from_labels(kernel, labels)?;
-    let prior = prior_at(base, hyper)?;
+    let prior = base.at_values(hyper)?;
     let ln_probs = cluster_log_probabilities(kernel, &partition, &prior, new)?;
     let mut ln_sum = vec![f64::NEG_INFINITY; ln_probs.len()];
     let mut draws = 0usize;
     for source in sources {
         for d in source.read()? {
-            let moved = kernel_at(run_kernel, &d.hyper)?;
+            let moved = run_kernel.at_values(&d.hyper)?;
             let kernel = moved.as_ref().unwrap_or(run_kernel);
             let state = [(
                 Partition::from_labels(kernel, &d.labels)?,
-                prior_at(base, &d.hyper)?,
+                base.at_values(&d.hyper)?,
             )];
             for (s, v) in ln_sum
                 .iter_mut()
