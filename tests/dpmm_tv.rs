@@ -13,26 +13,25 @@
 //!   quasi-direct, quasi-collapsed; DP `α = 1`) must show their recorded bias: a TV above twice `E[TV]` and
 //!   within [`BIAS_TOLERANCE`] (relative) of the level recorded in their documentation.
 //!
+//! * The exact sub-cluster sampler also on the diagonal kernel (data set B; DP `α = 1`; NGGP
+//!   `α = 1`, `σ = 0.5`, `u = 2`), within twice `E[TV]`.
+//!
 //! CI runs the short versions (seconds in release). The long versions are `#[ignore]`d:
 //! `cargo test --release --test integration dpmm_tv:: -- --ignored --nocapture --test-threads 2`.
 
 use crate::support;
 
 use nrmm::data::generate::{data_set_a, data_set_b};
-use nrmm::exact::{ExactPosterior, Rgs};
-use nrmm::kernel::NormalWishart;
-use nrmm::partition::Partition;
+use nrmm::exact::ExactPosterior;
+use nrmm::kernel::{DiagHyper, Diagonal, NormalWishart};
 use nrmm::prior::{Dp, Nggp, NggpHyperPriors, Prior};
-use nrmm::rng::SeedPlan;
-use nrmm::run::{Chain, Scheduled};
+use nrmm::run::Scheduled;
 use nrmm::sampler::{
-    Direct, DpmmOptions, HyperMove, QuasiCollapsed, QuasiDirect, Splittable, State, SubCluster,
+    Direct, DpmmOptions, HyperMove, QuasiCollapsed, QuasiDirect, Splittable, SubCluster,
     SubClusterOptions,
 };
-use support::{exact_posterior, nw_reference, resamples_hyper};
-
-const CHAINS: usize = 4;
-const BATCHES: usize = 20;
+use std::sync::Arc;
+use support::{chains_tv, exact_posterior, nw_reference, resamples_hyper};
 
 /// Relative tolerance around a recorded bias level.
 const BIAS_TOLERANCE: f64 = 0.35;
@@ -124,38 +123,15 @@ fn run(sampler: Sampler, data: DataSet, case: Case, sweeps: usize, seed: u64) ->
     });
     let prior = case.build();
     let post: ExactPosterior = exact_posterior(&kernel, &prior);
-    let burn_in = sweeps / 10;
-    let batch_len = (sweeps - burn_in) / BATCHES;
-    let plan = SeedPlan::new(seed);
-    let mut visited: Vec<Vec<usize>> = Vec::with_capacity(CHAINS);
-    for c in 0..CHAINS {
-        let partition = if c % 2 == 0 {
-            Partition::single(&kernel)
-        } else {
-            Partition::singletons(&kernel)
-        };
-        let state = State {
-            partition,
-            prior: prior.clone(),
-        };
-        let mut chain = Chain::new(
-            &kernel,
-            state,
-            plan.chain(c as u64),
-            sampler.schedule(resamples_hyper(&prior)),
-        );
-        for _ in 0..burn_in {
-            chain.sweep().unwrap();
-        }
-        let mut v = Vec::with_capacity(BATCHES * batch_len);
-        for _ in 0..BATCHES * batch_len {
-            chain.sweep().unwrap();
-            let labels = chain.state().partition.canonical_labels();
-            v.push(post.index_of(&Rgs::from_labels(&labels).unwrap()).unwrap());
-        }
-        visited.push(v);
-    }
-    let measured = post.chain_tv(&visited, BATCHES).unwrap();
+    let hyper = resamples_hyper(&prior);
+    let measured = chains_tv(
+        &kernel,
+        &prior,
+        &post,
+        &|| sampler.schedule(hyper),
+        sweeps,
+        seed,
+    );
     let n_eff = measured.n_eff;
     let o = Outcome {
         tv: measured.tv,
@@ -242,6 +218,42 @@ fn subcluster_visits_match_exact_posterior() {
 #[test]
 fn approximate_samplers_show_their_recorded_bias() {
     check_biased(&biased_configs(), BIAS_SWEEPS, 800);
+}
+
+/// The exact sub-cluster sampler, which draws explicit component parameters
+/// ([`nrmm::kernel::ParametricKernel`]), on the diagonal kernel: TV within twice the noise
+/// floor on data set B.
+#[test]
+fn subcluster_on_the_diagonal_kernel_visits_match_exact_posterior() {
+    let data = data_set_b();
+    let hyper = DiagHyper::from_data(&data, 0.25, 0.1, 3.0).unwrap();
+    let kernel = Diagonal::new(Arc::new(data), hyper).unwrap();
+    let schedule = || -> Vec<Scheduled<Diagonal, Prior>> {
+        vec![Scheduled {
+            mv: Box::new(SubCluster::new(SubClusterOptions {
+                launch_iters: 2,
+                proposals: 2,
+            })),
+            repeats: 1,
+        }]
+    };
+    for (i, prior) in [Case::DpFixed.build(), Case::NggpGivenU.build()]
+        .into_iter()
+        .enumerate()
+    {
+        let post = exact_posterior(&kernel, &prior);
+        let m = chains_tv(&kernel, &prior, &post, &schedule, SHORT, 810 + i as u64);
+        println!(
+            "diagonal: N_eff {:.0} TV {:.4} E[TV] {:.4}",
+            m.n_eff, m.tv, m.expected_tv
+        );
+        assert!(
+            m.tv <= 2.0 * m.expected_tv,
+            "TV {} above twice E[TV] {}",
+            m.tv,
+            m.expected_tv
+        );
+    }
 }
 
 /// Long version of [`subcluster_visits_match_exact_posterior`].

@@ -28,7 +28,6 @@ mod diagnostics_agreement;
 mod docs_links;
 mod dpmm_cli;
 mod dpmm_determinism;
-mod dpmm_diag;
 mod dpmm_params;
 mod dpmm_proposals;
 mod dpmm_tv;

@@ -10,61 +10,8 @@ use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Sams};
 use proptest::prelude::*;
 use std::sync::Arc;
 
-use crate::exact_check;
-use exact_check::check;
-
-/// The first `n` points of data set B (MATH §5.3), with the reference hyperparameters.
-fn nw_kernel(n: usize) -> NormalWishart {
-    let b = [
-        [0.0, 0.0],
-        [0.1, -0.08],
-        [-0.07, 0.12],
-        [1.0, 1.05],
-        [1.12, 0.93],
-        [0.55, 0.5],
-        [1.05, 1.2],
-    ];
-    let rows: Vec<Vec<f64>> = b[..n].iter().map(|r| r.to_vec()).collect();
-    let data = DenseData::from_rows(&rows).unwrap();
-    let hyper = NwHyper::from_data(&data).unwrap();
-    NormalWishart::new(Arc::new(data), hyper).unwrap()
-}
-
-/// The first `n` points of data set B under the diagonal kernel with its defaults from the
-/// whole set (so that one point still makes a proper model).
-fn diag_kernel(n: usize) -> Diagonal {
-    let b = [
-        [0.0, 0.0],
-        [0.1, -0.08],
-        [-0.07, 0.12],
-        [1.0, 1.05],
-        [1.12, 0.93],
-        [0.55, 0.5],
-        [1.05, 1.2],
-    ];
-    let rows: Vec<Vec<f64>> = b.iter().map(|r| r.to_vec()).collect();
-    let hyper =
-        DiagHyper::from_data(&DenseData::from_rows(&rows).unwrap(), 0.25, 0.1, 3.0).unwrap();
-    let data = DenseData::from_rows(&rows[..n]).unwrap();
-    Diagonal::new(Arc::new(data), hyper).unwrap()
-}
-
-/// Five short documents over a six-word vocabulary, two topics.
-fn md_kernel(n: usize) -> MultinomialDirichlet {
-    let docs = [
-        vec![(0, 3), (1, 1)],
-        vec![(0, 2), (1, 2), (2, 1)],
-        vec![(3, 2), (4, 2)],
-        vec![(4, 1), (5, 3)],
-        vec![(1, 1), (3, 1), (5, 1)],
-    ];
-    let counts = SparseCounts::from_rows(6, &docs[..n]).unwrap();
-    MultinomialDirichlet::new(Arc::new(counts), 0.5).unwrap()
-}
-
-fn priors() -> (Dp, Nggp) {
-    (Dp::new(1.0).unwrap(), Nggp::fixed(1.3, 0.4, 2.5).unwrap())
-}
+use crate::exact_check::nw_kernel_own_hyper as nw_kernel;
+use crate::exact_check::{check, diag_kernel, md_kernel, priors};
 
 #[test]
 fn gibbs_full_sweep_is_exact() {

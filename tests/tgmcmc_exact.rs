@@ -6,51 +6,15 @@
 //! drawing that pair.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use nrmm::data::{DenseData, SparseCounts};
 use nrmm::exact::{transition_matrix, SetPartitions};
-use nrmm::kernel::{
-    ConjugateKernel, DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper,
-};
+use nrmm::kernel::{ConjugateKernel, NormalWishart};
 use nrmm::partition::Partition;
-use nrmm::prior::{Dp, Nggp, NrmPrior};
+use nrmm::prior::{Dp, NrmPrior};
 use nrmm::sampler::{Chooser, Gibbs, GibbsScan, Move, PathEnumerator, State, StepInfo, TgSams};
 
 use crate::exact_check;
-use exact_check::{posterior, TOL};
-
-/// The first `n` points of data set B (MATH §5.3), with the reference hyperparameters of the
-/// whole set (so that one or two points still make a proper model).
-fn nw_kernel(n: usize) -> NormalWishart {
-    let b = [
-        [0.0, 0.0],
-        [0.1, -0.08],
-        [-0.07, 0.12],
-        [1.0, 1.05],
-        [1.12, 0.93],
-        [0.55, 0.5],
-        [1.05, 1.2],
-    ];
-    let rows: Vec<Vec<f64>> = b.iter().map(|r| r.to_vec()).collect();
-    let hyper = NwHyper::from_data(&DenseData::from_rows(&rows).unwrap()).unwrap();
-    let data = DenseData::from_rows(&rows[..n]).unwrap();
-    NormalWishart::new(Arc::new(data), hyper).unwrap()
-}
-
-/// Six short documents over a six-word vocabulary, two topics.
-fn md_kernel(n: usize) -> MultinomialDirichlet {
-    let docs = [
-        vec![(0, 3), (1, 1)],
-        vec![(0, 2), (1, 2), (2, 1)],
-        vec![(3, 2), (4, 2)],
-        vec![(4, 1), (5, 3)],
-        vec![(1, 1), (3, 1), (5, 1)],
-        vec![(2, 2), (5, 1)],
-    ];
-    let counts = SparseCounts::from_rows(6, &docs[..n]).unwrap();
-    MultinomialDirichlet::new(Arc::new(counts), 0.5).unwrap()
-}
+use exact_check::{diag_kernel, md_kernel, nw_kernel, posterior, priors, TOL};
 
 fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, mv: &mut M) {
     let name = mv.name();
@@ -61,10 +25,6 @@ fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, 
         moved > 1e-3,
         "{name}: the single cluster never changes ({moved})"
     );
-}
-
-fn priors() -> (Dp, Nggp) {
-    (Dp::new(1.0).unwrap(), Nggp::fixed(1.3, 0.4, 2.5).unwrap())
 }
 
 #[test]
@@ -87,12 +47,8 @@ fn tg_sams_is_exact_on_six_points() {
 #[test]
 fn tg_sams_is_exact_on_diagonal_kernel_data() {
     let (dp, nggp) = priors();
-    let full = nw_kernel(7);
-    let hyper = DiagHyper::from_data(full.data(), 0.25, 0.1, 3.0).unwrap();
     for n in [3, 5] {
-        let rows: Vec<Vec<f64>> = (0..n).map(|i| full.data().row(i).to_vec()).collect();
-        let data = DenseData::from_rows(&rows).unwrap();
-        let kernel = Diagonal::new(Arc::new(data), hyper.clone()).unwrap();
+        let kernel = diag_kernel(n);
         check(&kernel, &dp, &mut TgSams::new());
         check(&kernel, &nggp, &mut TgSams::new());
     }

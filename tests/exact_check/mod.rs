@@ -1,10 +1,16 @@
 //! The kernel-level exact check shared by the sampler tests (MATH §7.1): a move's enumerated
 //! one-step transition matrix against the exact posterior given the prior's current
-//! hyperparameters (and `u` for NGGP).
+//! hyperparameters (and `u` for NGGP); and the tiny models the checks run on.
 
+use std::sync::Arc;
+
+use nrmm::data::generate::data_set_b;
+use nrmm::data::{DenseData, SparseCounts};
 use nrmm::exact::{transition_matrix, ExactPosterior, TransitionMatrix};
-use nrmm::kernel::ConjugateKernel;
-use nrmm::prior::NrmPrior;
+use nrmm::kernel::{
+    ConjugateKernel, DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper,
+};
+use nrmm::prior::{Dp, Nggp, NrmPrior};
 use nrmm::sampler::Move;
 
 /// Tolerance of the row sums, invariance and detailed balance: rounding error only.
@@ -47,4 +53,52 @@ pub fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(
         t.detailed_balance_error(&pi)
     );
     t
+}
+
+/// The first `n` points of data set B (MATH §5.3).
+fn set_b(n: usize) -> DenseData {
+    let b = data_set_b();
+    DenseData::from_rows(&(0..n).map(|i| b.row(i).to_vec()).collect::<Vec<_>>())
+        .expect("n is at most 7")
+}
+
+/// The first `n` points of data set B under the Normal-Wishart kernel with the reference
+/// hyperparameters of the whole set (so that one or two points still make a proper model).
+pub fn nw_kernel(n: usize) -> NormalWishart {
+    let hyper = NwHyper::from_data(&data_set_b()).expect("data set B has a covariance");
+    NormalWishart::new(Arc::new(set_b(n)), hyper).expect("dimensions agree")
+}
+
+/// The first `n` points of data set B under the Normal-Wishart kernel with the reference
+/// hyperparameters of those `n` points.
+pub fn nw_kernel_own_hyper(n: usize) -> NormalWishart {
+    let data = set_b(n);
+    let hyper = NwHyper::from_data(&data).expect("the points have a covariance");
+    NormalWishart::new(Arc::new(data), hyper).expect("dimensions agree")
+}
+
+/// The first `n` points of data set B under the diagonal kernel with its defaults from the
+/// whole set.
+pub fn diag_kernel(n: usize) -> Diagonal {
+    let hyper = DiagHyper::from_data(&data_set_b(), 0.25, 0.1, 3.0).expect("valid defaults");
+    Diagonal::new(Arc::new(set_b(n)), hyper).expect("dimensions agree")
+}
+
+/// The first `n` of six short documents over a six-word vocabulary, two topics.
+pub fn md_kernel(n: usize) -> MultinomialDirichlet {
+    let docs = [
+        vec![(0, 3), (1, 1)],
+        vec![(0, 2), (1, 2), (2, 1)],
+        vec![(3, 2), (4, 2)],
+        vec![(4, 1), (5, 3)],
+        vec![(1, 1), (3, 1), (5, 1)],
+        vec![(2, 2), (5, 1)],
+    ];
+    let counts = SparseCounts::from_rows(6, &docs[..n]).expect("valid counts");
+    MultinomialDirichlet::new(Arc::new(counts), 0.5).expect("valid beta")
+}
+
+/// The two priors of the checks: DP `α = 1` and NGGP `α = 1.3`, `σ = 0.4`, `u = 2.5`.
+pub fn priors() -> (Dp, Nggp) {
+    (Dp::new(1.0).unwrap(), Nggp::fixed(1.3, 0.4, 2.5).unwrap())
 }

@@ -10,10 +10,12 @@ pub mod cli;
 
 use nrmm::data::DenseData;
 use nrmm::error::Result;
-use nrmm::exact::ExactPosterior;
+use nrmm::exact::{ChainTv, ExactPosterior, Rgs};
 use nrmm::kernel::{ConjugateKernel, NormalWishart, NwHyper};
+use nrmm::partition::Partition;
 use nrmm::prior::{NrmPrior, PartitionPrior, PartitionPriorSpec, Prior};
-use nrmm::run::Scheduled;
+use nrmm::rng::SeedPlan;
+use nrmm::run::{Chain, Scheduled};
 use nrmm::sampler::{Chooser, Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, State, StepInfo};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -129,6 +131,55 @@ pub fn exact_posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> ExactPo
             .expect("block sizes of an enumerated partition")
     })
     .expect("exact posterior")
+}
+
+/// Chains of the long-run total-variation checks (half from one cluster, half from
+/// singletons).
+pub const TV_CHAINS: usize = 4;
+
+/// Batches per chain of the long-run total-variation checks.
+pub const TV_BATCHES: usize = 20;
+
+/// The TV check of a sampler against `post` (MATH §7.1, "Checks"): [`TV_CHAINS`] chains of
+/// `schedule()` over `kernel` from `prior`, chain `c` started from one cluster (even `c`) or
+/// from singletons (odd `c`) on stream `c` of `seed`, each burning in `sweeps / 10` sweeps and
+/// keeping [`TV_BATCHES`] batches of the rest; their visits measured by
+/// [`ExactPosterior::chain_tv`].
+pub fn chains_tv<K: ConjugateKernel>(
+    kernel: &K,
+    prior: &Prior,
+    post: &ExactPosterior,
+    schedule: &dyn Fn() -> Vec<Scheduled<K, Prior>>,
+    sweeps: usize,
+    seed: u64,
+) -> ChainTv {
+    let burn_in = sweeps / 10;
+    let batch_len = (sweeps - burn_in) / TV_BATCHES;
+    let plan = SeedPlan::new(seed);
+    let mut visited = Vec::with_capacity(TV_CHAINS);
+    for c in 0..TV_CHAINS {
+        let partition = if c % 2 == 0 {
+            Partition::single(kernel)
+        } else {
+            Partition::singletons(kernel)
+        };
+        let state = State {
+            partition,
+            prior: prior.clone(),
+        };
+        let mut chain = Chain::new(kernel, state, plan.chain(c as u64), schedule());
+        for _ in 0..burn_in {
+            chain.sweep().unwrap();
+        }
+        let mut v = Vec::with_capacity(TV_BATCHES * batch_len);
+        for _ in 0..TV_BATCHES * batch_len {
+            chain.sweep().unwrap();
+            let labels = chain.state().partition.canonical_labels();
+            v.push(post.index_of(&Rgs::from_labels(&labels).unwrap()).unwrap());
+        }
+        visited.push(v);
+    }
+    post.chain_tv(&visited, TV_BATCHES).unwrap()
 }
 
 /// The batch-means estimate of the variance of the mean of `series` split into `batches`
