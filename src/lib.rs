@@ -11,6 +11,7 @@ pub mod kernel;
 pub mod math;
 pub mod model;
 pub mod partition;
+pub mod predict;
 pub mod prior;
 pub mod rng;
 pub mod run;

@@ -4,15 +4,10 @@
 
 use crate::convert::{model_spec, Input};
 use crate::error::IntoPy;
-use nrmm::data::Dataset;
-use nrmm::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
-use nrmm::kernel::HyperKernel;
-use nrmm::math::ln_add_exp;
-use nrmm::model::AnyKernel;
 use nrmm::model::Model;
 use nrmm::partition::Partition;
-use nrmm::prior::Prior;
-use nrmm::{Error, Result};
+use nrmm::predict::{LabelledDraw, Predictions};
+use nrmm::Result;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
@@ -24,79 +19,9 @@ type PyDraw<'py> = (PyReadonlyArray1<'py, i64>, BTreeMap<String, f64>);
 /// Cluster log probabilities (m × (K + 1)) and log predictive densities (m).
 type Predictions<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
 
-/// A draw in the library's terms.
-struct Draw {
-    labels: Vec<i64>,
-    hyper: BTreeMap<String, f64>,
-}
-
-impl Draw {
-    fn of(d: &PyDraw<'_>) -> PyResult<Self> {
-        Ok(Draw {
-            labels: d.0.as_slice()?.to_vec(),
-            hyper: d.1.clone(),
-        })
-    }
-}
-
-/// Cluster log probabilities (m × (K + 1), the last column a new cluster) under `estimate`,
-/// and the log predictive density of each new point averaged over `draws`. Cost:
-/// O((1 + S) · m · K) predictive evaluations.
-fn predict_with<K: PredictiveKernel + HyperKernel>(
-    kernel: &K,
-    base: &Prior,
-    estimate: &Draw,
-    draws: &[Draw],
-    new: &K::NewData,
-) -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
-    let moved = kernel.at_values(&estimate.hyper)?;
-    let k = moved.as_ref().unwrap_or(kernel);
-    let partition = Partition::from_labels(k, &estimate.labels)?;
-    let ln_probs =
-        cluster_log_probabilities(k, &partition, &base.at_values(&estimate.hyper)?, new)?;
-    let mut ln_sum = vec![f64::NEG_INFINITY; ln_probs.len()];
-    for d in draws {
-        let moved = kernel.at_values(&d.hyper)?;
-        let k = moved.as_ref().unwrap_or(kernel);
-        let state = [(
-            Partition::from_labels(k, &d.labels)?,
-            base.at_values(&d.hyper)?,
-        )];
-        for (s, v) in ln_sum
-            .iter_mut()
-            .zip(ln_predictive_density(k, &state, new)?)
-        {
-            *s = ln_add_exp(*s, v);
-        }
-    }
-    let ln_draws = (draws.len().max(1) as f64).ln();
-    Ok((ln_probs, ln_sum.into_iter().map(|s| s - ln_draws).collect()))
-}
-
-/// Checks that the new points fit the training data's kind and dimension.
-fn check_new(kernel: &AnyKernel, new: &Dataset) -> Result<()> {
-    let mismatch = |what: String| Err(Error::DimensionMismatch(what));
-    match (kernel, new) {
-        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Dense(x)) if x.d() != kernel.dim() => {
-            mismatch(format!(
-                "X has {} features, but the model was fitted on {}",
-                x.d(),
-                kernel.dim()
-            ))
-        }
-        (AnyKernel::Md(_), Dataset::Counts(c)) if c.vocab() > kernel.dim() => mismatch(format!(
-            "X has a vocabulary of {} words, but the model was fitted on {}",
-            c.vocab(),
-            kernel.dim()
-        )),
-        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Counts(_)) => Err(Error::Usage(
-            "X holds counts, but the model was fitted on real vectors".into(),
-        )),
-        (AnyKernel::Md(_), Dataset::Dense(_)) => Err(Error::Usage(
-            "X holds real vectors, but the model was fitted on counts".into(),
-        )),
-        _ => Ok(()),
-    }
+/// A draw in the library's terms: labels and hyperparameter values.
+fn draw_of(d: &PyDraw<'_>) -> PyResult<LabelledDraw<i64>> {
+    Ok((d.0.as_slice()?.to_vec(), d.1.clone()))
 }
 
 /// Predictions for the points of `new` under a model fitted on `train`: the log probability of
@@ -114,21 +39,18 @@ pub fn predict<'py>(
 ) -> PyResult<Predictions<'py>> {
     let spec = model_spec(model_json)?;
     let (train, new) = (train.dataset()?, new.dataset()?);
-    let estimate = Draw::of(&estimate)?;
-    let draws = draws.iter().map(Draw::of).collect::<PyResult<Vec<_>>>()?;
-    let (ln_probs, ln_density) = py
+    let estimate = draw_of(&estimate)?;
+    let draws = draws.iter().map(draw_of).collect::<PyResult<Vec<_>>>()?;
+    let Predictions {
+        ln_probs,
+        ln_density,
+    } = py
         .detach(|| -> Result<_> {
             let model = Model::build(&spec, train)?;
-            check_new(&model.kernel, &new)?;
-            let p = &model.prior;
-            match (&model.kernel, &new) {
-                (AnyKernel::Nw(k), Dataset::Dense(x)) => predict_with(k, p, &estimate, &draws, x),
-                (AnyKernel::Diag(k), Dataset::Dense(x)) => predict_with(k, p, &estimate, &draws, x),
-                (AnyKernel::Md(k), Dataset::Counts(c)) => predict_with(k, p, &estimate, &draws, c),
-                _ => unreachable!("checked by check_new"),
-            }
+            let (labels, hyper) = &estimate;
+            nrmm::predict::predict(&model, &new, (labels, hyper), draws.into_iter().map(Ok))
         })
-        .map_err(crate::error::rename)
+        .map_err(|e| crate::error::rename(e).rename_parameters(&|n| (n == "new").then(|| "X".into())))
         .py_err()?;
     let m = ln_probs.len();
     let width = ln_probs.first().map_or(0, Vec::len);

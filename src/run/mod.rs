@@ -6,7 +6,9 @@
 //! [`Chain::resume`] continues exactly as the chain would have gone on.
 
 pub mod checkpoint;
+pub mod compare;
 pub mod cost;
+pub mod curves;
 mod dahl;
 pub mod draws;
 pub mod executor;

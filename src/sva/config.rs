@@ -82,21 +82,21 @@ impl SvaConfig {
         if let Some(pm) = &self.prune_merge {
             if !(pm.prune_threshold >= 0.0 && pm.prune_threshold < 1.0) {
                 return Err(Error::param(
-                    "prune threshold",
+                    "prune_threshold",
                     pm.prune_threshold,
                     "a share of the total weight in [0, 1)",
                 ));
             }
             if !(0.0..=1.0).contains(&pm.merge_threshold) {
                 return Err(Error::param(
-                    "merge threshold",
+                    "merge_threshold",
                     pm.merge_threshold,
                     "a mean responsibility difference in [0, 1]",
                 ));
             }
             if pm.check_interval == 0 {
                 return Err(Error::param(
-                    "check interval",
+                    "check_interval",
                     pm.check_interval,
                     "at least 1 point between checks",
                 ));
@@ -135,10 +135,10 @@ mod tests {
             f(c.prune_merge.as_mut().unwrap());
             c
         };
-        bad(pm(&|p| p.prune_threshold = 1.0), "prune threshold");
-        bad(pm(&|p| p.prune_threshold = -1e-9), "prune threshold");
-        bad(pm(&|p| p.merge_threshold = 1.5), "merge threshold");
-        bad(pm(&|p| p.merge_threshold = f64::NAN), "merge threshold");
-        bad(pm(&|p| p.check_interval = 0), "check interval");
+        bad(pm(&|p| p.prune_threshold = 1.0), "prune_threshold");
+        bad(pm(&|p| p.prune_threshold = -1e-9), "prune_threshold");
+        bad(pm(&|p| p.merge_threshold = 1.5), "merge_threshold");
+        bad(pm(&|p| p.merge_threshold = f64::NAN), "merge_threshold");
+        bad(pm(&|p| p.check_interval = 0), "check_interval");
     }
 }

@@ -27,12 +27,14 @@ mod fit;
 mod multinomial_dirichlet;
 mod normal_wishart;
 mod pairs;
+mod report;
 
 pub use config::{PruneMerge, SvaConfig};
 pub use diagonal::{DiagPosterior, SoftDiag};
 pub use fit::{fit, fit_order, fit_shuffled, shuffled_order, SvaEvents, SvaFit};
 pub use multinomial_dirichlet::{MdPoint, MdPosterior, SoftMd};
 pub use normal_wishart::{NwPosterior, SoftNw};
+pub use report::{run, SvaReport};
 
 use crate::error::Result;
 use crate::kernel::ConjugateKernel;

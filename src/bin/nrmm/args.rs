@@ -148,8 +148,16 @@ fn samplers() -> impl clap::builder::TypedValueParser<Value = SamplerKind> {
     .map(|s| s.parse().expect("clap accepts only the listed names"))
 }
 
+/// `--data` of the verbs that have no built-in data set.
+fn required_data(a: clap::Arg) -> clap::Arg {
+    a.required(true).help(
+        "Data file, or - for standard input: dense text (whitespace or CSV, a header line of \
+         names detected), UCI docword, LDA-C, IDX, NumPy .npy, each also gzip-compressed",
+    )
+}
+
 /// The data a verb reads.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct DataArgs {
     /// Data file, or - for standard input; without it, the built-in default data set (a seeded
     /// 13-cluster 2-D mixture). Dense text (whitespace or CSV, a header line of names detected),
@@ -157,7 +165,7 @@ pub struct DataArgs {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// File format (detected from the file's name and content when omitted).
-    #[arg(long, value_parser = one_of(FORMATS))]
+    #[arg(id = "data_format", long = "format", value_name = "FORMAT", value_parser = one_of(FORMATS))]
     pub format: Option<Format>,
     /// The first line of dense text is a header of column names, even if they are numbers (a
     /// first line without any number is taken as a header anyway).
@@ -454,7 +462,7 @@ pub struct RunArgs {
         long,
         value_name = "DIR",
         conflicts_with_all = [
-            "data", "format", "kernel", "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "nw_defaults",
+            "data", "data_format", "kernel", "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "nw_defaults",
             "prior",
             "alpha", "sigma", "u", "hyperpriors", "kernel_hyperpriors", "sampler", "proposals", "launch_scans",
             "gibbs_sweeps", "gibbs_subset", "seed", "chains", "chain_offset", "init", "thin",
@@ -599,20 +607,11 @@ pub enum TreeFormat {
 
 /// `nrmm tree`.
 #[derive(Debug, Args)]
+#[command(mut_arg("data", required_data), mut_arg("data_format", |a| a.long("data-format").value_name("DATA_FORMAT")))]
 pub struct TreeArgs {
-    /// Data file.
-    #[arg(long)]
-    pub data: PathBuf,
-    /// Format of the data file (detected from the file when omitted).
-    #[arg(long, value_parser = one_of(FORMATS))]
-    pub data_format: Option<Format>,
-    /// The first line of dense text is a header of column names, even if they are numbers (a
-    /// first line without any number is taken as a header anyway).
-    #[arg(long)]
-    pub header: bool,
-    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names.
-    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
-    pub skip_columns: Vec<String>,
+    /// The data.
+    #[command(flatten)]
+    pub data: DataArgs,
     /// The model whose potentials the trees are built with.
     #[command(flatten)]
     pub model: ModelArgs,
@@ -627,8 +626,8 @@ pub struct TreeArgs {
     #[arg(long)]
     pub greedy: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = TreeFormat::Newick)]
-    pub format: TreeFormat,
+    #[arg(long = "format", value_enum, default_value_t = TreeFormat::Newick)]
+    pub tree_format: TreeFormat,
     /// Label the internal nodes of a Newick export with their ln d.
     #[arg(long)]
     pub ln_d: bool,
@@ -642,20 +641,11 @@ pub struct TreeArgs {
 
 /// `nrmm sva`.
 #[derive(Debug, Args)]
+#[command(mut_arg("data", required_data))]
 pub struct SvaArgs {
-    /// Data file.
-    #[arg(long)]
-    pub data: PathBuf,
-    /// File format of the data and of --heldout (detected from the file when omitted).
-    #[arg(long, value_parser = one_of(FORMATS))]
-    pub format: Option<Format>,
-    /// The first line of dense text is a header of column names, even if they are numbers (a
-    /// first line without any number is taken as a header anyway).
-    #[arg(long)]
-    pub header: bool,
-    /// Columns of dense data to leave out, comma-separated: numbers from 1, or header names.
-    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
-    pub skip_columns: Vec<String>,
+    /// The data (also the format of --heldout).
+    #[command(flatten)]
+    pub data: DataArgs,
     /// The model (a Dirichlet process with concentration --alpha, default 1).
     #[command(flatten)]
     pub model: ModelArgs,

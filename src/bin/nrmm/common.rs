@@ -32,7 +32,8 @@ pub fn flag(name: &str) -> Option<String> {
         "alpha" | "sigma" | "u" | "beta" | "kernel" | "prior" | "sweeps" | "seconds" | "chains"
         | "chain_offset" | "thin" | "burn_in" | "checkpoint_every" | "init" | "sampler"
         | "proposals" | "launch_scans" | "gibbs_sweeps" | "gibbs_subset" | "global_moves"
-        | "depth" | "seed" | "force" | "resume" | "out" => {
+        | "depth" | "seed" | "force" | "resume" | "out" | "hyperpriors" | "kernel_hyperpriors"
+        | "epsilon" | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout" => {
             format!("--{}", name.replace('_', "-"))
         }
         _ => return None,
@@ -154,6 +155,13 @@ pub fn print_json(value: &serde_json::Value) -> Result<()> {
         serde_json::to_writer_pretty(&mut *out, value)?;
         writeln!(out)
     })
+}
+
+/// Writes `value` as pretty JSON to `path`, atomically.
+pub fn write_pretty_json(path: &Path, value: &serde_json::Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Numerical(format!("not representable as JSON: {e}")))?;
+    nrmm::run::write_atomic(path, text.as_bytes())
 }
 
 /// `value` if it is finite; otherwise the error that no verb may print a non-finite result

@@ -1,6 +1,6 @@
 //! `nrmm tree`: build and export an IBHC or BHC forest.
 
-use crate::args::{DataArgs, TreeArgs, TreeFormat};
+use crate::args::{TreeArgs, TreeFormat};
 use crate::output;
 use nrmm::kernel::ConjugateKernel;
 use nrmm::model::Model;
@@ -20,7 +20,7 @@ enum Build {
 /// initial values) and writes it as DOT or Newick; a one-line summary goes to standard error
 /// when the forest is written to a file.
 pub fn tree(a: TreeArgs) -> Result<()> {
-    if a.ln_d && a.format != TreeFormat::Newick {
+    if a.ln_d && a.tree_format != TreeFormat::Newick {
         return Err(Error::Usage(
             "--ln-d labels Newick exports; DOT labels every internal node with its ln d already"
                 .into(),
@@ -33,14 +33,8 @@ pub fn tree(a: TreeArgs) -> Result<()> {
     } else {
         Build::Ibhc(IbhcMode::Exact)
     };
-    let data = DataArgs {
-        data: Some(a.data.clone()),
-        format: a.data_format,
-        header: a.header,
-        skip_columns: a.skip_columns.clone(),
-    };
     let Model { kernel, prior, .. } =
-        crate::common::build(&data, &a.model, crate::common::Builtin::Toy)?;
+        crate::common::build(&a.data, &a.model, crate::common::Builtin::Toy)?;
     let (text, n_trees, n) = with_kernel!(&kernel, |k| {
         let forest = match build {
             Build::Ibhc(mode) => {
@@ -49,7 +43,7 @@ pub fn tree(a: TreeArgs) -> Result<()> {
             }
             Build::Greedy => Forest::greedy_bhc(k, &prior)?,
         };
-        let text = match a.format {
+        let text = match a.tree_format {
             TreeFormat::Dot => forest.to_dot(),
             TreeFormat::Newick => forest.to_newick(if a.ln_d {
                 NewickInfo::LnD

@@ -1,0 +1,142 @@
+//! Prediction for new points from a fitted model: the probability of joining each cluster of a
+//! point estimate (or a new one), and the posterior predictive density averaged over draws.
+//! One copy for every front end (the command line's `predict`, the Python package).
+
+use crate::data::Dataset;
+use crate::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
+use crate::error::{Error, Result};
+use crate::kernel::HyperKernel;
+use crate::math::ln_add_exp;
+use crate::model::{AnyKernel, Model};
+use crate::partition::Partition;
+use crate::prior::Prior;
+use std::collections::BTreeMap;
+
+/// Hyperparameter values of a draw by name, as its trace recorded them.
+pub type HyperValues = BTreeMap<String, f64>;
+
+/// A partition of the training points (any integer labels) with the hyperparameters it was
+/// drawn with.
+pub type LabelledDraw<L> = (Vec<L>, HyperValues);
+
+/// What [`predict`] finds for the new points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Predictions {
+    /// Per new point, the log probability of joining each cluster of the estimate (canonical
+    /// label order) and, last, a new cluster.
+    pub ln_probs: Vec<Vec<f64>>,
+    /// Per new point, the log posterior predictive density averaged over the draws (`-inf`
+    /// without draws).
+    pub ln_density: Vec<f64>,
+}
+
+impl Predictions {
+    /// The predictions as CSV with `k` clusters: `point,label,probability,ln_predictive_density`
+    /// (the most probable cluster; `k` is a new one) then `p_0 ... p_{k-1},p_new`.
+    pub fn csv(&self, k: usize) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("point,label,probability,ln_predictive_density");
+        for c in 0..k {
+            let _ = write!(out, ",p_{c}");
+        }
+        out.push_str(",p_new\n");
+        for (i, (lp, d)) in self.ln_probs.iter().zip(&self.ln_density).enumerate() {
+            let (best, &ln_p) = lp
+                .iter()
+                .enumerate()
+                .max_by(|x, y| x.1.total_cmp(y.1))
+                .expect("at least the new-cluster option");
+            let _ = write!(out, "{i},{best},{:.6},{d:.6}", ln_p.exp());
+            for p in lp {
+                let _ = write!(out, ",{:.6}", p.exp());
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Errors unless `new` holds points of the kind and dimension of the model's data. The new
+/// points are named `` `new` `` in the message, for front ends to rename.
+pub fn check_new(kernel: &AnyKernel, new: &Dataset) -> Result<()> {
+    match (kernel, new) {
+        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Dense(x)) if x.d() != kernel.dim() => {
+            Err(Error::DimensionMismatch(format!(
+                "`new` has points of dimension {} ({} features), but the training data have \
+                 dimension {}",
+                x.d(),
+                x.d(),
+                kernel.dim()
+            )))
+        }
+        (AnyKernel::Md(_), Dataset::Counts(c)) if c.vocab() > kernel.dim() => {
+            Err(Error::DimensionMismatch(format!(
+                "`new` has a vocabulary of {} words, but the training data have {}",
+                c.vocab(),
+                kernel.dim()
+            )))
+        }
+        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Counts(_)) => Err(Error::Usage(
+            "`new` holds counts, but the training data are real vectors".into(),
+        )),
+        (AnyKernel::Md(_), Dataset::Dense(_)) => Err(Error::Usage(
+            "`new` holds real vectors, but the training data are counts".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Predictions for the points of `new` under `model`: cluster probabilities under the point
+/// estimate `estimate` (labels of the training points and its hyperparameters) and the
+/// predictive density averaged over `draws`, consumed one at a time. Each draw's prior and
+/// kernel are the model's moved to its hyperparameters. Cost: O((1 + draws) · m · K)
+/// predictive evaluations.
+pub fn predict<L: Copy + Ord>(
+    model: &Model,
+    new: &Dataset,
+    estimate: (&[L], &HyperValues),
+    draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
+) -> Result<Predictions> {
+    check_new(&model.kernel, new)?;
+    let p = &model.prior;
+    match (&model.kernel, new) {
+        (AnyKernel::Nw(k), Dataset::Dense(x)) => predict_with(k, p, x, estimate, draws),
+        (AnyKernel::Diag(k), Dataset::Dense(x)) => predict_with(k, p, x, estimate, draws),
+        (AnyKernel::Md(k), Dataset::Counts(c)) => predict_with(k, p, c, estimate, draws),
+        _ => unreachable!("checked by check_new"),
+    }
+}
+
+/// [`predict`] for one kernel type.
+fn predict_with<K: PredictiveKernel + HyperKernel, L: Copy + Ord>(
+    kernel: &K,
+    base: &Prior,
+    new: &K::NewData,
+    (labels, hyper): (&[L], &HyperValues),
+    draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
+) -> Result<Predictions> {
+    let moved = kernel.at_values(hyper)?;
+    let k = moved.as_ref().unwrap_or(kernel);
+    let partition = Partition::from_labels(k, labels)?;
+    let ln_probs = cluster_log_probabilities(k, &partition, &base.at_values(hyper)?, new)?;
+    let mut ln_sum = vec![f64::NEG_INFINITY; ln_probs.len()];
+    let mut n_draws = 0usize;
+    for d in draws {
+        let (labels, hyper) = d?;
+        let moved = kernel.at_values(&hyper)?;
+        let k = moved.as_ref().unwrap_or(kernel);
+        let state = [(Partition::from_labels(k, &labels)?, base.at_values(&hyper)?)];
+        for (s, v) in ln_sum
+            .iter_mut()
+            .zip(ln_predictive_density(k, &state, new)?)
+        {
+            *s = ln_add_exp(*s, v);
+        }
+        n_draws += 1;
+    }
+    let ln_draws = (n_draws.max(1) as f64).ln();
+    Ok(Predictions {
+        ln_probs,
+        ln_density: ln_sum.into_iter().map(|s| s - ln_draws).collect(),
+    })
+}

@@ -1,0 +1,198 @@
+//! Samplers side by side: one row per run (speed, how soon it came within [`WITHIN`] nat of
+//! the best log joint any run saw, final K, ESS of K per second, ARI), and the tables of
+//! `nrmm compare` in Markdown and CSV.
+
+use super::{chain_dir, first_reaching, RunDir, Summary};
+use crate::data::load;
+use crate::diagnostics::adjusted_rand_index;
+use crate::error::Result;
+
+/// How far below the best log joint seen a run counts as having found the mode (nats).
+pub const WITHIN: f64 = 1.0;
+
+/// One run of the comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The sampler.
+    pub sampler: String,
+    /// The seed.
+    pub seed: u64,
+    /// Sweeps done.
+    pub sweeps: u64,
+    /// Sampling seconds.
+    pub seconds: f64,
+    /// Sweeps per second.
+    pub sweeps_per_second: f64,
+    /// Clusters at the end.
+    pub final_k: usize,
+    /// Log joint at the end.
+    pub final_log_joint: f64,
+    /// Best log joint seen.
+    pub best_log_joint: f64,
+    /// Seconds until the log joint came within [`WITHIN`] of the best of all runs.
+    pub time_to_best: Option<f64>,
+    /// Effective sample size of K per second.
+    pub ess_k_per_second: f64,
+    /// Adjusted Rand index of the final labels against the true ones.
+    pub ari: Option<f64>,
+}
+
+/// A number for a table, or a dash.
+fn cell(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".to_string(),
+    }
+}
+
+/// The mean of the finite values, if any.
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The median of the values, if any.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    })
+}
+
+/// The per-sampler table in Markdown: runs, speed, how many runs came within [`WITHIN`] nat of
+/// the best log joint seen and how fast, final K, ESS of K per second and ARI.
+pub fn sampler_table(rows: &[Row], samplers: &[String], truth: bool) -> String {
+    let mut t = String::from(
+        "| sampler | runs | sweeps/s | within 1 nat of best | median time to it (s) | final K | ESS(K)/s |",
+    );
+    t.push_str(if truth { " ARI |\n" } else { "\n" });
+    t.push_str("|---|---:|---:|---:|---:|---:|---:|");
+    t.push_str(if truth { "---:|\n" } else { "\n" });
+    for s in samplers {
+        let mine: Vec<&Row> = rows.iter().filter(|r| &r.sampler == s).collect();
+        let reached: Vec<f64> = mine.iter().filter_map(|r| r.time_to_best).collect();
+        t.push_str(&format!(
+            "| {s} | {} | {} | {}/{} | {} | {} | {} |",
+            mine.len(),
+            cell(mean(mine.iter().map(|r| r.sweeps_per_second)), 1),
+            reached.len(),
+            mine.len(),
+            cell(median(reached), 2),
+            cell(mean(mine.iter().map(|r| r.final_k as f64)), 1),
+            cell(mean(mine.iter().map(|r| r.ess_k_per_second)), 2),
+        ));
+        if truth {
+            t.push_str(&format!(
+                " {} |",
+                cell(mean(mine.iter().filter_map(|r| r.ari)), 3)
+            ));
+        }
+        t.push('\n');
+    }
+    t
+}
+
+/// The per-run table in Markdown.
+pub fn run_table(rows: &[Row], truth: bool) -> String {
+    let mut t = String::from(
+        "| sampler | seed | sweeps | sweeps/s | final K | final log joint | best log joint | time to within 1 nat (s) | ESS(K)/s |",
+    );
+    t.push_str(if truth { " ARI |\n" } else { "\n" });
+    t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    t.push_str(if truth { "---:|\n" } else { "\n" });
+    for r in rows {
+        t.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.sampler,
+            r.seed,
+            r.sweeps,
+            cell(Some(r.sweeps_per_second), 1),
+            r.final_k,
+            cell(Some(r.final_log_joint), 3),
+            cell(Some(r.best_log_joint), 3),
+            cell(r.time_to_best, 2),
+            cell(Some(r.ess_k_per_second), 2),
+        ));
+        if truth {
+            t.push_str(&format!(" {} |", cell(r.ari, 3)));
+        }
+        t.push('\n');
+    }
+    t
+}
+
+/// The per-run table as CSV.
+pub fn run_csv(rows: &[Row]) -> String {
+    let mut t = String::from(
+        "sampler,seed,sweeps,seconds,sweeps_per_second,final_k,final_log_joint,best_log_joint,time_to_within_1_nat,ess_k_per_second,ari\n",
+    );
+    let opt = |v: Option<f64>| v.map_or_else(String::new, |x| format!("{x:.6}"));
+    for r in rows {
+        t.push_str(&format!(
+            "{},{},{},{:.6},{:.6},{},{:.6},{:.6},{},{:.6},{}\n",
+            r.sampler,
+            r.seed,
+            r.sweeps,
+            r.seconds,
+            r.sweeps_per_second,
+            r.final_k,
+            r.final_log_joint,
+            r.best_log_joint,
+            opt(r.time_to_best),
+            r.ess_k_per_second,
+            opt(r.ari)
+        ));
+    }
+    t
+}
+
+/// The rows of `runs` (single-chain runs with their `reports`), compared with the best log
+/// joint any of them saw, and their ARI against `truth` when given (`n` points). Returns the
+/// rows and that best log joint. Cost: one pass over each run's trace.
+pub fn rows(
+    runs: &[RunDir],
+    reports: &[Summary],
+    truth: Option<&[i64]>,
+    n: usize,
+) -> Result<(Vec<Row>, f64)> {
+    let best = reports
+        .iter()
+        .flat_map(|r| r.chains.iter().map(|c| c.best_log_joint))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut rows = Vec::new();
+    for (r, report) in runs.iter().zip(reports) {
+        let c = &report.chains[0];
+        let trace = chain_dir(&r.dir, 0).join("trace.csv");
+        let ari = match truth {
+            Some(t) => {
+                let labels = load::load_labels(chain_dir(&r.dir, 0).join("labels.txt"), n)?;
+                Some(adjusted_rand_index(&labels, t)?)
+            }
+            None => None,
+        };
+        let ess = report
+            .diagnostics
+            .get("n_clusters")
+            .map_or(f64::NAN, |s| s.ess_bulk);
+        rows.push(Row {
+            sampler: c.sampler.clone(),
+            seed: r.record.spec.seed,
+            sweeps: c.sweeps,
+            seconds: c.seconds,
+            sweeps_per_second: c.sweeps_per_second,
+            final_k: c.n_clusters,
+            final_log_joint: c.log_joint,
+            best_log_joint: c.best_log_joint,
+            time_to_best: first_reaching(&trace, best - WITHIN)?,
+            ess_k_per_second: ess / c.seconds,
+            ari,
+        });
+    }
+    Ok((rows, best))
+}
