@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 type PyDraw<'py> = (PyReadonlyArray1<'py, i64>, BTreeMap<String, f64>);
 
 /// Cluster log probabilities (m × (K + 1)) and log predictive densities (m).
-type Predictions<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
+type PyPredictions<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
 
 /// A draw in the library's terms: labels and hyperparameter values.
 fn draw_of(d: &PyDraw<'_>) -> PyResult<LabelledDraw<i64>> {
@@ -36,7 +36,7 @@ pub fn predict<'py>(
     estimate: PyDraw<'py>,
     draws: Vec<PyDraw<'py>>,
     new: Input<'py>,
-) -> PyResult<Predictions<'py>> {
+) -> PyResult<PyPredictions<'py>> {
     let spec = model_spec(model_json)?;
     let (train, new) = (train.dataset()?, new.dataset()?);
     let estimate = draw_of(&estimate)?;
@@ -50,7 +50,9 @@ pub fn predict<'py>(
             let (labels, hyper) = &estimate;
             nrmm::predict::predict(&model, &new, (labels, hyper), draws.into_iter().map(Ok))
         })
-        .map_err(|e| crate::error::rename(e).rename_parameters(&|n| (n == "new").then(|| "X".into())))
+        .map_err(|e| {
+            crate::error::rename(e).rename_parameters(&|n| (n == "new").then(|| "X".into()))
+        })
         .py_err()?;
     let m = ln_probs.len();
     let width = ln_probs.first().map_or(0, Vec::len);

@@ -1,0 +1,142 @@
+//! A sampler against the exact posterior of a tiny data set: the exact posterior over set
+//! partitions (hyperparameters fixed or integrated, MATH §7.1), and one chain's post-burn-in
+//! partitions compared with it (total variation against the noise floor of a perfect sampler
+//! with the chain's effective sample size).
+
+use super::{Chain, SamplerSettings};
+use crate::diagnostics::effective_sample_size;
+use crate::error::{Error, Result};
+use crate::exact::{EmpiricalPartitions, ExactPosterior, SampleComparison};
+use crate::kernel::ConjugateKernel;
+use crate::model::Model;
+use crate::partition::Partition;
+use crate::prior::{PartitionPrior, PartitionPriorSpec, Prior};
+use crate::sampler::State;
+
+/// Most points the exact posterior enumerates: 12 points have 4,213,597 partitions (about a
+/// second).
+pub const EXACT_MAX_POINTS: usize = 12;
+
+/// Most points [`check_sampler`] takes: its sampler must visit the partitions often enough for
+/// the comparison to mean something (10 points have 115,975).
+pub const CHECK_MAX_POINTS: usize = 10;
+
+/// Fewest sweeps [`check_sampler`] accepts: below it the comparison is noise.
+pub const CHECK_MIN_SWEEPS: u64 = 100;
+
+/// The exact partition posterior targeted by samplers running `prior` over `kernel`'s data.
+fn posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> Result<ExactPosterior> {
+    let n = kernel.n_points();
+    if n > EXACT_MAX_POINTS {
+        return Err(Error::TooLarge(format!(
+            "the exact posterior enumerates all set partitions; {n} points have too many \
+             (at most {EXACT_MAX_POINTS}, whose 4,213,597 partitions take about a second)"
+        )));
+    }
+    let weights = PartitionPrior::new(PartitionPriorSpec::from_prior(prior)?, n)?;
+    let post = ExactPosterior::new(kernel, move |sizes: &[usize]| {
+        weights.ln_weight(sizes).unwrap_or(f64::NAN)
+    })?;
+    let e_k = post.expected_k();
+    if !e_k.is_finite() {
+        return Err(Error::Numerical(format!(
+            "the exact posterior's E[K] is {e_k}: a value of the data or of the \
+             hyperparameters is too extreme for double precision; rescale the data (and \
+             `xi`, `psi`) to moderate magnitudes"
+        )));
+    }
+    Ok(post)
+}
+
+/// Refuses kernel hyperpriors: the enumeration holds the kernel's hyperparameters fixed.
+fn refuse_kernel_hyperpriors(model: &Model, verb: &str) -> Result<()> {
+    if model.spec.kernel_hyperpriors {
+        return Err(Error::Usage(format!(
+            "{verb} enumerates partitions with the kernel's hyperparameters fixed; the \
+             integral over kernel hyperpriors is not offered here: drop `kernel_hyperpriors`"
+        )));
+    }
+    Ok(())
+}
+
+/// The exact posterior over the partitions of `model`'s data (at most [`EXACT_MAX_POINTS`]
+/// points). Cost: O(B_n) in the Bell number of the points.
+pub fn exact_posterior(model: &Model) -> Result<ExactPosterior> {
+    refuse_kernel_hyperpriors(model, "exact")?;
+    crate::with_kernel!(&model.kernel, |k| posterior(k, &model.prior))
+}
+
+/// How a sampler's chain compares with the exact posterior.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SamplerCheck {
+    /// Total variation and the noise floor, per partition.
+    pub comparison: SampleComparison,
+    /// Effective sample size of the chain's number of clusters.
+    pub n_eff: f64,
+    /// Partitions counted (after the burn-in of a tenth).
+    pub draws: u64,
+    /// `P(K = k)` exactly, by `k`.
+    pub p_k_exact: Vec<f64>,
+    /// The chain's frequencies of `K = k`.
+    pub p_k_sampler: Vec<f64>,
+}
+
+/// Runs `sweeps` sweeps of `sampler` from the single-cluster partition of `model`'s data (at
+/// most [`CHECK_MAX_POINTS`] points; at least [`CHECK_MIN_SWEEPS`] sweeps, the first tenth
+/// burn-in) with the stream of `seed`, and compares its partitions with the exact posterior.
+/// Cost: the enumeration plus the sweeps.
+pub fn check_sampler(
+    model: &Model,
+    sampler: &SamplerSettings,
+    sweeps: u64,
+    seed: u64,
+) -> Result<SamplerCheck> {
+    if sweeps < CHECK_MIN_SWEEPS {
+        return Err(Error::param(
+            "sweeps",
+            sweeps,
+            &format!("at least {CHECK_MIN_SWEEPS}"),
+        ));
+    }
+    refuse_kernel_hyperpriors(model, "check-exact")?;
+    let n = model.n_points();
+    if n > CHECK_MAX_POINTS {
+        return Err(Error::TooLarge(format!(
+            "check-exact compares against every set partition; {n} points are too many \
+             (at most {CHECK_MAX_POINTS})"
+        )));
+    }
+    let prior = &model.prior;
+    let (post, empirical, ks) = crate::with_kernel!(&model.kernel, |k| {
+        let post = posterior(k, prior)?;
+        let state = State {
+            partition: Partition::single(k),
+            prior: prior.clone(),
+        };
+        let rng = crate::rng::SeedPlan::new(seed).chain(0);
+        let schedule = sampler.schedule(model.spec.resamples_hyper(), prior)?;
+        let mut chain = Chain::new(k, state, rng, schedule);
+        let burn_in = sweeps / 10;
+        let mut empirical = EmpiricalPartitions::new(n)?;
+        // Reserve for the usual run lengths only; a huge count grows the series as it goes.
+        let kept = usize::try_from(sweeps - burn_in).unwrap_or(usize::MAX);
+        let mut ks = Vec::with_capacity(kept.min(1 << 20));
+        for sweep in 0..sweeps {
+            chain.sweep()?;
+            if sweep >= burn_in {
+                let labels = chain.state().partition.canonical_labels();
+                empirical.push_labels(&labels)?;
+                ks.push(chain.state().partition.n_clusters() as f64);
+            }
+        }
+        Ok::<_, Error>((post, empirical, ks))
+    })?;
+    let n_eff = effective_sample_size(&ks);
+    Ok(SamplerCheck {
+        comparison: post.compare(&empirical, n_eff)?,
+        n_eff,
+        draws: empirical.total(),
+        p_k_exact: post.k_probabilities(),
+        p_k_sampler: empirical.k_frequencies(),
+    })
+}
