@@ -11,6 +11,7 @@ pub mod diagonal;
 pub mod hyperprior;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
+mod nw_pair;
 mod nw_sweep;
 pub mod params;
 mod scratch;
@@ -128,6 +129,33 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
     fn ln_predictive_member(&self, i: usize, s: &Self::Stat) -> Option<f64> {
         let _ = (i, s);
         None
+    }
+
+    /// [`ConjugateKernel::ln_predictive_probed`] of point `i` against two statistics at once
+    /// (the two groups of a split-merge proposal), each equal to that method's result up to
+    /// rounding in the last bits and the same at every [`crate::simd::Level`]. A kernel
+    /// overrides it when weighing both together is cheaper; the default makes the two calls.
+    fn ln_predictive_pair(&self, i: usize, a: &Self::Stat, b: &Self::Stat) -> [(f64, Probe); 2] {
+        [
+            self.ln_predictive_probed(i, a),
+            self.ln_predictive_probed(i, b),
+        ]
+    }
+
+    /// For a member `i` of `own`: [`ConjugateKernel::ln_predictive_member`] against `own`
+    /// and [`ConjugateKernel::ln_predictive_probed`] against `other` (which does not hold
+    /// `i`), at once, as [`ConjugateKernel::ln_predictive_pair`] does. The default makes the
+    /// two calls.
+    fn ln_predictive_member_pair(
+        &self,
+        i: usize,
+        own: &Self::Stat,
+        other: &Self::Stat,
+    ) -> (Option<f64>, (f64, Probe)) {
+        (
+            self.ln_predictive_member(i, own),
+            self.ln_predictive_probed(i, other),
+        )
     }
 
     /// A contiguous predictive cache for sweeps that weigh every point against every cluster

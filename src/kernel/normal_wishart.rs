@@ -30,6 +30,7 @@ use super::cholesky::{
     shifted_solve_norm2, solve_fixed, DOWNDATE_MIN_DET_RATIO,
 };
 use super::hyperprior::HyperKernel;
+use super::nw_pair::ln_pair;
 use super::nw_sweep::NwSweepCache;
 use super::scratch::{out_of_line, with_scratch};
 use super::{ConjugateKernel, Probe, SweepCache};
@@ -1244,6 +1245,67 @@ impl ConjugateKernel for NormalWishart {
             d
         ));
         (lp, Probe { ln_ratio })
+    }
+
+    /// Both predictives from [`super::nw_pair`]: the two forward substitutions interleaved,
+    /// the branch-free logarithm, for `d ≤ 8` (two plain calls above). Cost: as two
+    /// [`ConjugateKernel::ln_predictive`] calls, with their latencies overlapped.
+    fn ln_predictive_pair(&self, i: usize, a: &NwStat, b: &NwStat) -> [(f64, Probe); 2] {
+        let d = self.d;
+        if d > 8 {
+            return [
+                self.ln_predictive_probed(i, a),
+                self.ln_predictive_probed(i, b),
+            ];
+        }
+        let c = [a.pred_scale, b.pred_scale];
+        let y = self.point_dim(i, d);
+        let [(_, ln_a), (_, ln_b)] = ln_pair(y, a.predictive_parts(d), b.predictive_parts(d), c);
+        [
+            (
+                a.pred_offset - a.pred_power * ln_a,
+                Probe { ln_ratio: ln_a },
+            ),
+            (
+                b.pred_offset - b.pred_power * ln_b,
+                Probe { ln_ratio: ln_b },
+            ),
+        ]
+    }
+
+    /// The member predictive of [`ConjugateKernel::ln_predictive_member`] (declining in the
+    /// same cases) and the predictive against `other`, both from [`super::nw_pair`] for
+    /// `d ≤ 8`. Cost: as the two calls, with their latencies overlapped.
+    fn ln_predictive_member_pair(
+        &self,
+        i: usize,
+        own: &NwStat,
+        other: &NwStat,
+    ) -> (Option<f64>, (f64, Probe)) {
+        let d = self.d;
+        if d > 8 || own.n < 2 {
+            return (
+                self.ln_predictive_member(i, own),
+                self.ln_predictive_probed(i, other),
+            );
+        }
+        let n = own.n as f64;
+        let rn = self.hyper.r + n;
+        let c = [-(rn / (rn - 1.0)), other.pred_scale];
+        let y = self.point_dim(i, d);
+        let [(rho2, ln_rho2), (_, ln_b)] =
+            ln_pair(y, own.predictive_parts(d), other.predictive_parts(d), c);
+        let member = (rho2 >= DOWNDATE_MIN_DET_RATIO).then(|| {
+            self.pred_const(own.n - 1) - 0.5 * own.ln_det
+                + 0.5 * (self.hyper.nu + n - 1.0) * ln_rho2
+        });
+        (
+            member,
+            (
+                other.pred_offset - other.pred_power * ln_b,
+                Probe { ln_ratio: ln_b },
+            ),
+        )
     }
 
     /// The contiguous cache of [`super::nw_sweep`]: every predictive of a sweep in vectors.

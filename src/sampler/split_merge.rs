@@ -19,7 +19,9 @@ use crate::prior::NrmPrior;
 ///
 /// In a restricted scan a point's own group is weighed in place when the kernel allows it
 /// ([`ConjugateKernel::ln_predictive_member`]), so only points that change group update the
-/// groups' statistics; the join weights come from one table per proposal.
+/// groups' statistics; the join weights come from one table per proposal. The launch
+/// groups' statistics are made in one batch each ([`ConjugateKernel::stat_of`]: for
+/// Normal-Wishart one factorisation instead of a rank-1 update per point).
 /// Cost: O((launch_scans + 1) |S|) predictive evaluations per proposal, `|S|` prior
 /// evaluations, and no allocation beyond the two anchor statistics once the buffers have
 /// grown.
@@ -32,6 +34,8 @@ pub struct JainNeal {
     ln_join: Vec<f64>,
     actual: Vec<usize>,
     moved: Vec<usize>,
+    /// The members of each group at launch, anchor first.
+    launch: [Vec<usize>; 2],
 }
 
 impl JainNeal {
@@ -46,6 +50,7 @@ impl JainNeal {
             ln_join: Vec::new(),
             actual: Vec::new(),
             moved: Vec::new(),
+            launch: [Vec::new(), Vec::new()],
         }
     }
 
@@ -96,13 +101,17 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
         collect_rest(part, i, j, &mut self.rest);
         let prior = &state.prior;
         fill_join_table(prior, self.rest.len() + 1, &mut self.ln_join);
-        let mut groups = TwoGroups::anchored(kernel, i, j);
         self.group.clear();
+        self.launch[0].clear();
+        self.launch[1].clear();
+        self.launch[0].push(i);
+        self.launch[1].push(j);
         for t in 0..self.rest.len() {
             let g = chooser.choose_uniform(2);
-            groups.add(kernel, self.rest[t], g);
+            self.launch[g].push(self.rest[t]);
             self.group.push(g);
         }
+        let mut groups = TwoGroups::of_members(kernel, &self.launch);
         for _ in 0..self.launch_scans {
             self.restricted_scan(kernel, &mut groups, false, chooser)?;
         }
