@@ -1605,7 +1605,7 @@ fn ctrl_c_stops_cleanly_and_the_run_resumes() {
         .expect("kill runs");
     assert!(killed.success());
     let out = child.wait_with_output().expect("nrmm ends");
-    let stderr = text(&out.stderr);
+    let stderr = cli::without_run_header(&text(&out.stderr));
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -2215,7 +2215,8 @@ fn run_warns_of_stuck_and_crowded_chains() {
     let out = dir.arg("stuck");
     let text = run_from_one_cluster(&tiny, "1", &out, true);
     assert!(
-        text.contains("ended in the partition it started from"),
+        text.contains("ended in the partition it started from")
+            && text.contains("(--sampler sams)"),
         "{text}"
     );
     let summary: Value =
@@ -2253,6 +2254,70 @@ fn run_warns_of_stuck_and_crowded_chains() {
         &out,
     ]);
     assert!(text.contains("clusters this small"), "{text}");
+}
+
+/// `run` opens with one line on standard error naming the model, the kernel, the sampler and
+/// its moves, the chains and the budget; chains that have not mixed are told how many sweeps
+/// to try; a stuck split-merge chain is told what helps it, not to use the sampler it runs.
+#[test]
+fn run_announces_itself_and_its_warnings_say_what_to_try() {
+    let dir = TempDir::new("run-messages");
+    let two = dir.write("two.txt", &formula_points(40, 2, 1.0, 3.0));
+    let out = nrmm(&[
+        "run",
+        "--data",
+        &two,
+        "--chains",
+        "2",
+        "--sweeps",
+        "8",
+        "--out",
+        &dir.arg("short"),
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let header: Vec<&str> = stderr.lines().filter(|l| l.starts_with("run: ")).collect();
+    assert_eq!(header.len(), 1, "{stderr}");
+    for needle in [
+        "DP(α = 1) mixture",
+        "Normal-Wishart kernel (scaled defaults)",
+        "40 × 2 points",
+        "sampler sams (1 proposal + 1 Gibbs sweep per sweep)",
+        "2 chains of 8 sweeps",
+        "--init auto",
+        "--seed 1",
+    ] {
+        assert!(header[0].contains(needle), "{needle:?} not in {stderr}");
+    }
+    assert!(
+        stdout.contains("the chains have not mixed") && stdout.contains("(try --sweeps 80)"),
+        "{stdout}"
+    );
+    // SAMS without proposals, from one cluster of data that look like one under the
+    // reference prior: stuck, and told to propose more.
+    let tiny = dir.write("tiny.txt", &formula_points(40, 2, 1e-4, 3.0));
+    let stuck = ok(&[
+        "run",
+        "--data",
+        &tiny,
+        "--nw-defaults",
+        "reference",
+        "--init",
+        "single",
+        "--chains",
+        "1",
+        "--sweeps",
+        "20",
+        "--proposals",
+        "0",
+        "--out",
+        &dir.arg("stuck"),
+    ]);
+    assert!(
+        stuck.contains("may be stuck") && stuck.contains("(--proposals 10)"),
+        "{stuck}"
+    );
+    assert!(!stuck.contains("--sampler"), "{stuck}");
 }
 
 /// Column names from a CSV header name the scatter's axes.

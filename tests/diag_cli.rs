@@ -139,7 +139,7 @@ fn the_diagonal_kernel_is_chosen_and_announced_when_the_full_one_cannot_be_estim
     let x = dir.write("c.txt", &text_rows);
     let out = nrmm(&["run", "--data", &x, "--sweeps", "5", "--out", &dir.arg("o")]);
     assert!(out.status.success());
-    let stderr = text(&out.stderr);
+    let stderr = cli::without_run_header(&text(&out.stderr));
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("diagonal kernel") && stderr.contains("column 2 is constant"));
     // Asked for, the full kernel is used (its default scale falls back to the diagonal of

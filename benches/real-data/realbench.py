@@ -92,8 +92,9 @@ class DataSet:
     nrmm_sweeps: int | None = None  # None: nrmm's default budget (sweeps per chain)
 
 
-def load_sets(names: list[str]) -> tuple[list[DataSet], list[str]]:
-    """The requested sets that exist, and a message for each one skipped."""
+def load_sets(names: list[str], big_sweeps: int | None = BIG_SWEEPS) -> tuple[list[DataSet], list[str]]:
+    """The requested sets that exist, and a message for each one skipped; nrmm runs `big_sweeps`
+    sweeps per chain on the two sets of 10,000 points (None: its default)."""
     sets, skipped = [], []
     for base in ("iris", "wine", "breast_cancer"):
         wanted = [n for n in (base, base + "_std") if n in names]
@@ -125,7 +126,7 @@ def load_sets(names: list[str]) -> tuple[list[DataSet], list[str]]:
                     note="grey levels in [0, 1], PCA-50 fitted on all 10,000 images",
                     bgmm_components=30,
                     bic_grid=tuple(range(1, 11)),
-                    nrmm_sweeps=BIG_SWEEPS,
+                    nrmm_sweeps=big_sweeps,
                 )
             )
         else:
@@ -141,7 +142,7 @@ def load_sets(names: list[str]) -> tuple[list[DataSet], list[str]]:
                     "original",
                     note="119 true labels: the peers' truncation raised to 150",
                     bgmm_components=150,
-                    nrmm_sweeps=BIG_SWEEPS,
+                    nrmm_sweeps=big_sweeps,
                 )
             )
         else:
@@ -735,6 +736,8 @@ def main() -> int:
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: sets,noise,classifier,example")
     ap.add_argument("--classifier-sweeps", type=int, default=CLASSIFIER_SWEEPS,
                     help=f"nrmm's sweeps per chain on each digit (default {CLASSIFIER_SWEEPS}; 0: nrmm's own default)")
+    ap.add_argument("--big-sweeps", type=int, default=BIG_SWEEPS,
+                    help=f"nrmm's sweeps per chain on MNIST PCA-50 and 10k (default {BIG_SWEEPS}; 0: nrmm's own default)")
     ap.add_argument("--example-sweeps", type=int, default=None, help="sweeps of the crate's MNIST example (default 100)")
     ap.add_argument("--peer-threads", type=int, default=1,
                     help="BLAS threads of the peers (default 1, as nrmm's one chain; on a shared machine "
@@ -810,7 +813,7 @@ def main() -> int:
         # run still reports what it measured.
         sets = []
         if "sets" not in skip:
-            sets, meta["skipped"] = load_sets(names)
+            sets, meta["skipped"] = load_sets(names, a.big_sweeps or None)
             for msg in meta["skipped"]:
                 log("skipped " + msg)
         save_meta()

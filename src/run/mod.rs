@@ -12,6 +12,7 @@ pub mod curves;
 mod dahl;
 pub mod draws;
 pub mod executor;
+pub mod header;
 pub mod record;
 pub mod resume;
 pub mod runner;

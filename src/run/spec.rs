@@ -133,6 +133,20 @@ pub struct MoveSettings {
     pub depth: Option<usize>,
 }
 
+impl MoveSettings {
+    /// The default number of split-merge proposals per sweep for `n` points: `n / 100`,
+    /// between 1 and 100. A proposal touches the points of one or two clusters, about `2n/K`,
+    /// while a Gibbs sweep costs `n K` predictives, so with many clusters to find (10,000
+    /// points in 119 clusters) a hundred proposals cost less than the sweep and find the
+    /// clusters that one proposal per sweep leaves merged for thousands of sweeps; the cap
+    /// bounds the cost where there is one cluster (each proposal then splits all `n` points).
+    /// Fixed for the run (it depends on the data's size, never on the state), so the chain's
+    /// target is unchanged.
+    pub fn default_proposals(n: usize) -> usize {
+        (n / 100).clamp(1, 100)
+    }
+}
+
 impl Default for MoveSettings {
     fn default() -> Self {
         MoveSettings {
@@ -401,6 +415,15 @@ impl SamplerSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_proposals_follow_the_data_size_within_bounds() {
+        let got: Vec<usize> = [0, 150, 600, 8_000, 10_000, 1_000_000]
+            .into_iter()
+            .map(MoveSettings::default_proposals)
+            .collect();
+        assert_eq!(got, [1, 1, 6, 80, 100, 100]);
+    }
 
     #[test]
     fn names_round_trip() {

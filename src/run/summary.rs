@@ -9,6 +9,7 @@ use super::dahl::dahl;
 pub use super::dahl::{DrawSource, Estimate};
 use super::record::{chain_dir, RunDir};
 use super::resume::{ChainFile, EndState};
+use super::spec::{SamplerKind, SamplerSettings};
 use super::{load_json, BestDraw, Draw, TraceColumns};
 use crate::diagnostics::{common_spacing, effective_sample_size, SeriesSummary};
 use crate::error::{Error, Result};
@@ -36,6 +37,48 @@ fn above(value: f64, limit: f64) -> String {
         .map(|p| format!("{value:.p$}"))
         .find(|s| s.parse::<f64>().is_ok_and(|v| v > limit))
         .unwrap_or_else(|| value.to_string())
+}
+
+/// Bulk effective sample size of a series over all chains worth trusting (Vehtari et al.
+/// 2021 ask for 400 before reading R-hat).
+const ESS_WANTED: f64 = 400.0;
+
+/// The sweeps per chain to suggest when the chains have not mixed: the longest chain's
+/// sweeps times the factor by which the bulk ESS `ess` falls short of [`ESS_WANTED`], at
+/// least 2 and at most 10 (the ESS of unmixed chains says little beyond "much longer").
+fn longer_run(chains: &[ChainSummary], ess: f64) -> u64 {
+    let sweeps = chains.iter().map(|c| c.sweeps).max().unwrap_or(1).max(1);
+    let factor = if ess.is_finite() && ess > 0.0 {
+        (ESS_WANTED / ess).ceil().clamp(2.0, 10.0)
+    } else {
+        10.0
+    };
+    sweeps * factor as u64
+}
+
+/// What to try for a chain that never left its start, given the sampler that ran: a Gibbs
+/// sampler cannot open a cluster in high dimensions, so a split-merge sampler is the cure;
+/// a split-merge sampler that stayed put needs more proposals per sweep (or another start).
+fn stuck_hint(sampler: &SamplerSettings) -> String {
+    let more = |n: usize| (n * 10).max(10);
+    match sampler.kind {
+        SamplerKind::Gibbs => "start it elsewhere (`init` sva or singletons), use a \
+                               split-merge sampler (`sampler` sams) or run more chains"
+            .to_string(),
+        SamplerKind::Sams | SamplerKind::JainNeal | SamplerKind::Subcluster => format!(
+            "give it more split-merge proposals per sweep (`proposals` {}), start it \
+             elsewhere (`init` singletons) or run more chains",
+            more(sampler.moves.proposals)
+        ),
+        SamplerKind::Tgmcmc | SamplerKind::TgmcmcPaper => format!(
+            "give it more tree-guided proposals per sweep (`global_moves` {}), start it \
+             elsewhere (`init` singletons) or run more chains",
+            more(sampler.moves.global_moves)
+        ),
+        _ => "start it elsewhere (`init` sva or singletons), use an exact split-merge \
+              sampler (`sampler` sams) or run more chains"
+            .to_string(),
+    }
 }
 
 /// One chain's report.
@@ -354,13 +397,16 @@ impl Summary {
                     && c.n_clusters == chains[0].n_clusters
                     && c.log_joint == chains[0].log_joint
             });
+        let sampler = &runs[0].record.spec.sampler;
         for c in chains.iter().filter(|c| c.never_moved && !all_agree) {
             warnings.push(format!(
                 "chain {} of {} ended in the partition it started from (K = {}) and its \
-                 number of clusters never changed in {} sweeps: it may be stuck there; start \
-                 it elsewhere (`init` sva or singletons), use a split-merge sampler \
-                 (`sampler` sams) or run more chains",
-                c.chain, c.run, c.n_clusters, c.sweeps
+                 number of clusters never changed in {} sweeps: it may be stuck there; {}",
+                c.chain,
+                c.run,
+                c.n_clusters,
+                c.sweeps,
+                stuck_hint(sampler)
             ));
         }
         let n_points = runs[0].record.fingerprint.n;
@@ -378,8 +424,9 @@ impl Summary {
             if s.rhat > RHAT_LIMIT {
                 warnings.push(format!(
                     "R-hat of {name} is {} > {RHAT_LIMIT}: the chains have not mixed; run \
-                     longer before trusting the estimates",
-                    above(s.rhat, RHAT_LIMIT)
+                     longer before trusting the estimates (try `sweeps` {})",
+                    above(s.rhat, RHAT_LIMIT),
+                    longer_run(&chains, s.ess_bulk)
                 ));
             }
         }

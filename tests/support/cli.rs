@@ -75,11 +75,21 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Runs `nrmm args`, asserts success with nothing on standard error (no progress bar off a
-/// terminal), and returns standard output.
+/// Standard error without the line `run` opens with (`run: DP(α = 1) mixture, ...`: the model,
+/// sampler, chains and budget it is about to run).
+pub fn without_run_header(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with("run: "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Runs `nrmm args`, asserts success with nothing on standard error but `run`'s header (no
+/// progress bar off a terminal), and returns standard output.
 pub fn ok(args: &[&str]) -> String {
     let out = nrmm(args);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let (stdout, stderr) = (text(&out.stdout), without_run_header(&text(&out.stderr)));
     assert!(
         out.status.success(),
         "nrmm {args:?} failed ({}): {stderr}",
@@ -108,7 +118,7 @@ pub fn fails_no_stdout(args: &[&str], code: i32, needles: &[&str]) -> String {
 
 fn failure(args: &[&str], code: i32, needles: &[&str]) -> (Output, String) {
     let out = nrmm(args);
-    let stderr = text(&out.stderr);
+    let stderr = without_run_header(&text(&out.stderr));
     assert_eq!(
         out.status.code(),
         Some(code),

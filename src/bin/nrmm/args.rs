@@ -354,11 +354,11 @@ pub struct SamplerArgs {
 }
 
 impl SamplerArgs {
-    /// The library's sampler settings.
-    pub fn settings(&self) -> SamplerSettings {
+    /// The library's sampler settings for `n` points.
+    pub fn settings(&self, n: usize) -> SamplerSettings {
         SamplerSettings {
             kind: self.sampler,
-            moves: self.moves.settings(),
+            moves: self.moves.settings(n),
         }
     }
 }
@@ -366,9 +366,9 @@ impl SamplerArgs {
 /// Settings of the moves of a sampler.
 #[derive(Debug, Args, Clone, PartialEq)]
 pub struct MoveArgs {
-    /// Split-merge proposals per sweep.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
-    pub proposals: usize,
+    /// Split-merge proposals per sweep (default: one per 100 points, between 1 and 100).
+    #[arg(long, allow_negative_numbers = true)]
+    pub proposals: Option<usize>,
     /// Restricted Gibbs launch scans of Jain-Neal.
     #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     pub launch_scans: usize,
@@ -387,10 +387,13 @@ pub struct MoveArgs {
 }
 
 impl MoveArgs {
-    /// The library's move settings.
-    pub fn settings(&self) -> MoveSettings {
+    /// The library's move settings for `n` points (the default number of proposals depends
+    /// on it, [`MoveSettings::default_proposals`]).
+    pub fn settings(&self, n: usize) -> MoveSettings {
         MoveSettings {
-            proposals: self.proposals,
+            proposals: self
+                .proposals
+                .unwrap_or_else(|| MoveSettings::default_proposals(n)),
             launch_scans: self.launch_scans,
             gibbs_sweeps: self.gibbs_sweeps,
             gibbs_subset: self.gibbs_subset,

@@ -299,7 +299,7 @@ pub fn check_exact(a: CheckExactArgs) -> Result<()> {
             state,
             rng,
             a.sampler
-                .settings()
+                .settings(n)
                 .schedule(spec.resamples_hyper(), &prior)
                 .map_err(flags)?,
         );

@@ -60,7 +60,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
             let spec = SamplerSpec {
                 sampler: SamplerSettings {
                     kind: sampler,
-                    moves: a.moves.settings(),
+                    moves: a.moves.settings(n),
                 },
                 seed,
                 chains: 1,

@@ -124,7 +124,7 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
         sweeps: a.sweeps.unwrap_or(1000),
         options: SubClusterOptions {
             launch_iters: a.sampler.moves.launch_scans,
-            proposals: a.sampler.moves.proposals,
+            proposals: a.sampler.moves.proposals.unwrap_or(1),
         },
         launch_sample: LAUNCH_SAMPLE,
         resample_hyper: spec.resamples_hyper(),

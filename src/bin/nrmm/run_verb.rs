@@ -27,10 +27,10 @@ fn budget_flags(a: &RunArgs) -> Option<Budget> {
     }
 }
 
-/// The spec of a new run from its command line.
-fn new_spec(a: &RunArgs) -> Result<SamplerSpec> {
+/// The spec of a new run from its command line, for `n` points.
+fn new_spec(a: &RunArgs, n: usize) -> Result<SamplerSpec> {
     Ok(SamplerSpec {
-        sampler: a.sampler.settings(),
+        sampler: a.sampler.settings(n),
         seed: a.seed,
         chain_offset: a.chain_offset,
         chains: a.chains,
@@ -95,7 +95,9 @@ pub fn run(a: RunArgs) -> Result<Status> {
                 .clone()
                 .ok_or_else(|| Error::Usage("--out DIR is required (or --resume DIR)".into()))?;
             check_target(&out, a.force).map_err(flags)?;
-            let spec = new_spec(&a)?;
+            // Checked before the data are read; the defaults that follow the data's size
+            // are set once they are.
+            let spec = new_spec(&a, 0)?;
             spec.validate().map_err(flags)?;
             (a.model.spec(), data_source(&a.data)?, out, Some(spec))
         }
@@ -112,11 +114,13 @@ pub fn run(a: RunArgs) -> Result<Status> {
             }
             runner
         }
-        Some(spec) => Runner::new(&model, spec, &dir)
+        Some(_) => Runner::new(&model, new_spec(&a, model.n_points())?, &dir)
             .source(source)
             .replace(a.force),
     };
     let runner = runner.invocation(command_line());
+    let header = nrmm::run::header::header(&model, &runner.record().spec);
+    output::report_line(&nrmm::error::rename_in_text(&header, &crate::common::flag));
     let progress = Progress::new(runner.record().spec.budget);
     crate::interrupt::install();
     let outcome = runner

@@ -1,0 +1,87 @@
+//! The one line a run announces before it starts ([`header`]): the model, the kernel, the
+//! sampler and its moves, the chains, their start and their budget, so that what the defaults
+//! chose is never a surprise.
+
+use super::spec::{Budget, SamplerKind, SamplerSpec, Start};
+use crate::model::{KernelKind, Model, NwDefaults, PriorKind};
+
+/// What a run will do, in one line: `"run: DP(α = 1) mixture, Normal-Wishart kernel (scaled
+/// defaults), 600 × 10 points; sampler sams (6 proposals + 1 Gibbs sweep per sweep), 4 chains
+/// of 1000 sweeps from init auto, seed 1"`. Parameters are named between backticks for front
+/// ends to rename. Cost: O(1).
+pub fn header(model: &Model, spec: &SamplerSpec) -> String {
+    let m = &model.spec;
+    let alpha = m.alpha.unwrap_or(1.0);
+    let prior = match m.prior {
+        PriorKind::Dp => format!("DP(α = {alpha})"),
+        PriorKind::Nggp => format!("NGGP(α = {alpha}, σ = {})", m.sigma.unwrap_or(0.5)),
+    };
+    let hyper = if m.hyperpriors {
+        " with hyperpriors"
+    } else {
+        ""
+    };
+    let defaults = match m.nw_defaults {
+        NwDefaults::Scaled => "scaled defaults",
+        NwDefaults::Reference => "reference defaults",
+    };
+    let kernel = match m.kernel {
+        Some(KernelKind::Md) => "Multinomial-Dirichlet kernel".to_string(),
+        Some(KernelKind::Diag) => format!("diagonal Normal-Gamma kernel ({defaults})"),
+        _ => format!("Normal-Wishart kernel ({defaults})"),
+    };
+    let kernel_hyper = if m.kernel_hyperpriors {
+        ", kernel hyperpriors"
+    } else {
+        ""
+    };
+    let f = &model.fingerprint;
+    let s = &spec.sampler;
+    let moves = &s.moves;
+    let plural = |n: usize, one: &str| {
+        if n == 1 {
+            format!("{n} {one}")
+        } else {
+            format!("{n} {one}s")
+        }
+    };
+    let gibbs = plural(moves.gibbs_sweeps, "Gibbs sweep");
+    let mix = match s.kind {
+        SamplerKind::Gibbs => String::new(),
+        SamplerKind::Sams | SamplerKind::JainNeal => format!(
+            " ({} + {gibbs} per sweep)",
+            plural(moves.proposals, "proposal")
+        ),
+        SamplerKind::Subcluster | SamplerKind::SubclusterDpmm => {
+            format!(" ({} per sweep)", plural(moves.proposals, "proposal"))
+        }
+        SamplerKind::Tgmcmc | SamplerKind::TgmcmcPaper => format!(
+            " ({} + {gibbs} per sweep)",
+            plural(moves.global_moves, "tree-guided proposal")
+        ),
+        SamplerKind::Direct | SamplerKind::QuasiDirect | SamplerKind::QuasiCollapsed => {
+            String::new()
+        }
+    };
+    let budget = match spec.budget {
+        Budget::Sweeps(n) => format!("{n} sweeps"),
+        Budget::Seconds(t) => format!("{t} s of sampling"),
+    };
+    let init = match &spec.init {
+        Start::Single => "single".to_string(),
+        Start::Singletons => "singletons".to_string(),
+        Start::Labels(p) => format!("labels:{}", p.display()),
+        Start::Ibhc(mode) => format!("{mode:?}").to_lowercase() + "-ibhc",
+        Start::Sva => "sva".to_string(),
+        Start::Auto => "auto".to_string(),
+    };
+    format!(
+        "run: {prior}{hyper} mixture, {kernel}{kernel_hyper}, {} × {} points; sampler {}{mix}, {} \
+         of {budget} from `init` {init}, `seed` {}",
+        f.n,
+        f.dim,
+        s.kind,
+        plural(spec.chains, "chain"),
+        spec.seed
+    )
+}
