@@ -66,10 +66,69 @@ struct Manifest<P> {
     ranks: usize,
     n: usize,
     block: usize,
-    seed: u64,
+    settings: Settings,
     rng: NrmmRng,
     prior: P,
     clusters: usize,
+}
+
+/// What decides the chain besides the data and the layout: a run continued from a checkpoint
+/// must have the same, or it would silently be another chain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Settings {
+    seed: u64,
+    proposals: usize,
+    launch_scans: usize,
+    launch_sample: usize,
+    resample_hyper: bool,
+    /// The prior the run started from (its hyperparameters before any resampling).
+    prior: serde_json::Value,
+}
+
+impl Settings {
+    fn of<P: Serialize>(cfg: &RunConfig, prior: &P) -> Result<Self> {
+        Ok(Settings {
+            seed: cfg.seed,
+            proposals: cfg.options.proposals,
+            launch_scans: cfg.options.launch_iters,
+            launch_sample: cfg.launch_sample,
+            resample_hyper: cfg.resample_hyper,
+            prior: serde_json::to_value(prior).map_err(|e| Error::Usage(e.to_string()))?,
+        })
+    }
+
+    /// The settings that differ from `other`, as `name: mine vs other's` phrases.
+    fn differences(&self, other: &Settings) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut diff = |name: &str, a: String, b: String| {
+            if a != b {
+                out.push(format!("{name} {a} (the checkpoint's: {b})"));
+            }
+        };
+        diff("--seed", self.seed.to_string(), other.seed.to_string());
+        diff(
+            "--proposals",
+            self.proposals.to_string(),
+            other.proposals.to_string(),
+        );
+        diff(
+            "--launch-scans",
+            self.launch_scans.to_string(),
+            other.launch_scans.to_string(),
+        );
+        diff(
+            "launch sample",
+            self.launch_sample.to_string(),
+            other.launch_sample.to_string(),
+        );
+        diff(
+            "hyperparameter resampling",
+            self.resample_hyper.to_string(),
+            other.resample_hyper.to_string(),
+        );
+        diff("prior", self.prior.to_string(), other.prior.to_string());
+        out
+    }
 }
 
 const MANIFEST: &str = "manifest.json";
@@ -126,8 +185,9 @@ where
 {
     let rank = comm.rank();
     std::fs::create_dir_all(checkpoint_dir(&cfg.out)).map_err(write_err(&cfg.out))?;
+    let settings = Settings::of(cfg, &prior)?;
     let (mut chain, mut done) = if cfg.resume {
-        resume(comm, shard, cfg)?
+        resume(comm, shard, cfg, &settings)?
     } else {
         let labels = vec![0u32; shard.n_local()];
         let rng = SeedPlan::new(cfg.seed).chain(0);
@@ -192,13 +252,13 @@ where
             break;
         }
         if due && done < cfg.sweeps {
-            checkpoint(comm, shard, &chain, cfg, done)?;
+            checkpoint(comm, shard, &chain, cfg, &settings, done)?;
         }
     }
     if let Some(f) = trace.as_mut() {
         f.flush().map_err(write_err(&trace_path))?;
     }
-    checkpoint(comm, shard, &chain, cfg, done)?;
+    checkpoint(comm, shard, &chain, cfg, &settings, done)?;
     write_labels(comm, &cfg.out.join("labels.txt"), chain.labels())?;
     let seconds = start.elapsed().as_secs_f64();
     let sweeps_run = (done - first).max(1) as f64;
@@ -246,6 +306,7 @@ fn checkpoint<K: ShardKernel, P: NrmPrior + Serialize>(
     shard: &Shard<K>,
     chain: &DataParallel<K, P>,
     cfg: &RunConfig,
+    settings: &Settings,
     sweep: u64,
 ) -> Result<()> {
     let rank = comm.rank();
@@ -261,7 +322,7 @@ fn checkpoint<K: ShardKernel, P: NrmPrior + Serialize>(
             ranks: comm.size(),
             n: shard.layout.n(),
             block: shard.layout.block,
-            seed: cfg.seed,
+            settings: settings.clone(),
             rng: chain.rng().clone(),
             prior: chain.prior.clone(),
             clusters: chain.sizes().len(),
@@ -290,11 +351,27 @@ fn resume<K: ShardKernel, P: NrmPrior + DeserializeOwned>(
     comm: &dyn Comm,
     shard: &Shard<K>,
     cfg: &RunConfig,
+    settings: &Settings,
 ) -> Result<(DataParallel<K, P>, u64)> {
     let path = checkpoint_dir(&cfg.out).join(MANIFEST);
+    if !path.exists() {
+        return Err(Error::Usage(format!(
+            "{} holds no checkpoint to continue from (no {}): run without --continue to start",
+            cfg.out.display(),
+            path.display()
+        )));
+    }
     let text = std::fs::read_to_string(&path).map_err(read_err(&path))?;
     let m: Manifest<P> =
         serde_json::from_str(&text).map_err(|e| Error::parse(&path, 0, e.to_string()))?;
+    let differences = settings.differences(&m.settings);
+    if !differences.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: --continue must repeat the settings the run started with, but this run has {}",
+            path.display(),
+            differences.join(", ")
+        )));
+    }
     let here = (comm.size(), shard.layout.n(), shard.layout.block);
     if (m.ranks, m.n, m.block) != here {
         return Err(Error::Usage(format!(
