@@ -21,6 +21,7 @@ mod data_fuzz;
 mod data_generate;
 mod data_generate_nggp;
 mod data_load;
+mod data_parallel_cli;
 mod data_pca;
 mod data_real;
 mod diag_cli;

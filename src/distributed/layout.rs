@@ -112,6 +112,14 @@ pub fn read_share(comm: &dyn Comm, source: &Source, block: usize) -> Result<(Den
             // Two scans: the count of data lines, then this rank's lines only.
             let n = data_lines(path, None)?.0;
             let layout = Layout::even(n, block, comm.size())?;
+            if let Some(r) = (0..comm.size()).find(|&r| layout.range(r).is_empty()) {
+                return Err(Error::Usage(format!(
+                    "{}: rank {r} would hold no point: {n} points in blocks of {block} give \
+                     fewer blocks than the {} ranks; use fewer ranks or a smaller --block",
+                    path.display(),
+                    comm.size()
+                )));
+            }
             let lines = data_lines(path, Some(layout.range(comm.rank())))?.1;
             let data = parse_lines(path, &lines)?;
             Ok((data, layout))
@@ -119,6 +127,12 @@ pub fn read_share(comm: &dyn Comm, source: &Source, block: usize) -> Result<(Den
         Source::Shards(pattern) => {
             let path = PathBuf::from(pattern.replace("{rank}", &comm.rank().to_string()));
             let lines = data_lines(&path, Some(0..usize::MAX))?.1;
+            if lines.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{}: no data lines; every rank needs a shard with points",
+                    path.display()
+                )));
+            }
             let data = parse_lines(&path, &lines)?;
             let sizes: Vec<usize> = all_gather_u64(comm, &[data.n() as u64])?
                 .into_iter()
@@ -133,17 +147,29 @@ pub fn read_share(comm: &dyn Comm, source: &Source, block: usize) -> Result<(Den
     }
 }
 
-/// One data line: its 1-based line number and text.
-type Line = (usize, String);
+/// Kept data lines: their text, each ending in a newline, and each one's 1-based line number
+/// in the file. One string rather than one per line, so that reading a share holds its text
+/// once.
+#[derive(Default)]
+struct Lines {
+    text: String,
+    numbers: Vec<usize>,
+}
+
+impl Lines {
+    fn is_empty(&self) -> bool {
+        self.numbers.is_empty()
+    }
+}
 
 /// The number of data lines of a text file (blank lines, `#` comments and a first line without
 /// any number, a header, left out) and those whose 0-based data-line index is in `keep`.
-fn data_lines(path: &Path, keep: Option<std::ops::Range<usize>>) -> Result<(usize, Vec<Line>)> {
+fn data_lines(path: &Path, keep: Option<std::ops::Range<usize>>) -> Result<(usize, Lines)> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut out = Vec::new();
+    let mut out = Lines::default();
     let mut count = 0;
     let mut first = true;
     for (no, line) in BufReader::new(file).lines().enumerate() {
@@ -165,7 +191,9 @@ fn data_lines(path: &Path, keep: Option<std::ops::Range<usize>>) -> Result<(usiz
             }
         }
         if keep.as_ref().is_some_and(|k| k.contains(&count)) {
-            out.push((no + 1, line));
+            out.text.push_str(&line);
+            out.text.push('\n');
+            out.numbers.push(no + 1);
         }
         count += 1;
     }
@@ -174,19 +202,18 @@ fn data_lines(path: &Path, keep: Option<std::ops::Range<usize>>) -> Result<(usiz
 
 /// Parses the given data lines as one dense matrix; a parse error names the file and the
 /// line's number in it.
-fn parse_lines(path: &Path, lines: &[Line]) -> Result<DenseData> {
+fn parse_lines(path: &Path, lines: &Lines) -> Result<DenseData> {
     if lines.is_empty() {
         return DenseData::new(0, 0, Vec::new());
     }
-    let mut text = String::new();
-    for (_, l) in lines {
-        text.push_str(l);
-        text.push('\n');
-    }
-    parse_dense(text.as_bytes()).map_err(|e| match e {
+    parse_dense(lines.text.as_bytes()).map_err(|e| match e {
         Error::Parse { line, message, .. } => Error::Parse {
             path: path.to_path_buf(),
-            line: lines.get(line.saturating_sub(1)).map_or(0, |l| l.0),
+            line: lines
+                .numbers
+                .get(line.saturating_sub(1))
+                .copied()
+                .unwrap_or(0),
             message,
         },
         other => other,

@@ -51,8 +51,11 @@ use crate::kernel::ParametricKernel;
 use crate::kernel::{ln_gamma_variate, normal_wishart::NormalWishart, ConjugateKernel};
 use crate::math::ln_add_exp;
 use crate::prior::NrmPrior;
-use crate::rng::{uniform_index, uniform_open01, NrmmRng, SeedPlan};
-use crate::sampler::dpmm::engine::{side_log_probs, CHUNK, NEGLIGIBLE_LN_WEIGHT};
+use crate::rng::{uniform_index, uniform_open01, NrmmRng};
+use crate::sampler::dpmm::engine::{
+    draw_side, for_each_point_from, jump_shape, restricted_label, side_log_probs, side_weights,
+    CHUNK,
+};
 use crate::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 
 /// A kernel whose moments can travel between ranks and be turned into statistics.
@@ -298,16 +301,13 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
         }
         let seed = self.rng.next_u64();
         let mut drawn = vec![0u32; shard.n_local()];
-        for_each_keyed(
+        for_each_point_from(
             seed,
             shard.offset() as u64,
             &mut drawn,
             || vec![0.0; k],
-            |i, out, w, u| {
-                for (j, slot) in w.iter_mut().enumerate() {
-                    *slot = ln_w[j] + kernel.ln_f(i, &params[j]);
-                }
-                *out = draw_log_u(w, u)? as u32;
+            |i, out, w, rng| {
+                *out = restricted_label(kernel, i, &ln_w, &params, w, uniform_open01(rng))?;
                 Ok(())
             },
         )?;
@@ -533,16 +533,14 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
         for _ in 0..iters {
             let seed = self.rng.next_u64();
             let (lp, th) = (ln_pi, &theta);
-            for_each_keyed(
+            for_each_point_from(
                 seed,
                 fit_first as u64,
                 &mut sides,
                 || (),
-                |j, o, _, u| {
-                    let i = fit[j] as usize;
-                    let w0 = lp[0] + kernel.ln_f(i, &th[0]);
-                    let w1 = lp[1] + kernel.ln_f(i, &th[1]);
-                    *o = u8::from(u < side_log_probs(w0, w1)?[1].exp());
+                |j, o, _, rng| {
+                    let (w0, w1) = side_weights(kernel, fit[j] as usize, &lp, th);
+                    *o = draw_side(w0, w1, rng)?.0;
                     Ok(())
                 },
             )?;
@@ -558,17 +556,19 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
         let seed = if draw { self.rng.next_u64() } else { 0 };
         let mut out = vec![([0.0; 2], 0u8); members.len()];
         let (lp, th) = (ln_pi, &theta);
-        for_each_keyed(
+        for_each_point_from(
             seed,
             lo as u64,
             &mut out,
             || (),
-            |j, o, _, u| {
-                let i = members[j] as usize;
-                let w0 = lp[0] + kernel.ln_f(i, &th[0]);
-                let w1 = lp[1] + kernel.ln_f(i, &th[1]);
-                let ln_b = side_log_probs(w0, w1)?;
-                *o = (ln_b, if draw { u8::from(u < ln_b[1].exp()) } else { 0 });
+            |j, o, _, rng| {
+                let (w0, w1) = side_weights(kernel, members[j] as usize, &lp, th);
+                *o = if draw {
+                    let (side, ln_b) = draw_side(w0, w1, rng)?;
+                    (ln_b, side)
+                } else {
+                    (side_log_probs(w0, w1)?, 0)
+                };
                 Ok(())
             },
         )?;
@@ -610,100 +610,6 @@ fn set_offsets(counts: &[usize], extra: Option<&[usize]>) -> Vec<usize> {
 /// The rank whose positions contain `p`.
 fn owner_of(offsets: &[usize], p: usize) -> usize {
     offsets.partition_point(|&o| o <= p) - 1
-}
-
-/// The Gamma shape of a cluster's jump (as the threaded sampler's).
-fn jump_shape<P: NrmPrior>(prior: &P, n: usize) -> Result<f64> {
-    let shape = prior.ln_kappa_join(n).exp();
-    if shape > 0.0 && shape.is_finite() {
-        Ok(shape)
-    } else {
-        Err(Error::Numerical(format!(
-            "jump posterior shape {shape} for a cluster of {n} points"
-        )))
-    }
-}
-
-/// An index drawn with probability `∝ exp(w[k])` given the uniform `u`: the cumulative walk of
-/// [`crate::sampler::dpmm::engine::draw_log_mut`] (same negligible-weight cut), `w`
-/// overwritten. Errors when a weight is NaN or none is positive.
-pub fn draw_log_u(w: &mut [f64], u: f64) -> Result<usize> {
-    let mut max = f64::NEG_INFINITY;
-    let mut nan = false;
-    for &v in w.iter() {
-        max = max.max(v);
-        nan |= v.is_nan();
-    }
-    if !max.is_finite() || nan {
-        return Err(crate::math::bad_log_weights(w));
-    }
-    let mut total = 0.0;
-    for v in w.iter_mut() {
-        let shifted = *v - max;
-        *v = if shifted < NEGLIGIBLE_LN_WEIGHT {
-            0.0
-        } else {
-            shifted.exp()
-        };
-        total += *v;
-    }
-    let target = u * total;
-    let (mut acc, mut pick) = (0.0, 0);
-    for (k, &p) in w.iter().enumerate() {
-        if p > 0.0 {
-            acc += p;
-            pick = k;
-            if target < acc {
-                break;
-            }
-        }
-    }
-    Ok(pick)
-}
-
-/// Runs `f(j, &mut out[j], scratch, u)` for every `j`, where `u` is the open uniform of
-/// position `first_key + j` (see the module documentation), in parallel over runs that end
-/// at multiples of [`CHUNK`] positions; the first error in position order is returned.
-pub fn for_each_keyed<T, S, F>(
-    seed: u64,
-    first_key: u64,
-    out: &mut [T],
-    scratch: impl Fn() -> S + Sync,
-    f: F,
-) -> Result<()>
-where
-    T: Send,
-    F: Fn(usize, &mut T, &mut S, f64) -> Result<()> + Sync,
-{
-    let plan = SeedPlan::new(seed);
-    let chunk = CHUNK as u64;
-    let mut runs: Vec<(usize, &mut [T])> = Vec::new();
-    let mut rest = out;
-    let mut start = 0usize;
-    while !rest.is_empty() {
-        let key = first_key + start as u64;
-        let len = ((chunk - key % chunk) as usize).min(rest.len());
-        let (head, tail) = rest.split_at_mut(len);
-        runs.push((start, head));
-        rest = tail;
-        start += len;
-    }
-    let run = |(start, run): (usize, &mut [T])| -> Result<()> {
-        let key = first_key + start as u64;
-        let mut rng = plan.task(0, 0, key / chunk);
-        rng.set_word_pos(2 * (key % chunk) as u128);
-        let mut s = scratch();
-        for (j, o) in run.iter_mut().enumerate() {
-            let u = uniform_open01(&mut rng);
-            f(start + j, o, &mut s, u)?;
-        }
-        Ok(())
-    };
-    if runs.len() == 1 {
-        return run(runs.pop().expect("one run"));
-    }
-    let results: Vec<Result<()>> = runs.into_par_iter().map(run).collect();
-    results.into_iter().collect()
 }
 
 /// Moments of `n_groups` groups and `n_sums` sums over this rank's entries, folded over all

@@ -202,7 +202,8 @@ fn check(a: &RunArgs, given: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-/// Runs the chain on this process's rank; rank 0 prints what was written.
+/// Runs the chain on this process's rank; rank 0 prints what was written (standard output)
+/// and, after a stop, how to go on (standard error).
 pub fn run(a: &RunArgs) -> Result<Status> {
     check(a, &given_flags())?;
     #[cfg(feature = "mpi")]
@@ -247,6 +248,12 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
         .out
         .clone()
         .ok_or_else(|| Error::Usage("--out DIR is required".into()))?;
+    if out.join("run.json").exists() {
+        return Err(Error::Usage(format!(
+            "{} holds a run of nrmm run without --data-parallel, whose chain directories would              be mistaken for this run's: choose another --out",
+            out.display()
+        )));
+    }
     let manifest = out.join("checkpoint").join("manifest.json");
     if !p.continue_run && manifest.exists() && !a.force {
         return Err(Error::Usage(format!(
@@ -286,7 +293,7 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
             report.sweeps_per_second,
             report.bytes_per_sweep
         );
-        output::report_line(&line);
+        output::stdout(|o| writeln!(o, "{line}"))?;
         if report.stopped {
             output::report_line(&format!(
                 "stopped at sweep {}: the same command with --continue goes on",

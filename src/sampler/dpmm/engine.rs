@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use super::super::Chooser;
 use crate::error::{Error, Result};
 use crate::kernel::{ConjugateKernel, ParametricKernel};
+use crate::prior::NrmPrior;
 use crate::rng::{uniform_open01, NrmmRng, SeedPlan};
 
 /// Points per chunk of a label pass (one RNG stream and one scratch buffer each).
@@ -60,26 +61,107 @@ where
     T: Send,
     F: Fn(usize, &mut T, &mut S, &mut NrmmRng) -> Result<()> + Sync,
 {
+    for_each_point_from(seed, 0, out, scratch, f)
+}
+
+/// [`for_each_point`] for the positions `first..first + out.len()` of a longer sequence, as
+/// a data-parallel rank holding part of the points runs it: `out[j]` is position
+/// `first + j`, whose chunk is `(first + j) / CHUNK`. Each run of `out` inside one chunk gets
+/// a fresh `scratch()` and the chunk's stream entered at word `2 ((first + j) mod CHUNK)`,
+/// which is where the stream of the whole sequence stands at that position when every
+/// position draws one `u64` (one [`uniform_open01`]): such draws do not depend on how the
+/// sequence is cut. With `first = 0` it is [`for_each_point`] exactly. The first error in
+/// position order is returned.
+pub fn for_each_point_from<T, S, F>(
+    seed: u64,
+    first: u64,
+    out: &mut [T],
+    scratch: impl Fn() -> S + Sync,
+    f: F,
+) -> Result<()>
+where
+    T: Send,
+    F: Fn(usize, &mut T, &mut S, &mut NrmmRng) -> Result<()> + Sync,
+{
     let plan = SeedPlan::new(seed);
-    let run_chunk = |c: usize, chunk: &mut [T]| -> Result<()> {
-        let mut rng = plan.task(0, 0, c as u64);
+    let chunk = CHUNK as u64;
+    let run = |start: usize, part: &mut [T]| -> Result<()> {
+        let key = first + start as u64;
+        let mut rng = plan.task(0, 0, key / chunk);
+        if !key.is_multiple_of(chunk) {
+            rng.set_word_pos(2 * u128::from(key % chunk));
+        }
         let mut s = scratch();
-        let base = c * CHUNK;
-        for (j, o) in chunk.iter_mut().enumerate() {
-            f(base + j, o, &mut s, &mut rng)?;
+        for (j, o) in part.iter_mut().enumerate() {
+            f(start + j, o, &mut s, &mut rng)?;
         }
         Ok(())
     };
-    // A single chunk runs on the calling thread: same stream, no scheduling overhead.
-    if out.len() <= CHUNK {
-        return run_chunk(0, out);
+    // The first run ends at the first chunk boundary; the others are whole chunks.
+    let head = ((chunk - first % chunk) % chunk) as usize;
+    let head = head.min(out.len());
+    let (head_run, rest) = out.split_at_mut(head);
+    let mut runs: Vec<(usize, &mut [T])> = Vec::new();
+    if head > 0 {
+        runs.push((0, head_run));
     }
-    let results: Vec<Result<()>> = out
-        .par_chunks_mut(CHUNK)
-        .enumerate()
-        .map(|(c, chunk)| run_chunk(c, chunk))
-        .collect();
+    runs.extend(
+        rest.chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(c, r)| (head + c * CHUNK, r)),
+    );
+    // A single run goes on the calling thread: same stream, no scheduling overhead.
+    if runs.len() <= 1 {
+        return runs.pop().map_or(Ok(()), |(start, r)| run(start, r));
+    }
+    let results: Vec<Result<()>> = runs.into_par_iter().map(|(s, r)| run(s, r)).collect();
     results.into_iter().collect()
+}
+
+/// The restricted Gibbs draw of one point's cluster: `w[k] = ln_w[k] + ln f(x_i | θ_k)`, then
+/// [`pick_log_mut`] with the uniform `u`. The threaded and the data-parallel sub-cluster
+/// samplers both draw labels with it. Cost: `K` kernel evaluations and at most `K` `exp`.
+#[inline]
+pub fn restricted_label<K: ParametricKernel>(
+    kernel: &K,
+    i: usize,
+    ln_w: &[f64],
+    params: &[K::Param],
+    w: &mut [f64],
+    u: f64,
+) -> Result<u32> {
+    for (k, slot) in w.iter_mut().enumerate() {
+        *slot = ln_w[k] + kernel.ln_f(i, &params[k]);
+    }
+    Ok(pick_log_mut(w, u)? as u32)
+}
+
+/// The two sub-cluster sides' log weights of point `i`: `ln π_s + ln f(x_i | θ_s)`.
+#[inline]
+pub fn side_weights<K: ParametricKernel>(
+    kernel: &K,
+    i: usize,
+    ln_pi: &[f64; 2],
+    theta: &[K::Param; 2],
+) -> (f64, f64) {
+    (
+        ln_pi[0] + kernel.ln_f(i, &theta[0]),
+        ln_pi[1] + kernel.ln_f(i, &theta[1]),
+    )
+}
+
+/// The shape of the jump posterior of an occupied atom with `n` points:
+/// `κ(n+1, u)/κ(n, u)·(1+u) = exp(ln κ_join(n))` (`n` for the DP, `n - σ` for NGGP). Errors
+/// when it is not a positive finite number.
+pub fn jump_shape<P: NrmPrior>(prior: &P, n: usize) -> Result<f64> {
+    let shape = prior.ln_kappa_join(n).exp();
+    if shape > 0.0 && shape.is_finite() {
+        Ok(shape)
+    } else {
+        Err(Error::Numerical(format!(
+            "jump posterior shape {shape} for a cluster of {n} points"
+        )))
+    }
 }
 
 /// Draws an index with probability proportional to `exp(ln_w[k])` and returns it with its log
@@ -120,6 +202,15 @@ pub const NEGLIGIBLE_LN_WEIGHT: f64 = -44.0;
 /// weight is NaN or none is positive. Cost: at most one `exp` per option, no allocation.
 #[inline]
 pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result<usize> {
+    pick_log_mut(w, uniform_open01(rng))
+}
+
+/// [`draw_log_mut`] given its open uniform `u` in (0, 1): the index whose cumulative share of
+/// `exp(w)` first exceeds `u`, `w` overwritten with the shifted exponentials (weights below
+/// [`NEGLIGIBLE_LN_WEIGHT`] relative to the largest as zero). Errors when a weight is NaN or
+/// none is positive. Cost: at most one `exp` per option.
+#[inline]
+pub fn pick_log_mut(w: &mut [f64], u: f64) -> Result<usize> {
     let mut max = f64::NEG_INFINITY;
     let mut nan = false;
     for &v in w.iter() {
@@ -139,7 +230,7 @@ pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result
         };
         total += *v;
     }
-    let target = uniform_open01(rng) * total;
+    let target = u * total;
     let mut acc = 0.0;
     let mut pick = 0;
     for (k, &p) in w.iter().enumerate() {
@@ -311,6 +402,51 @@ mod tests {
         assert!(one.iter().all(|&k| k < 2));
         assert_eq!(one, run(2));
         assert_eq!(one, run(4));
+    }
+
+    #[test]
+    fn a_sequence_cut_anywhere_draws_the_same_uniforms() {
+        let draw = |first: u64, len: usize| {
+            let mut out = vec![0.0; len];
+            for_each_point_from(
+                9,
+                first,
+                &mut out,
+                || (),
+                |_, o, _, rng| {
+                    *o = uniform_open01(rng);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            out
+        };
+        let whole = draw(0, 3 * CHUNK + 17);
+        for cuts in [
+            vec![5000, 9000],
+            vec![1, CHUNK],
+            vec![CHUNK - 1, 2 * CHUNK + 3],
+        ] {
+            let mut parts = Vec::new();
+            let mut start = 0;
+            for &c in cuts.iter().chain([whole.len()].iter()) {
+                parts.extend(draw(start as u64, c - start));
+                start = c;
+            }
+            assert_eq!(parts, whole, "cut at {cuts:?}");
+        }
+        let mut plain = vec![0.0; whole.len()];
+        for_each_point(
+            9,
+            &mut plain,
+            || (),
+            |_, o, _, rng| {
+                *o = uniform_open01(rng);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(plain, whole);
     }
 
     #[test]

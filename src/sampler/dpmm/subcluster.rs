@@ -33,8 +33,8 @@ use rand::Rng;
 
 use super::apply_labels;
 use super::engine::{
-    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, group_stats, side_log_probs,
-    CHUNK,
+    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, group_stats, jump_shape,
+    restricted_label, side_log_probs, side_weights, CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
@@ -315,10 +315,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             &mut self.labels,
             || vec![0.0; ln_w.len()],
             |i, out, w: &mut Vec<f64>, rng| {
-                for (k, slot) in w.iter_mut().enumerate() {
-                    *slot = ln_w[k] + kernel.ln_f(i, &params[k]);
-                }
-                *out = draw_log_mut(w, rng)? as u32;
+                *out = restricted_label(kernel, i, ln_w, params, w, uniform_open01(rng))?;
                 Ok(())
             },
         )
@@ -422,8 +419,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 || (),
                 |j, o, _, rng| {
                     let i = fit[j];
-                    let w0 = lp[0] + kernel.ln_f(i, &th[0]);
-                    let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+                    let (w0, w1) = side_weights(kernel, i, &lp, th);
                     *o = u32::from(draw_side(w0, w1, rng)?.0);
                     Ok(())
                 },
@@ -445,8 +441,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             || (),
             |j, o, _, rng| {
                 let i = s[j];
-                let w0 = lp[0] + kernel.ln_f(i, &th[0]);
-                let w1 = lp[1] + kernel.ln_f(i, &th[1]);
+                let (w0, w1) = side_weights(kernel, i, &lp, th);
                 *o = if draw {
                     let (side, ln_b) = draw_side(w0, w1, rng)?;
                     (ln_b, side)
@@ -1219,19 +1214,6 @@ fn sorted_members<K: ParametricKernel>(
         }
     }
     (points, sides)
-}
-
-/// The shape of the jump posterior of an occupied atom with `n` points:
-/// `κ(n+1, u)/κ(n, u)·(1+u) = exp(ln κ_join(n))` (`n` for the DP, `n - σ` for NGGP).
-fn jump_shape<P: NrmPrior>(prior: &P, n: usize) -> Result<f64> {
-    let shape = prior.ln_kappa_join(n).exp();
-    if shape > 0.0 && shape.is_finite() {
-        Ok(shape)
-    } else {
-        Err(Error::Numerical(format!(
-            "jump posterior shape {shape} for a cluster of {n} points"
-        )))
-    }
 }
 
 /// The faithful variant's checkpoint state.
