@@ -105,7 +105,7 @@ fn given_flags() -> Vec<(String, String)> {
 /// The flags `--data-parallel` honours (some only with certain values, checked in [`check`]).
 const HONOURED: &[&str] = &[
     "data",
-    "format",
+    "data_format",
     "kernel",
     "nw_defaults",
     "prior",
