@@ -250,7 +250,8 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
         .ok_or_else(|| Error::Usage("--out DIR is required".into()))?;
     if out.join("run.json").exists() {
         return Err(Error::Usage(format!(
-            "{} holds a run of nrmm run without --data-parallel, whose chain directories would              be mistaken for this run's: choose another --out",
+            "{} holds a run of nrmm run without --data-parallel, whose chain directories would \
+             be mistaken for this run's: choose another --out",
             out.display()
         )));
     }
