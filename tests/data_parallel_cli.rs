@@ -156,14 +156,16 @@ fn a_continued_run_is_the_uninterrupted_chain_and_other_settings_are_refused() {
         1,
         &["--continue", "--force"],
     );
-    for (extra, needle) in [
-        (["--seed", "6"], "--seed 6"),
-        (["--proposals", "2"], "--proposals 2"),
-        (["--alpha", "3"], "prior"),
+    for (flag, value, needle) in [
+        ("--seed", "6", "--seed 6"),
+        ("--proposals", "2", "--proposals 2"),
+        ("--alpha", "3", "prior"),
     ] {
         let mut a = args(&base, &["--sweeps", "10", "--out", &parted, "--continue"]);
-        // The later of two equal flags wins.
-        a.extend_from_slice(&extra);
+        match a.iter().position(|&s| s == flag) {
+            Some(at) => a[at + 1] = value,
+            None => a.extend_from_slice(&[flag, value]),
+        }
         fails(&a, 1, &["--continue must repeat", needle]);
     }
     ok(&args(
