@@ -16,7 +16,7 @@ use nrmm::distributed::run::{run as run_chain, RunConfig};
 use nrmm::distributed::sampler::normal_wishart_shard;
 use nrmm::distributed::{read_share, Comm, Source};
 use nrmm::model::{KernelKind, NwDefaults};
-use nrmm::run::{SamplerKind, Start};
+use nrmm::run::{MoveSettings, SamplerKind, Start};
 use nrmm::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 use nrmm::{Error, Result};
 
@@ -272,7 +272,11 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
         sweeps: a.sweeps.unwrap_or(1000),
         options: SubClusterOptions {
             launch_iters: a.sampler.moves.launch_scans,
-            proposals: a.sampler.moves.proposals.unwrap_or(1),
+            proposals: a
+                .sampler
+                .moves
+                .proposals
+                .unwrap_or_else(|| MoveSettings::default_proposals(shard.layout.n())),
         },
         launch_sample: LAUNCH_SAMPLE,
         resample_hyper: spec.resamples_hyper(),
