@@ -6,6 +6,7 @@ pub mod generate;
 pub mod load;
 pub mod npy;
 pub mod pca;
+pub mod synthetic;
 
 pub use fingerprint::Fingerprint;
 

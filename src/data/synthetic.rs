@@ -167,8 +167,8 @@ impl SyntheticSpec {
                 let mean = self.doc_length.unwrap_or(DEFAULT_DOC_LENGTH);
                 let beta = self.beta.unwrap_or(DEFAULT_WORD_BETA);
                 let lengths = DocLengths::Poisson { mean };
-                let (c, _) = bag_of_words(&labels, self.d, beta, lengths, &mut rng)
-                    .map_err(rename)?;
+                let (c, _) =
+                    bag_of_words(&labels, self.d, beta, lengths, &mut rng).map_err(rename)?;
                 Dataset::Counts(c)
             }
         };

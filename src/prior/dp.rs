@@ -161,8 +161,8 @@ impl NrmPrior for Dp {
         Ok(())
     }
 
-    fn hyper_values(&self) -> Vec<(&'static str, f64)> {
-        vec![("alpha", self.alpha)]
+    fn hyperparameters(&self) -> super::PriorHyper {
+        super::PriorHyper::Dp { alpha: self.alpha }
     }
 }
 

@@ -68,8 +68,65 @@ pub trait NrmPrior: Clone + Send + Sync + std::fmt::Debug {
     /// `α` for the DP) given the cluster sizes of the current partition (MATH §1.7).
     fn resample_hyper(&mut self, sizes: &[usize], rng: &mut NrmmRng) -> Result<()>;
 
-    /// Current hyperparameter values by name (`alpha`, `sigma`, `u`), for traces.
-    fn hyper_values(&self) -> Vec<(&'static str, f64)>;
+    /// The current hyperparameter values, typed.
+    fn hyperparameters(&self) -> PriorHyper;
+
+    /// Current hyperparameter values by their trace column names ([`PriorHyper::columns`]).
+    fn hyper_values(&self) -> Vec<(&'static str, f64)> {
+        self.hyperparameters().columns()
+    }
+}
+
+/// The hyperparameters of a prior, typed: which prior it is and its values. Names exist only
+/// where values become trace columns and come back from them ([`PriorHyper::columns`],
+/// [`PriorHyper::with_columns`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PriorHyper {
+    /// The Dirichlet process.
+    Dp {
+        /// Concentration.
+        alpha: f64,
+    },
+    /// The normalized generalized gamma process.
+    Nggp {
+        /// Concentration.
+        alpha: f64,
+        /// Discount.
+        sigma: f64,
+        /// Auxiliary variable.
+        u: f64,
+    },
+}
+
+impl PriorHyper {
+    /// Names and values as trace columns, in their fixed order (`alpha`, then `sigma` and `u`
+    /// for NGGP): the one place where the prior's hyperparameters are named.
+    pub fn columns(&self) -> Vec<(&'static str, f64)> {
+        match *self {
+            PriorHyper::Dp { alpha } => vec![("alpha", alpha)],
+            PriorHyper::Nggp { alpha, sigma, u } => {
+                vec![("alpha", alpha), ("sigma", sigma), ("u", u)]
+            }
+        }
+    }
+
+    /// These values with those a record gives by column name (the others kept).
+    pub fn with_columns(mut self, record: &std::collections::BTreeMap<String, f64>) -> Self {
+        let get = |name: &str, v: &mut f64| {
+            if let Some(&x) = record.get(name) {
+                *v = x;
+            }
+        };
+        match &mut self {
+            PriorHyper::Dp { alpha } => get("alpha", alpha),
+            PriorHyper::Nggp { alpha, sigma, u } => {
+                get("alpha", alpha);
+                get("sigma", sigma);
+                get("u", u);
+            }
+        }
+        self
+    }
 }
 
 /// The prior chosen at run time (e.g. on the command line): every [`NrmPrior`] method
@@ -87,24 +144,43 @@ impl Prior {
     /// those present; the others keep this prior's values). Used to predict under each stored
     /// draw. Cost: O(1).
     pub fn at_values(&self, hyper: &std::collections::BTreeMap<String, f64>) -> Result<Prior> {
+        self.at(self.hyperparameters().with_columns(hyper))
+    }
+
+    /// This prior at the values `hyper`; errors if they are of another prior or out of range.
+    /// Cost: O(1).
+    pub fn at(&self, hyper: PriorHyper) -> Result<Prior> {
         let mut p = self.clone();
-        let get = |name: &str| hyper.get(name).copied();
-        match &mut p {
-            Prior::Dp(dp) => {
-                if let Some(a) = get("alpha") {
-                    dp.set_alpha(a)?;
+        // Only the values that differ are set: setting `u` goes through its logarithm.
+        match (&mut p, self.hyperparameters(), hyper) {
+            (Prior::Dp(dp), PriorHyper::Dp { alpha: a0 }, PriorHyper::Dp { alpha }) => {
+                if alpha != a0 {
+                    dp.set_alpha(alpha)?;
                 }
             }
-            Prior::Nggp(ng) => {
-                if let Some(a) = get("alpha") {
-                    ng.set_alpha(a)?;
+            (
+                Prior::Nggp(ng),
+                PriorHyper::Nggp {
+                    alpha: a0,
+                    sigma: s0,
+                    u: u0,
+                },
+                PriorHyper::Nggp { alpha, sigma, u },
+            ) => {
+                if alpha != a0 {
+                    ng.set_alpha(alpha)?;
                 }
-                if let Some(s) = get("sigma") {
-                    ng.set_sigma(s)?;
+                if sigma != s0 {
+                    ng.set_sigma(sigma)?;
                 }
-                if let Some(u) = get("u") {
+                if u != u0 {
                     ng.set_u(u)?;
                 }
+            }
+            _ => {
+                return Err(Error::Usage(format!(
+                    "hyperparameters {hyper:?} are not those of this prior"
+                )))
             }
         }
         Ok(p)
@@ -190,10 +266,10 @@ impl NrmPrior for Prior {
         }
     }
 
-    fn hyper_values(&self) -> Vec<(&'static str, f64)> {
+    fn hyperparameters(&self) -> PriorHyper {
         match self {
-            Prior::Dp(p) => p.hyper_values(),
-            Prior::Nggp(p) => p.hyper_values(),
+            Prior::Dp(p) => p.hyperparameters(),
+            Prior::Nggp(p) => p.hyperparameters(),
         }
     }
 }

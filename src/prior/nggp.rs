@@ -286,12 +286,12 @@ impl NrmPrior for Nggp {
         Ok(())
     }
 
-    fn hyper_values(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("alpha", self.alpha),
-            ("sigma", self.sigma),
-            ("u", self.u()),
-        ]
+    fn hyperparameters(&self) -> super::PriorHyper {
+        super::PriorHyper::Nggp {
+            alpha: self.alpha,
+            sigma: self.sigma,
+            u: self.u(),
+        }
     }
 }
 

@@ -46,19 +46,6 @@ pub fn flags(e: Error) -> Error {
     e.rename_parameters(&flag)
 }
 
-/// Renames the parameters of a library error by `table` (library name, flag), for the verbs
-/// whose parameters are not those of [`flag`]. Only used on errors of library calls that take
-/// nothing but those flags' values, so the renaming cannot blame a flag for a value the user
-/// never gave.
-pub fn name_flag(e: Error, table: &[(&str, &str)]) -> Error {
-    e.rename_parameters(&|name| {
-        table
-            .iter()
-            .find(|(library, _)| *library == name)
-            .map(|(_, flag)| flag.to_string())
-    })
-}
-
 /// Which built-in data set a verb falls back to without `--data`.
 #[derive(Clone, Copy)]
 pub enum Builtin {

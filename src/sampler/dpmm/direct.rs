@@ -11,17 +11,13 @@ use super::engine::{chain_rng, draw_log, for_each_point};
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::partition::Slot;
-use crate::prior::NrmPrior;
+use crate::prior::{NrmPrior, PriorHyper};
 use crate::sampler::{Chooser, Move, State, StepInfo};
 use rand::Rng;
 
-/// Errors unless `prior` is the Dirichlet process (it has no `sigma`).
+/// Errors unless `prior` is the Dirichlet process.
 fn require_dp<P: NrmPrior>(prior: &P, who: &str) -> Result<()> {
-    if prior
-        .hyper_values()
-        .iter()
-        .any(|(name, _)| *name == "sigma")
-    {
+    if !matches!(prior.hyperparameters(), PriorHyper::Dp { .. }) {
         return Err(Error::Usage(format!(
             "{who}: its weights Dir(N_1..N_K, alpha) are those of the Dirichlet process; it \
              does not support NGGP (use subcluster, gibbs or quasi-collapsed)"

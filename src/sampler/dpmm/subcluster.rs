@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::math::{ln_add_exp, ln_gamma};
 use crate::partition::{Partition, Slot};
-use crate::prior::NrmPrior;
+use crate::prior::{NrmPrior, PriorHyper};
 use crate::rng::{uniform_index, uniform_open01, NrmmRng};
 use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 
@@ -794,12 +794,7 @@ impl<K: ParametricKernel> SubCluster<K> {
         chooser: &mut dyn Chooser,
         opts: DpmmOptions,
     ) -> Result<StepInfo> {
-        if state
-            .prior
-            .hyper_values()
-            .iter()
-            .any(|(name, _)| *name == "sigma")
-        {
+        if !matches!(state.prior.hyperparameters(), PriorHyper::Dp { .. }) {
             return Err(Error::Usage(
                 "subcluster-dpmm: the DPMM.jl sub-cluster ratios are defined for the Dirichlet \
                  process only; use --sampler subcluster for NGGP"
