@@ -15,44 +15,19 @@ use std::path::{Path, PathBuf};
 /// Picture size in pixels.
 const SIZE: (u32, u32) = (960, 600);
 
-/// Colours of lines (Tableau 10) and of clusters (Tableau 20), cycled.
-const LINE_COLOURS: [(u8, u8, u8); 10] = [
-    (31, 119, 180),
-    (255, 127, 14),
-    (44, 160, 44),
-    (214, 39, 40),
-    (148, 103, 189),
-    (140, 86, 75),
-    (227, 119, 194),
-    (127, 127, 127),
-    (188, 189, 34),
-    (23, 190, 207),
+/// Colours of lines (Tableau 10) and of clusters (Tableau 20) as 0xRRGGBB, cycled.
+const LINE_COLOURS: [u32; 10] = [
+    0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22,
+    0x17becf,
 ];
-const CLUSTER_COLOURS: [(u8, u8, u8); 20] = [
-    (31, 119, 180),
-    (174, 199, 232),
-    (255, 127, 14),
-    (255, 187, 120),
-    (44, 160, 44),
-    (152, 223, 138),
-    (214, 39, 40),
-    (255, 152, 150),
-    (148, 103, 189),
-    (197, 176, 213),
-    (140, 86, 75),
-    (196, 156, 148),
-    (227, 119, 194),
-    (247, 182, 210),
-    (127, 127, 127),
-    (199, 199, 199),
-    (188, 189, 34),
-    (219, 219, 141),
-    (23, 190, 207),
-    (158, 218, 229),
+const CLUSTER_COLOURS: [u32; 20] = [
+    0x1f77b4, 0xaec7e8, 0xff7f0e, 0xffbb78, 0x2ca02c, 0x98df8a, 0xd62728, 0xff9896, 0x9467bd,
+    0xc5b0d5, 0x8c564b, 0xc49c94, 0xe377c2, 0xf7b6d2, 0x7f7f7f, 0xc7c7c7, 0xbcbd22, 0xdbdb8d,
+    0x17becf, 0x9edae5,
 ];
 
-fn colour(palette: &[(u8, u8, u8)], i: usize) -> RGBColor {
-    let (r, g, b) = palette[i % palette.len()];
+fn colour(palette: &[u32], i: usize) -> RGBColor {
+    let [_, r, g, b] = palette[i % palette.len()].to_be_bytes();
     RGBColor(r, g, b)
 }
 
