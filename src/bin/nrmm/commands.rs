@@ -150,7 +150,13 @@ pub fn generate(a: GenerateArgs) -> Result<()> {
 /// partitions compared with the exact posterior ([`check_sampler`]).
 pub fn check_exact(a: CheckExactArgs) -> Result<()> {
     let model = build(&a.data, &a.model, Builtin::SetB)?;
-    let c = check_sampler(&model, &a.sampler.settings(model.n_points()), a.sweeps, a.seed).map_err(flags)?;
+    let c = check_sampler(
+        &model,
+        &a.sampler.settings(model.n_points()),
+        a.sweeps,
+        a.seed,
+    )
+    .map_err(flags)?;
     if a.json {
         return print_json(&json!({
             "tv": c.comparison.tv,
