@@ -10,7 +10,7 @@
 
 use nrmm::data::{load::load_dense, Dataset};
 use nrmm::model::{Model, ModelSpec};
-use nrmm::run::{Budget, Runner, SamplerSpec};
+use nrmm::run::{Budget, MoveSettings, Runner, SamplerSpec};
 use nrmm::{Error, Result};
 
 fn main() -> Result<()> {
@@ -25,12 +25,14 @@ fn main() -> Result<()> {
             .map_err(|_| Error::param(name, text, "a non-negative integer"))
     };
     let model = Model::build(&ModelSpec::default(), Dataset::Dense(load_dense(data)?))?;
-    let spec = SamplerSpec {
+    let mut spec = SamplerSpec {
         seed: number("seed", seed)?,
         chains: number("chains", chains)? as usize,
         budget: Budget::Sweeps(number("sweeps", sweeps)?),
         ..SamplerSpec::new(sampler.parse()?)
     };
+    // The front ends' default: one split-merge proposal per 100 points.
+    spec.sampler.moves.proposals = MoveSettings::default_proposals(model.n_points());
     let summary = Runner::new(&model, spec, out)
         .replace(true)
         .run()?

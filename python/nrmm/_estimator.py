@@ -134,7 +134,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         "scaled": unit-equivariant defaults; "reference": the tgMCMC paper code's.
     sampler_options : dict, default=None
         Move settings: ``proposals``, ``launch_scans``, ``gibbs_sweeps``, ``gibbs_subset``,
-        ``global_moves``, ``depth``.
+        ``global_moves``, ``depth``. Without ``proposals``, one split-merge proposal per 100
+        points (between 1 and 100) per sweep, as on the command line.
     thin : int, default=1
         Every ``thin``-th sweep is traced and may be kept as a draw.
     draws_per_chain : int, default=256

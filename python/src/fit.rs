@@ -11,8 +11,8 @@ use crate::convert::{model_spec, overlay, Input};
 use crate::error::{rename, IntoPy};
 use nrmm::model::Model;
 use nrmm::run::{
-    chain_dir, Budget, ChainMonitor, Monitor, Runner, SamplerSpec, Start, Summary, SweepRecord,
-    TraceColumns,
+    chain_dir, Budget, ChainMonitor, Monitor, MoveSettings, Runner, SamplerSpec, Start, Summary,
+    SweepRecord, TraceColumns,
 };
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
@@ -30,8 +30,10 @@ const POLL: Duration = Duration::from_millis(100);
 const TRACE_ROWS: usize = 1 << 14;
 
 /// What Python hands over as `sampler_json`: a [`SamplerSpec`] whose `init` is given by name
-/// ([`Start`]'s `FromStr`) and whose `sampler` object may give only some move settings.
-fn sampler_spec(json: &str) -> PyResult<SamplerSpec> {
+/// ([`Start`]'s `FromStr`) and whose `sampler` object may give only some move settings; the
+/// split-merge proposals not given are, as on the command line, one per 100 of the `n` points
+/// ([`MoveSettings::default_proposals`]).
+fn sampler_spec(json: &str, n: usize) -> PyResult<SamplerSpec> {
     let bad = |e: serde_json::Error| PyValueError::new_err(format!("sampler settings: {e}"));
     let mut given: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(bad)?;
@@ -40,6 +42,7 @@ fn sampler_spec(json: &str) -> PyResult<SamplerSpec> {
         given.insert("init".into(), serde_json::to_value(start).map_err(bad)?);
     }
     let mut base = SamplerSpec::default();
+    base.sampler.moves.proposals = MoveSettings::default_proposals(n);
     if let Some(sampler) = given.remove("sampler") {
         if let Some(name) = sampler.get("sampler").and_then(|v| v.as_str()) {
             base.sampler.kind = name.parse().map_err(rename).py_err()?;
@@ -153,7 +156,9 @@ pub fn fit<'py>(
         .transpose()
         .map_err(|e| PyValueError::new_err(format!("budget: {e}")))?;
     let mut runner = match sampler_json {
-        Some(json) => Runner::new(&model, sampler_spec(json)?, &run_dir).replace(true),
+        Some(json) => {
+            Runner::new(&model, sampler_spec(json, model.n_points())?, &run_dir).replace(true)
+        }
         None => Runner::resume(&model, &run_dir).map_err(rename).py_err()?,
     };
     if let Some(b) = budget {
