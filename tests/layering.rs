@@ -10,6 +10,7 @@
 //! Every strongly connected component of more than one node is a cycle; the test names it with
 //! a path around it and one source line per step, so it can be cut where it is cheapest.
 
+use crate::support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -208,24 +209,6 @@ fn root_segments(code: &str, depth: usize) -> Vec<(String, usize)> {
     out
 }
 
-/// The `.rs` files below `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("read {}: {e}", d.display())) {
-            let path = entry.expect("directory entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// How many modules below its crate's root the file at `rel` (relative to the crate's root
 /// folder) sits: `a.rs` and `a/mod.rs` are 1, `a/b.rs` is 2.
 fn depth(rel: &Path) -> usize {
@@ -295,7 +278,7 @@ fn root_items(root_file: &Path, root: &str) -> BTreeMap<String, String> {
 fn crate_graph(dir: &Path, root_file: &str, prefix: &str, graph: &mut Graph) {
     let root = root_file.trim_end_matches(".rs");
     let items = root_items(&dir.join(root_file), root);
-    for file in rust_files(dir) {
+    for file in support::rust_files(dir) {
         let rel = file.strip_prefix(dir).expect("below the crate folder");
         if rel.starts_with("bin") {
             continue;

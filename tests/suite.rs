@@ -4,26 +4,9 @@
 //! file under `tests/` that no line reaches, and every file reached twice (its tests would run
 //! twice).
 
+use crate::support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The `.rs` files below `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("read {}: {e}", d.display())) {
-            let path = entry.expect("directory entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// The files the out-of-line `mod name;` declarations of `file` load, as rustc resolves them:
 /// a `#[path = "p"]` attribute is relative to the directory holding `file`; otherwise the
@@ -81,7 +64,7 @@ fn coverage(dir: &Path, root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             stack.extend(declared_modules(&file));
         }
     }
-    let missing = rust_files(dir)
+    let missing = support::rust_files(dir)
         .into_iter()
         .filter(|f| !seen.contains_key(&canonical(f)))
         .collect();

@@ -151,18 +151,17 @@ pub struct Summary {
 fn check_compatible(runs: &[RunDir]) -> Result<()> {
     let first = &runs[0];
     for r in &runs[1..] {
-        if r.record.fingerprint != first.record.fingerprint {
+        let differ = if r.record.fingerprint != first.record.fingerprint {
+            Some("on different data")
+        } else if r.record.model != first.record.model {
+            Some("under different models")
+        } else {
+            None
+        };
+        if let Some(how) = differ {
             return Err(Error::Usage(format!(
-                "{} and {} were run on different data: their chains sample different \
-                 posteriors and cannot be merged",
-                first.dir.display(),
-                r.dir.display()
-            )));
-        }
-        if r.record.model != first.record.model {
-            return Err(Error::Usage(format!(
-                "{} and {} were run under different models: their chains sample different \
-                 posteriors and cannot be merged",
+                "{} and {} were run {how}: their chains sample different posteriors and \
+                 cannot be merged",
                 first.dir.display(),
                 r.dir.display()
             )));
