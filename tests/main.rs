@@ -47,6 +47,7 @@ mod prior_hyper_invariance;
 mod prior_ln_v;
 mod prior_slice;
 mod prior_validation;
+mod run_auto;
 mod run_checkpoint;
 mod run_determinism;
 mod safety_cli;

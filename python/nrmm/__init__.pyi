@@ -28,7 +28,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     prior: Prior
     sampler: Sampler
     n_chains: int
-    sweeps: int | None
+    sweeps: int | Literal["auto"] | None
+    max_sweeps: int | None
     seconds: float | None
     burn_in: int | None
     init: str
@@ -72,7 +73,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         sampler: Sampler = "sams",
         *,
         n_chains: int = 4,
-        sweeps: int | None = None,
+        sweeps: int | Literal["auto"] | None = None,
+        max_sweeps: int | None = None,
         seconds: float | None = None,
         burn_in: int | None = None,
         init: str = "auto",
@@ -97,7 +99,11 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     ) -> None: ...
     def fit(self, X: Any, y: Any = None) -> MixtureModel: ...
     def resume(
-        self, X: Any, sweeps: int | None = None, seconds: float | None = None
+        self,
+        X: Any,
+        sweeps: int | Literal["auto"] | None = None,
+        seconds: float | None = None,
+        max_sweeps: int | None = None,
     ) -> MixtureModel: ...
     def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> NDArray[np.int64]: ...
     def predict(self, X: Any) -> NDArray[np.int64]: ...

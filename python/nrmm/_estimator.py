@@ -42,7 +42,6 @@ MOVE_OPTIONS = (
     "global_moves",
     "depth",
 )
-DEFAULT_SWEEPS = 1000
 # Above this many points the posterior similarity matrix (n² float64) is not kept.
 SIMILARITY_MAX_POINTS = 4000
 
@@ -60,6 +59,22 @@ def _positive_int(name, value, *, allow_none=False, minimum=1):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"invalid {name} = {value!r}: expected an integer >= {minimum}")
     return int(value)
+
+
+def _budget(sweeps, seconds, max_sweeps):
+    """The library's budget: a time, a number of sweeps, or automatic rounds (``sweeps`` None
+    or "auto", at most ``max_sweeps``; the library fills in the defaults for the data)."""
+    if sweeps is not None and seconds is not None:
+        raise ValueError("give sweeps or seconds, not both")
+    if seconds is not None:
+        if max_sweeps is not None:
+            raise ValueError("max_sweeps bounds automatic sweeps: give it without seconds")
+        return {"seconds": _optional_float("seconds", seconds)}
+    if sweeps is None or (isinstance(sweeps, str) and sweeps == "auto"):
+        return {"auto": {"max": _positive_int("max_sweeps", max_sweeps, allow_none=True)}}
+    if max_sweeps is not None:
+        raise ValueError("max_sweeps bounds automatic sweeps: give it with sweeps='auto'")
+    return {"sweeps": _positive_int("sweeps", sweeps)}
 
 
 def _optional_float(name, value):
@@ -109,8 +124,15 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         "subcluster-dpmm", "direct", "quasi-direct" and "quasi-collapsed" are approximate.
     n_chains : int, default=4
         Chains, run in parallel.
-    sweeps : int, default=None
-        Sweeps per chain; 1000 when neither ``sweeps`` nor ``seconds`` is given.
+    sweeps : int or "auto", default=None
+        Sweeps per chain, or "auto" (also when neither ``sweeps`` nor ``seconds`` is given):
+        1000 sweeps, then the chains' length doubled until they agree (every traced quantity
+        with R-hat at most 1.01 and a bulk effective sample size of at least 400), up to
+        ``max_sweeps``. The rounds depend on the traces only, so ``random_state`` gives the
+        same fit on every machine.
+    max_sweeps : int, default=None
+        With automatic sweeps, the most sweeps per chain; None: 16,000, fewer for large data
+        (at most 1e9 / (n_samples * n_features**2), never below 1000).
     seconds : float, default=None
         Sampling time per chain instead of a number of sweeps (results then depend on the
         machine's speed).
@@ -188,6 +210,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         *,
         n_chains=4,
         sweeps=None,
+        max_sweeps=None,
         seconds=None,
         burn_in=None,
         init="auto",
@@ -215,6 +238,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         self.sampler = sampler
         self.n_chains = n_chains
         self.sweeps = sweeps
+        self.max_sweeps = max_sweeps
         self.seconds = seconds
         self.burn_in = burn_in
         self.init = init
@@ -279,13 +303,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
             raise ValueError(
                 f"unknown sampler_options {unknown}: expected some of {list(MOVE_OPTIONS)}"
             )
-        if self.sweeps is not None and self.seconds is not None:
-            raise ValueError("give sweeps or seconds, not both")
-        if self.seconds is not None:
-            budget = {"seconds": _optional_float("seconds", self.seconds)}
-        else:
-            sweeps = DEFAULT_SWEEPS if self.sweeps is None else self.sweeps
-            budget = {"sweeps": _positive_int("sweeps", sweeps)}
+        budget = _budget(self.sweeps, self.seconds, self.max_sweeps)
         spec = {
             "sampler": {"sampler": self.sampler, **options},
             "seed": seed,
@@ -338,10 +356,11 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         sampler_json = self._sampler_json(_seed(self.random_state))
         return self._run(data, model_json, sampler_json, budget=None)
 
-    def resume(self, X, sweeps=None, seconds=None):
+    def resume(self, X, sweeps=None, seconds=None, max_sweeps=None):
         """Continues the run in ``run_dir`` from its checkpoints, to ``sweeps`` (a new total
-        per chain) or ``seconds``: exactly as if it had never stopped (after a
-        ``KeyboardInterrupt`` too). ``X`` must be the data the run was fitted on.
+        per chain, or "auto" with at most ``max_sweeps``) or ``seconds``: exactly as if it had
+        never stopped (after a ``KeyboardInterrupt`` too). ``X`` must be the data the run was
+        fitted on.
 
         Returns
         -------
@@ -349,13 +368,9 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         """
         if self.run_dir is None:
             raise ValueError("resume needs run_dir: the run's directory with its checkpoints")
-        if sweeps is not None and seconds is not None:
-            raise ValueError("give sweeps or seconds, not both")
         budget = None
-        if sweeps is not None:
-            budget = {"sweeps": _positive_int("sweeps", sweeps)}
-        elif seconds is not None:
-            budget = {"seconds": _optional_float("seconds", seconds)}
+        if sweeps is not None or seconds is not None or max_sweeps is not None:
+            budget = _budget(sweeps, seconds, max_sweeps)
         data = self._check_input(X, reset=True)
         return self._run(data, self._model_json(), None, budget=budget)
 

@@ -11,7 +11,7 @@ use crate::convert::{model_spec, overlay, Input};
 use crate::error::{rename, IntoPy};
 use nrmm::model::Model;
 use nrmm::run::{
-    chain_dir, Budget, ChainMonitor, Monitor, MoveSettings, Runner, SamplerSpec, Start, Summary,
+    chain_dir, AutoBudget, Budget, ChainMonitor, Monitor, MoveSettings, Runner, SamplerSpec, Start, Summary,
     SweepRecord, TraceColumns,
 };
 use numpy::IntoPyArray;
@@ -29,14 +29,37 @@ const POLL: Duration = Duration::from_millis(100);
 /// Trace rows kept per column and chain (evenly spaced over the chain).
 const TRACE_ROWS: usize = 1 << 14;
 
+/// A budget as Python gives it: the library's [`Budget`], except that an automatic one may
+/// leave out its first round and its most sweeps, which then follow the data's `n` points
+/// in `d` dimensions as on the command line ([`AutoBudget::for_data`]).
+fn budget_for(given: &serde_json::Value, n: usize, d: usize) -> PyResult<Budget> {
+    let bad = |e: serde_json::Error| PyValueError::new_err(format!("budget: {e}"));
+    let Some(auto) = given.get("auto") else {
+        return serde_json::from_value(given.clone()).map_err(bad);
+    };
+    let mut budget = AutoBudget::for_data(n, d);
+    let field = |name: &str| auto.get(name).filter(|v| !v.is_null()).cloned();
+    if let Some(first) = field("first") {
+        budget.first = serde_json::from_value(first).map_err(bad)?;
+    }
+    if let Some(max) = field("max") {
+        budget = budget.at_most(serde_json::from_value(max).map_err(bad)?);
+    }
+    Ok(Budget::Auto(budget))
+}
+
 /// What Python hands over as `sampler_json`: a [`SamplerSpec`] whose `init` is given by name
 /// ([`Start`]'s `FromStr`) and whose `sampler` object may give only some move settings; the
 /// split-merge proposals not given are, as on the command line, one per 100 of the `n` points
 /// ([`MoveSettings::default_proposals`]).
-fn sampler_spec(json: &str, n: usize) -> PyResult<SamplerSpec> {
+fn sampler_spec(json: &str, n: usize, d: usize) -> PyResult<SamplerSpec> {
     let bad = |e: serde_json::Error| PyValueError::new_err(format!("sampler settings: {e}"));
     let mut given: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(bad)?;
+    if let Some(budget) = given.get("budget") {
+        let budget = budget_for(budget, n, d)?;
+        given.insert("budget".into(), serde_json::to_value(budget).map_err(bad)?);
+    }
     if let Some(serde_json::Value::String(name)) = given.get("init") {
         let start: Start = name.parse().map_err(rename).py_err()?;
         given.insert("init".into(), serde_json::to_value(start).map_err(bad)?);
@@ -121,6 +144,7 @@ impl Progress {
         let per_chain = match budget {
             Budget::Sweeps(n) => n,
             Budget::Seconds(s) => (s * 1000.0) as u64,
+            Budget::Auto(a) => a.max,
         };
         let k = self.n_clusters.load(Ordering::Relaxed);
         (done, per_chain * self.done.len() as u64, k)
@@ -151,14 +175,16 @@ pub fn fit<'py>(
         .detach(|| Model::build(&spec, data))
         .map_err(rename)
         .py_err()?;
+    let (n, d) = (model.n_points(), model.fingerprint.dim);
     let budget: Option<Budget> = budget_json
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(|e| PyValueError::new_err(format!("budget: {e}")))?;
+        .map(|json| {
+            let value = serde_json::from_str(json)
+                .map_err(|e| PyValueError::new_err(format!("budget: {e}")))?;
+            budget_for(&value, n, d)
+        })
+        .transpose()?;
     let mut runner = match sampler_json {
-        Some(json) => {
-            Runner::new(&model, sampler_spec(json, model.n_points())?, &run_dir).replace(true)
-        }
+        Some(json) => Runner::new(&model, sampler_spec(json, n, d)?, &run_dir).replace(true),
         None => Runner::resume(&model, &run_dir).map_err(rename).py_err()?,
     };
     if let Some(b) = budget {

@@ -66,6 +66,10 @@ pub fn header(model: &Model, spec: &SamplerSpec) -> String {
     let budget = match spec.budget {
         Budget::Sweeps(n) => format!("{n} sweeps"),
         Budget::Seconds(t) => format!("{t} s of sampling"),
+        Budget::Auto(a) => format!(
+            "{} sweeps, doubled until the chains agree (at most {})",
+            a.first, a.max
+        ),
     };
     let init = match &spec.init {
         Start::Single => "single".to_string(),

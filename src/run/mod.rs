@@ -30,7 +30,9 @@ pub use checkpoint::{
 pub use draws::{read_draws, BestDraw, Draw, DrawStride, DrawWriter};
 pub use record::{chain_dir, DataSource, RunDir, RunRecord};
 pub use runner::{ChainEnd, ChainMonitor, Monitor, Outcome, Runner};
-pub use spec::{Budget, MoveSettings, SamplerKind, SamplerSettings, SamplerSpec, Start};
+pub use spec::{
+    AutoBudget, Budget, MoveSettings, SamplerKind, SamplerSettings, SamplerSpec, Start,
+};
 pub use summary::Summary;
 pub use trace::{first_reaching, TraceColumns, TraceWriter};
 

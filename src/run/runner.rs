@@ -32,7 +32,7 @@ use super::record::{chain_dir, DataSource, RunDir, RunRecord, CHECKPOINT_FORMAT}
 use super::resume::{load_checkpoint, ChainFile, EndState};
 use super::spec::{Budget, SamplerSpec};
 use super::start::Resolved;
-use super::summary::Summary;
+use super::summary::{chains_agree, Summary};
 use super::trace::TraceWriter;
 use super::{previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord};
 use crate::data::load;
@@ -63,7 +63,7 @@ pub trait Monitor: Sync {
 impl Monitor for () {}
 
 /// Watches one chain's sweeps (a progress bar); dropped when the chain stops.
-pub trait ChainMonitor {
+pub trait ChainMonitor: Send {
     /// Called after each sweep.
     fn sweep(&mut self, _record: &SweepRecord) {}
 }
@@ -448,17 +448,21 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
         })
         .collect();
     let failed = AtomicBool::new(false);
-    let results: Vec<(usize, u64, Result<ChainEnd>)> = jobs
+    let opened: Vec<Result<Running<'_, '_, K>>> = jobs
         .into_par_iter()
         .map(|(job, moves)| {
-            let (run, chain) = (job.run, job.chain);
-            let r = &runners[run];
-            let result = run_chain(kernel, prior, model, r, job, moves, &failed);
-            if result.is_err() {
-                failed.store(true, Ordering::Relaxed);
-            }
-            (run, chain, result)
+            let r = &runners[job.run];
+            Running::open(kernel, prior, model, r, job, moves)
         })
+        .collect();
+    let mut running = Vec::with_capacity(opened.len());
+    for chain in opened {
+        running.push(chain?);
+    }
+    run_rounds(&runners, &mut running, &failed)?;
+    let results: Vec<(usize, u64, Result<ChainEnd>)> = running
+        .into_par_iter()
+        .map(|chain| (chain.run, chain.chain_index, chain.finish()))
         .collect();
     let mut outcomes: Vec<Outcome> = runners
         .iter()
@@ -474,6 +478,82 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
         outcomes[run].ends.push((chain, result?));
     }
     Ok(outcomes)
+}
+
+/// Runs the chains of every run to its budget, all in parallel: a sweep or time budget in one
+/// round; an [`super::AutoBudget`] in rounds, each ended by every chain of the run reaching the
+/// round's length, after which the run's traces decide whether another round follows
+/// ([`chains_agree`]). A chain that fails stops the others at their next sweep; the first
+/// error in job order is returned once every chain has stopped.
+fn run_rounds<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
+    runners: &[Runner<'_>],
+    running: &mut [Running<'_, '_, K>],
+    failed: &AtomicBool,
+) -> Result<()> {
+    // Per run, the budget of its next round, or `None` once it is done.
+    let mut rounds: Vec<Option<Budget>> = runners
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r.record.spec.budget {
+            Budget::Auto(a) => {
+                let done = running
+                    .iter()
+                    .filter(|c| c.run == i)
+                    .map(|c| c.chain.sweeps_done())
+                    .max()
+                    .unwrap_or(0);
+                Some(Budget::Sweeps(a.round_end(done)))
+            }
+            fixed => Some(fixed),
+        })
+        .collect();
+    while rounds.iter().any(Option::is_some) {
+        let errors: Vec<Result<()>> = running
+            .par_iter_mut()
+            .filter(|c| c.stopped.is_none())
+            .filter_map(|c| rounds[c.run].map(|budget| (c, budget)))
+            .map(|(c, budget)| {
+                let r = &runners[c.run];
+                let result = c.advance(budget, r.interrupt, failed);
+                if result.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                result
+            })
+            .collect();
+        for e in errors {
+            e?;
+        }
+        for (i, r) in runners.iter().enumerate() {
+            let Some(Budget::Sweeps(end)) = rounds[i] else {
+                rounds[i] = None;
+                continue;
+            };
+            let Budget::Auto(auto) = r.record.spec.budget else {
+                rounds[i] = None;
+                continue;
+            };
+            let chains = running.iter_mut().filter(|c| c.run == i);
+            let mut all_there = true;
+            for c in chains {
+                c.files.trace.flush()?;
+                all_there &= c.stopped.is_none();
+            }
+            let run = RunDir {
+                dir: r.dir.clone(),
+                record: r.record.clone(),
+            };
+            rounds[i] = (all_there && end < auto.max && !chains_agree(&run)?)
+                .then(|| Budget::Sweeps(auto.round_end(end + 1)));
+            if let Some(Budget::Sweeps(next)) = rounds[i] {
+                r.monitor.note(&format!(
+                    "note: the chains have not agreed after {end} sweeps (R-hat above 1.01 or \
+                     fewer than 400 effective draws); running them to {next}"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The update of the kernel's own hyperparameters when the model has `kernel_hyperpriors`:
@@ -554,140 +634,196 @@ impl<K: ConjugateKernel, P: NrmPrior> Handler<K, P> for Watching<'_> {
     }
 }
 
-/// Runs one chain to its budget (see [`run_all`]).
-fn run_chain<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
-    kernel: &K,
-    prior: &Prior,
-    model: &ModelSpec,
-    runner: &Runner<'_>,
-    job: Job<'_>,
-    mut moves: Vec<Scheduled<K, Prior>>,
-    failed: &AtomicBool,
-) -> Result<ChainEnd> {
-    let record = &runner.record;
-    let spec = &record.spec;
-    let dir = chain_dir(&runner.dir, job.chain);
-    create_dir(&dir)?;
-    let checkpoint_path = dir.join("checkpoint.json");
-    let trace_path = dir.join("trace.csv");
-    let draws_path = dir.join("draws.jsonl");
-    let previous = previous_path(&checkpoint_path);
-    match &job.checkpoint {
-        // Checkpoints of an earlier run in the same directory must not outlive its trace.
-        None => {
-            for stale in [&checkpoint_path, &previous] {
-                if stale.exists() {
-                    std::fs::remove_file(stale).map_err(|source| Error::Write {
-                        path: stale.clone(),
-                        source,
-                    })?;
+/// A chain of a launch between its rounds: the chain, its files and its watcher.
+struct Running<'r, 'k, K: ConjugateKernel> {
+    /// The run it belongs to (its index in the launch).
+    run: usize,
+    /// The chain's index.
+    chain_index: u64,
+    chain: Chain<'k, K, Prior>,
+    files: ChainFiles<'r>,
+    watcher: Watching<'r>,
+    /// Its directory.
+    dir: PathBuf,
+    /// Whether it continues a checkpoint.
+    resumed: bool,
+    /// Its starting partition's labels.
+    start: Vec<usize>,
+    /// How it stopped early (another chain's failure, the interrupt flag), if it did.
+    stopped: Option<ChainEnd>,
+}
+
+impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r, 'k, K> {
+    /// Prepares one chain (see [`run_all`]): its directory, its start or checkpoint, its files.
+    fn open(
+        kernel: &'k K,
+        prior: &Prior,
+        model: &ModelSpec,
+        runner: &'r Runner<'_>,
+        job: Job<'_>,
+        mut moves: Vec<Scheduled<K, Prior>>,
+    ) -> Result<Self> {
+        let record = &runner.record;
+        let spec = &record.spec;
+        let dir = chain_dir(&runner.dir, job.chain);
+        create_dir(&dir)?;
+        let checkpoint_path = dir.join("checkpoint.json");
+        let trace_path = dir.join("trace.csv");
+        let draws_path = dir.join("draws.jsonl");
+        let previous = previous_path(&checkpoint_path);
+        match &job.checkpoint {
+            // Checkpoints of an earlier run in the same directory must not outlive its trace.
+            None => {
+                for stale in [&checkpoint_path, &previous] {
+                    if stale.exists() {
+                        std::fs::remove_file(stale).map_err(|source| Error::Write {
+                            path: stale.clone(),
+                            source,
+                        })?;
+                    }
                 }
             }
+            // The damaged last checkpoint gives way to the good one, so that the next write
+            // keeps a good previous checkpoint.
+            Some(file) if file.from_previous => {
+                std::fs::copy(&previous, &checkpoint_path).map_err(|source| Error::Write {
+                    path: checkpoint_path.clone(),
+                    source,
+                })?;
+            }
+            Some(_) => {}
         }
-        // The damaged last checkpoint gives way to the good one, so that the next write keeps
-        // a good previous checkpoint.
-        Some(file) if file.from_previous => {
-            std::fs::copy(&previous, &checkpoint_path).map_err(|source| Error::Write {
-                path: checkpoint_path.clone(),
-                source,
-            })?;
-        }
-        Some(_) => {}
-    }
-    let resumed = job.checkpoint.is_some();
-    let (mut chain, trace, draws, best, last_checkpoint) = match job.checkpoint {
-        Some(file) => {
-            let sweep = file.state.sweep;
-            let trace = TraceWriter::resume(&trace_path, spec.thin, sweep)?;
-            let draws = DrawWriter::resume(&draws_path, spec.draws_per_chain, file.draws, sweep)?;
-            let update = kernel_update(kernel, model)?;
-            let chain = Chain::resume_with(kernel, file.state, moves, update)?;
-            (chain, trace, draws, file.best, Some(sweep))
-        }
-        None => {
-            let (partition, forest) = job.start.partition(kernel, prior, spec.seed, job.chain)?;
-            if let Some(forest) = &forest {
-                for s in &mut moves {
-                    s.mv.start_from_forest(forest);
+        let resumed = job.checkpoint.is_some();
+        let (chain, trace, draws, best, last_checkpoint) = match job.checkpoint {
+            Some(file) => {
+                let sweep = file.state.sweep;
+                let trace = TraceWriter::resume(&trace_path, spec.thin, sweep)?;
+                let draws =
+                    DrawWriter::resume(&draws_path, spec.draws_per_chain, file.draws, sweep)?;
+                let update = kernel_update(kernel, model)?;
+                let chain = Chain::resume_with(kernel, file.state, moves, update)?;
+                (chain, trace, draws, file.best, Some(sweep))
+            }
+            None => {
+                let (partition, forest) =
+                    job.start.partition(kernel, prior, spec.seed, job.chain)?;
+                if let Some(forest) = &forest {
+                    for s in &mut moves {
+                        s.mv.start_from_forest(forest);
+                    }
                 }
+                let state = State {
+                    partition,
+                    prior: prior.clone(),
+                };
+                let rng = crate::rng::SeedPlan::new(spec.seed).chain(job.chain);
+                let mut chain = Chain::new(kernel, state, rng, moves);
+                if let Some(update) = kernel_update(kernel, model)? {
+                    chain = chain.with_kernel_update(update);
+                }
+                let trace = TraceWriter::create(&trace_path, spec.thin)?;
+                let draws = DrawWriter::create(&draws_path, spec.thin, spec.draws_per_chain)?;
+                (chain, trace, draws, BestDraw::default(), None)
             }
-            let state = State {
-                partition,
-                prior: prior.clone(),
-            };
-            let rng = crate::rng::SeedPlan::new(spec.seed).chain(job.chain);
-            let mut chain = Chain::new(kernel, state, rng, moves);
-            if let Some(update) = kernel_update(kernel, model)? {
-                chain = chain.with_kernel_update(update);
-            }
-            let trace = TraceWriter::create(&trace_path, spec.thin)?;
-            let draws = DrawWriter::create(&draws_path, spec.thin, spec.draws_per_chain)?;
-            (chain, trace, draws, BestDraw::default(), None)
-        }
-    };
-    let start = chain.state().partition.canonical_labels();
-    let mut files = ChainFiles {
-        trace,
-        draws,
-        best,
-        record,
-        chain: job.chain,
-        path: checkpoint_path,
-        last_checkpoint,
-        start_k: clusters_of(&start),
-        k_changed: false,
-    };
-    let mut budget = spec.budget;
-    let mut failure = StopFlag {
-        flag: failed,
-        reason: StopReason::Failed,
-    };
-    let never = AtomicBool::new(false);
-    let mut interrupt = StopFlag {
-        flag: runner.interrupt.unwrap_or(&never),
-        reason: StopReason::Interrupted,
-    };
-    let mut watcher = Watching(runner.monitor.chain(job.chain, &job.label));
-    let stop = Executor::new(&mut chain)
-        .with(&mut budget)
-        .with(&mut failure)
-        .with(&mut interrupt)
-        .with(&mut files)
-        .with(&mut watcher)
-        .run()?;
-    files.trace.flush()?;
-    files.draws.flush()?;
-    match stop {
-        Stop::Flag(StopReason::Failed) => return Ok(ChainEnd::Stopped),
-        Stop::Flag(StopReason::Interrupted) => {
-            return Ok(ChainEnd::Interrupted {
-                sweep: chain.sweeps_done(),
-                checkpoint: files.last_checkpoint,
-            })
-        }
-        Stop::Budget | Stop::Done => {}
+        };
+        let start = chain.state().partition.canonical_labels();
+        let files = ChainFiles {
+            trace,
+            draws,
+            best,
+            record,
+            chain: job.chain,
+            path: checkpoint_path,
+            last_checkpoint,
+            start_k: clusters_of(&start),
+            k_changed: false,
+        };
+        Ok(Running {
+            run: job.run,
+            chain_index: job.chain,
+            chain,
+            files,
+            watcher: Watching(runner.monitor.chain(job.chain, &job.label)),
+            dir,
+            resumed,
+            start,
+            stopped: None,
+        })
     }
-    let (k_changed, best) = (files.k_changed, files.best);
-    let state = chain.state();
-    let end = EndState {
-        sweeps: chain.sweeps_done(),
-        seconds: chain.seconds(),
-        n_clusters: state.partition.n_clusters(),
-        log_joint: state.ln_joint(),
-        hyper: state
-            .prior
-            .hyper_values()
-            .into_iter()
-            .chain(chain.kernel_hyper_values())
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        never_moved: !resumed
-            && !k_changed
-            && chain.sweeps_done() > 0
-            && state.partition.canonical_labels() == start,
-    };
-    load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
-    save_json(&dir.join("end.json"), &end)?;
-    save_json(&dir.join("best.json"), &best)?;
-    Ok(ChainEnd::Finished)
+
+    /// Sweeps the chain until `budget` is used up or a flag stops it (then recorded in
+    /// `stopped`).
+    fn advance(
+        &mut self,
+        mut budget: Budget,
+        interrupt: Option<&AtomicBool>,
+        failed: &AtomicBool,
+    ) -> Result<()> {
+        let mut failure = StopFlag {
+            flag: failed,
+            reason: StopReason::Failed,
+        };
+        let never = AtomicBool::new(false);
+        let mut interrupt = StopFlag {
+            flag: interrupt.unwrap_or(&never),
+            reason: StopReason::Interrupted,
+        };
+        let stop = Executor::new(&mut self.chain)
+            .with(&mut budget)
+            .with(&mut failure)
+            .with(&mut interrupt)
+            .with(&mut self.files)
+            .with(&mut self.watcher)
+            .run()?;
+        self.stopped = match stop {
+            Stop::Flag(StopReason::Failed) => Some(ChainEnd::Stopped),
+            Stop::Flag(StopReason::Interrupted) => Some(ChainEnd::Interrupted {
+                sweep: self.chain.sweeps_done(),
+                checkpoint: self.files.last_checkpoint,
+            }),
+            Stop::Budget | Stop::Done => None,
+        };
+        Ok(())
+    }
+
+    /// Flushes the chain's files and, unless it stopped early, writes its end state, best
+    /// state and final labels.
+    fn finish(mut self) -> Result<ChainEnd> {
+        self.files.trace.flush()?;
+        self.files.draws.flush()?;
+        if let Some(end) = self.stopped {
+            return Ok(end);
+        }
+        let Running {
+            chain,
+            files,
+            dir,
+            resumed,
+            start,
+            ..
+        } = self;
+        let (k_changed, best) = (files.k_changed, files.best);
+        let state = chain.state();
+        let end = EndState {
+            sweeps: chain.sweeps_done(),
+            seconds: chain.seconds(),
+            n_clusters: state.partition.n_clusters(),
+            log_joint: state.ln_joint(),
+            hyper: state
+                .prior
+                .hyper_values()
+                .into_iter()
+                .chain(chain.kernel_hyper_values())
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            never_moved: !resumed
+                && !k_changed
+                && chain.sweeps_done() > 0
+                && state.partition.canonical_labels() == start,
+        };
+        load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
+        save_json(&dir.join("end.json"), &end)?;
+        save_json(&dir.join("best.json"), &best)?;
+        Ok(ChainEnd::Finished)
+    }
 }

@@ -321,6 +321,51 @@ fn read_chain(
     Ok((report, ChainSeries { series, spacing }, best))
 }
 
+/// The multi-chain diagnostics of every quantity that all chains trace, and the sweeps between
+/// their draws.
+fn diagnose(series: &[ChainSeries]) -> (BTreeMap<String, SeriesSummary>, u64) {
+    let names: Vec<String> = series[0]
+        .series
+        .keys()
+        .filter(|k| series.iter().all(|s| s.series.contains_key(*k)))
+        .cloned()
+        .collect();
+    let mut diagnostics = BTreeMap::new();
+    let mut spacing = 1;
+    for name in &names {
+        let input: Vec<(&[f64], u64)> = series
+            .iter()
+            .map(|s| (s.series[name].as_slice(), s.spacing))
+            .collect();
+        let (aligned, common) = common_spacing(&input);
+        spacing = common;
+        let refs: Vec<&[f64]> = aligned.iter().map(Vec::as_slice).collect();
+        diagnostics.insert(name.clone(), SeriesSummary::of(&refs));
+    }
+    (diagnostics, spacing)
+}
+
+/// Whether a quantity's chains agree: R-hat at most [`RHAT_LIMIT`] and a bulk ESS of at
+/// least [`ESS_WANTED`]. A quantity that never changed in any chain (one cluster of noise)
+/// has no R-hat and agrees.
+fn agrees(s: &SeriesSummary) -> bool {
+    let constant = s.sd == 0.0;
+    (constant || s.rhat <= RHAT_LIMIT) && s.ess_bulk >= ESS_WANTED
+}
+
+/// Whether the chains of `run`, as their traces stand (each read to its last row; the
+/// run's burn-in, else the first half of each chain, left out), agree on every traced
+/// quantity (see [`super::AutoBudget`]). Cost: reading the traces, O(S log S) for S rows.
+pub fn chains_agree(run: &RunDir) -> Result<bool> {
+    let mut ignored = Vec::new();
+    let mut series = Vec::new();
+    for c in run.record.spec.chain_indices() {
+        series.push(read_chain(run, c, None, &mut ignored)?.1);
+    }
+    let (diagnostics, _) = diagnose(&series);
+    Ok(diagnostics.values().all(agrees))
+}
+
 impl Summary {
     /// The report of every chain of `runs` (checked to sample one posterior on distinct
     /// streams), leaving out `burn_in` sweeps per chain (default: each run's own setting,
@@ -355,24 +400,7 @@ impl Summary {
                 series.push(s);
             }
         }
-        let names: Vec<String> = series[0]
-            .series
-            .keys()
-            .filter(|k| series.iter().all(|s| s.series.contains_key(*k)))
-            .cloned()
-            .collect();
-        let mut diagnostics = BTreeMap::new();
-        let mut spacing = 1;
-        for name in &names {
-            let input: Vec<(&[f64], u64)> = series
-                .iter()
-                .map(|s| (s.series[name].as_slice(), s.spacing))
-                .collect();
-            let (aligned, common) = common_spacing(&input);
-            spacing = common;
-            let refs: Vec<&[f64]> = aligned.iter().map(Vec::as_slice).collect();
-            diagnostics.insert(name.clone(), SeriesSummary::of(&refs));
-        }
+        let (diagnostics, spacing) = diagnose(&series);
         let mut k_distribution = BTreeMap::new();
         let input: Vec<(&[f64], u64)> = series
             .iter()

@@ -6,6 +6,29 @@ use nrmm::data::load::Format;
 use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
 use nrmm::run::{MoveSettings, SamplerKind, SamplerSettings, Start};
 use std::path::PathBuf;
+use std::str::FromStr;
+
+/// `--sweeps`: a number of sweeps, or `auto` (until the chains agree).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepCount {
+    /// This many sweeps.
+    Count(u64),
+    /// Rounds of doubling length until the chains agree.
+    Auto,
+}
+
+impl FromStr for SweepCount {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "auto" {
+            return Ok(SweepCount::Auto);
+        }
+        s.parse()
+            .map(SweepCount::Count)
+            .map_err(|_| format!("expected a number of sweeps or auto, got '{s}'"))
+    }
+}
 
 /// Bayesian nonparametric mixture models on normalized random measures.
 ///
@@ -418,10 +441,17 @@ pub struct RunArgs {
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
-    /// Number of sweeps per chain (default 1000 unless --seconds is given; with --resume, the
-    /// new total).
+    /// Number of sweeps per chain, or auto (the default unless --seconds is given): 1000
+    /// sweeps, then the chains' length doubled until they agree (every traced quantity with
+    /// R-hat at most 1.01 and a bulk ESS of at least 400), up to --max-sweeps. The rounds
+    /// depend on the traces only, so a seed gives the same run on every machine. With
+    /// --resume, the new total.
     #[arg(long, conflicts_with = "seconds", allow_negative_numbers = true)]
-    pub sweeps: Option<u64>,
+    pub sweeps: Option<SweepCount>,
+    /// With --sweeps auto, the most sweeps per chain (default: 16,000, fewer for large data:
+    /// at most 10⁹ / (points · dimensions²), never below 1000).
+    #[arg(long, conflicts_with = "seconds", allow_negative_numbers = true)]
+    pub max_sweeps: Option<u64>,
     /// Sampling time per chain in seconds, finite and > 0 (the sweep count then varies between
     /// runs; with --resume, the new total).
     #[arg(long, allow_negative_numbers = true)]

@@ -6,7 +6,7 @@
 //! Every flag of `nrmm run` given on the command line is either honoured or refused by name
 //! (see [`check`]): a flag the data-parallel chain does not implement never goes unnoticed.
 
-use crate::args::{Cli, RunArgs};
+use crate::args::{Cli, RunArgs, SweepCount};
 use crate::common::Status;
 use crate::{interrupt, output};
 use clap::parser::ValueSource;
@@ -269,7 +269,17 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
     let shard = normal_wishart_shard(comm, points, layout)?;
     let cfg = RunConfig {
         seed: a.seed,
-        sweeps: a.sweeps.unwrap_or(1000),
+        sweeps: match a.sweeps {
+            None => 1000,
+            Some(SweepCount::Count(n)) => n,
+            Some(SweepCount::Auto) => {
+                return Err(Error::Usage(
+                    "--sweeps auto is not available with --data-parallel (its rounds need \
+                     several chains): give --sweeps N"
+                        .into(),
+                ))
+            }
+        },
         options: SubClusterOptions {
             launch_iters: a.sampler.moves.launch_scans,
             proposals: a

@@ -36,6 +36,11 @@ impl Progress {
                     "{prefix}: [{bar:30}] {pos}/{len} sweeps, {eta} left, {msg}",
                 ),
                 Budget::Seconds(s) => (millis(s), "{prefix}: [{bar:30}] {msg}"),
+                Budget::Auto(a) => (
+                    a.max,
+                    "{prefix}: [{bar:30}] {pos} sweeps (at most {len}, until the chains agree), \
+                     {msg}",
+                ),
             };
             let style = ProgressStyle::with_template(template)
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -92,7 +97,7 @@ impl ChainMonitor for ChainBar {
         }
         self.next_refresh = now + REFRESH;
         match self.budget {
-            Budget::Sweeps(_) => {
+            Budget::Sweeps(_) | Budget::Auto(_) => {
                 bar.set_position(record.sweep);
                 bar.set_message(format!(
                     "K = {}, log joint {:.1}",

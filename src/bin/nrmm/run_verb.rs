@@ -2,7 +2,7 @@
 //! (the summary of any set of run directories): the command line translated for the library's
 //! [`Runner`] and [`Summary`].
 
-use crate::args::{DiagnoseArgs, RunArgs};
+use crate::args::{DiagnoseArgs, RunArgs, SweepCount};
 use crate::common::{
     absolute_start, build_model, command_line, data_args, data_source, flags, model_record,
     print_json, summary_of, Builtin, Status,
@@ -12,23 +12,38 @@ use crate::progress::Progress;
 use nrmm::run::runner::check_target;
 use nrmm::run::spec::DRAWS_PER_CHAIN;
 use nrmm::run::SamplerSpec;
-use nrmm::run::{Budget, ChainEnd, Outcome, RunDir, RunRecord, Runner};
+use nrmm::run::{AutoBudget, Budget, ChainEnd, Outcome, RunDir, RunRecord, Runner};
 use nrmm::{Error, Result};
 use serde_json::json;
 use std::path::Path;
 use std::time::Instant;
 
-/// The budget given by `--sweeps` / `--seconds`, if any.
-fn budget_flags(a: &RunArgs) -> Option<Budget> {
-    match (a.sweeps, a.seconds) {
-        (Some(n), _) => Some(Budget::Sweeps(n)),
+/// The budget given by `--sweeps` / `--seconds` / `--max-sweeps`, if any, for `n` points in
+/// `d` dimensions.
+fn budget_flags(a: &RunArgs, n: usize, d: usize) -> Result<Option<Budget>> {
+    let auto = || {
+        let budget = AutoBudget::for_data(n, d);
+        Budget::Auto(a.max_sweeps.map_or(budget, |max| budget.at_most(max)))
+    };
+    Ok(match (a.sweeps, a.seconds) {
+        (Some(SweepCount::Count(_)), _) if a.max_sweeps.is_some() => {
+            return Err(Error::Usage(
+                "--max-sweeps bounds --sweeps auto: give one or the other".into(),
+            ))
+        }
+        (Some(SweepCount::Count(n)), _) => Some(Budget::Sweeps(n)),
+        (Some(SweepCount::Auto), _) => Some(auto()),
         (None, Some(s)) => Some(Budget::Seconds(s)),
-        (None, None) => None,
-    }
+        (None, None) => a.max_sweeps.is_some().then(auto),
+    })
 }
 
-/// The spec of a new run from its command line, for `n` points.
-fn new_spec(a: &RunArgs, n: usize) -> Result<SamplerSpec> {
+/// The spec of a new run from its command line, for `n` points in `d` dimensions.
+fn new_spec(a: &RunArgs, n: usize, d: usize) -> Result<SamplerSpec> {
+    let budget = match budget_flags(a, n, d)? {
+        Some(b) => b,
+        None => Budget::Auto(AutoBudget::for_data(n, d)),
+    };
     Ok(SamplerSpec {
         sampler: a.sampler.settings(n),
         seed: a.seed,
@@ -36,7 +51,7 @@ fn new_spec(a: &RunArgs, n: usize) -> Result<SamplerSpec> {
         chains: a.chains,
         init: absolute_start(&a.init)?,
         thin: a.thin,
-        budget: budget_flags(a).unwrap_or(Budget::Sweeps(1000)),
+        budget,
         burn_in: a.burn_in,
         checkpoint_every: a.checkpoint_every,
         draws_per_chain: DRAWS_PER_CHAIN,
@@ -97,7 +112,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
             check_target(&out, a.force).map_err(flags)?;
             // Checked before the data are read; the defaults that follow the data's size
             // are set once they are.
-            let spec = new_spec(&a, 0)?;
+            let spec = new_spec(&a, 0, 0)?;
             spec.validate().map_err(flags)?;
             (a.model.spec(), data_source(&a.data)?, out, Some(spec))
         }
@@ -106,7 +121,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
     let runner = match spec {
         None => {
             let mut runner = Runner::resume(&model, &dir).map_err(flags)?;
-            if let Some(b) = budget_flags(&a) {
+            if let Some(b) = budget_flags(&a, model.n_points(), model.fingerprint.dim)? {
                 runner = runner.budget(b);
             }
             if a.burn_in.is_some() {
@@ -114,9 +129,13 @@ pub fn run(a: RunArgs) -> Result<Status> {
             }
             runner
         }
-        Some(_) => Runner::new(&model, new_spec(&a, model.n_points())?, &dir)
-            .source(source)
-            .replace(a.force),
+        Some(_) => Runner::new(
+            &model,
+            new_spec(&a, model.n_points(), model.fingerprint.dim)?,
+            &dir,
+        )
+        .source(source)
+        .replace(a.force),
     };
     let runner = runner.invocation(command_line());
     let header = nrmm::run::header::header(&model, &runner.record().spec);

@@ -1,0 +1,186 @@
+//! The automatic budget ([`Budget::Auto`]): chains lengthened in rounds until they agree. A
+//! run that needs more than one round is exactly the fixed-length run of the length it ended
+//! at (the rounds never touch a chain's draws); it stops at the first round whose traces pass
+//! the R-hat and ESS test and never past its most sweeps; and a run stopped at a round's end
+//! and resumed with the automatic budget makes the same decisions and the same chains.
+
+use nrmm::data::generate::{gaussian_mixture, partition_equal, NormalWishartSampler};
+use nrmm::data::{Dataset, DenseData};
+use nrmm::diagnostics::SeriesSummary;
+use nrmm::model::{Model, ModelSpec};
+use nrmm::rng::SeedPlan;
+use nrmm::run::{AutoBudget, Budget, RunDir, Runner, SamplerKind, SamplerSpec, Summary};
+use std::path::{Path, PathBuf};
+
+/// 90 points in 2-D from 3 overlapping Normal-Wishart components (seeded): chains that need a
+/// few hundred sweeps to agree.
+fn data() -> DenseData {
+    let labels = partition_equal(90, 3).unwrap();
+    let nw = NormalWishartSampler::new(&[0.0, 0.0], &[0.1, 0.0, 0.0, 0.1], 0.01, 5.0).unwrap();
+    let mut rng = SeedPlan::new(5).chain(0);
+    gaussian_mixture(&labels, &nw, &mut rng).unwrap().0
+}
+
+/// The default model over [`data`].
+fn model() -> Model {
+    Model::build(&ModelSpec::default(), Dataset::Dense(data())).unwrap()
+}
+
+/// A fresh directory under Cargo's scratch space.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("run_auto-{name}-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    dir
+}
+
+fn spec(budget: Budget) -> SamplerSpec {
+    SamplerSpec {
+        budget,
+        chains: 3,
+        checkpoint_every: Some(25),
+        ..SamplerSpec::new(SamplerKind::Sams)
+    }
+}
+
+const AUTO: AutoBudget = AutoBudget {
+    first: 25,
+    max: 6400,
+};
+
+/// Every chain's trace without its `seconds` column, and its final labels.
+fn chains(dir: &Path) -> Vec<(Vec<String>, String)> {
+    (0..3)
+        .map(|c| {
+            let d = dir.join(format!("chain-{c}"));
+            let trace = std::fs::read_to_string(d.join("trace.csv")).unwrap();
+            let rows = trace
+                .lines()
+                .map(|l| {
+                    // `seconds` is the second column.
+                    let mut f: Vec<&str> = l.split(',').collect();
+                    f.remove(1);
+                    f.join(",")
+                })
+                .collect();
+            (rows, std::fs::read_to_string(d.join("labels.txt")).unwrap())
+        })
+        .collect()
+}
+
+/// Whether a quantity passes the automatic budget's test.
+fn agrees(s: &SeriesSummary) -> bool {
+    (s.sd == 0.0 || s.rhat <= 1.01) && s.ess_bulk >= 400.0
+}
+
+/// The sweeps every chain of the run in `dir` ended at.
+fn sweeps(dir: &Path) -> u64 {
+    let run = RunDir::resolve(&[dir.to_path_buf()]).unwrap();
+    let s = Summary::of(&run, None).unwrap();
+    let n = s.chains[0].sweeps;
+    assert!(s.chains.iter().all(|c| c.sweeps == n));
+    n
+}
+
+#[test]
+fn auto_rounds_stop_where_the_chains_first_agree_and_equal_the_fixed_run() {
+    let model = model();
+    let auto_dir = scratch("auto");
+    Runner::new(&model, spec(Budget::Auto(AUTO)), &auto_dir)
+        .run()
+        .unwrap();
+    let n = sweeps(&auto_dir);
+    assert!(
+        n > AUTO.first && n < AUTO.max,
+        "the test needs a run of several rounds that stops before its most sweeps: {n}"
+    );
+    assert!(
+        (n / AUTO.first).is_power_of_two() && n.is_multiple_of(AUTO.first),
+        "{n} is no round's end"
+    );
+    // Where it stopped the chains agree, and one round earlier they did not.
+    let run = RunDir::resolve(std::slice::from_ref(&auto_dir)).unwrap();
+    let summary = Summary::of(&run, None).unwrap();
+    assert!(summary.diagnostics.values().all(agrees), "{summary:?}");
+    let fixed = |sweeps: u64, name: &str| {
+        let dir = scratch(name);
+        Runner::new(&model, spec(Budget::Sweeps(sweeps)), &dir)
+            .run()
+            .unwrap();
+        dir
+    };
+    let earlier = fixed(n / 2, "earlier");
+    let summary = Summary::of(&RunDir::resolve(&[earlier]).unwrap(), None).unwrap();
+    assert!(!summary.diagnostics.values().all(agrees));
+    // The rounds leave the chains as a fixed run of the same length makes them.
+    assert_eq!(chains(&auto_dir), chains(&fixed(n, "fixed")));
+}
+
+#[test]
+fn an_auto_run_resumed_at_a_round_end_makes_the_same_decisions() {
+    let model = model();
+    let straight = scratch("straight");
+    Runner::new(&model, spec(Budget::Auto(AUTO)), &straight)
+        .run()
+        .unwrap();
+    let resumed = scratch("resumed");
+    Runner::new(&model, spec(Budget::Sweeps(AUTO.first * 2)), &resumed)
+        .run()
+        .unwrap();
+    Runner::resume(&model, &resumed)
+        .unwrap()
+        .budget(Budget::Auto(AUTO))
+        .run()
+        .unwrap();
+    assert_eq!(chains(&straight), chains(&resumed));
+}
+
+#[test]
+fn auto_rounds_end_at_the_most_sweeps() {
+    let model = model();
+    let dir = scratch("capped");
+    let capped = AutoBudget { first: 5, max: 12 };
+    Runner::new(&model, spec(Budget::Auto(capped)), &dir)
+        .run()
+        .unwrap();
+    assert_eq!(sweeps(&dir), 12);
+}
+
+/// `nrmm run` defaults to the automatic budget, says so in its header, records it, and
+/// refuses `--max-sweeps` beside a fixed number of sweeps.
+#[test]
+fn the_command_line_runs_until_the_chains_agree_by_default() {
+    let dir = scratch("cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("x.txt");
+    nrmm::data::load::write_dense(&data, &self::data()).unwrap();
+    let out = dir.join("run");
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nrmm"))
+            .args(["run", "--data"])
+            .arg(&data)
+            .args(["--chains", "2", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let done = run(&["--max-sweeps", "3"]);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("2 chains of 3 sweeps, doubled until the chains agree (at most 3)"),
+        "{stderr}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["budget"],
+        serde_json::json!({"auto": {"first": 3, "max": 3}})
+    );
+    let refused = run(&["--sweeps", "10", "--max-sweeps", "20", "--force"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--max-sweeps bounds --sweeps auto"));
+}
