@@ -134,8 +134,8 @@ pub struct ModelSpec {
     pub u: Option<f64>,
     /// Whether α (and σ) carry the reference hyperpriors instead of being fixed.
     pub hyperpriors: bool,
-    /// Whether the kernel's own hyperparameters (Normal-Wishart scale multiplier `s` of
-    /// `Ψ = s Ψ₀` and mean precision `r`; Multinomial-Dirichlet `β`) carry the default
+    /// Whether the kernel's own hyperparameters (the Normal-Wishart and diagonal kernels' scale
+    /// multiplier `s` of `Ψ = s Ψ₀`; Multinomial-Dirichlet `β`) carry the default
     /// log-normal hyperpriors of [`crate::kernel::KernelHyperPriors::default_for`], centred on
     /// the kernel this spec builds, and are resampled every sweep
     /// ([`crate::sampler::KernelHyperMove`]). Off by default, and then not serialised (as

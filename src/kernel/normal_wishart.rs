@@ -1447,8 +1447,12 @@ impl HyperKernel for NormalWishart {
         }
     }
 
+    /// Only the scale multiplier `s`: with the mean precision `r` free as well, the clusters'
+    /// means may all crowd the data mean (large `r`), and pure noise then splits into many
+    /// clusters of one covariance (K = 9-17 of 600 points in 10 dimensions, against K = 1
+    /// with `s` alone free).
     fn hyper_free_by_default(&self, j: usize) -> bool {
-        j < 2
+        j == 0
     }
 
     /// Forms `Ψ_n = s Ψ₀ + M₂ + (r n/(r + n)) x̄ x̄ᵀ` from the statistic's mean and scatter
