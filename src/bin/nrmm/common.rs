@@ -26,14 +26,17 @@ pub enum Status {
 pub fn flag(name: &str) -> Option<String> {
     let spelled = match name {
         "xi" | "psi" | "r" | "nu" => format!("--nw-{name}"),
-        "nw_*" | "nw_xi" | "nw_psi" | "nw_r" | "nw_nu" => {
+        "nw_*" | "nw_xi" | "nw_psi" | "nw_r" | "nw_nu" | "nw_defaults" => {
             name.replace('_', "-").replace("nw", "--nw")
         }
+        "data_format" => "--format".into(),
+        "continue_run" => "--continue".into(),
         "alpha" | "sigma" | "u" | "beta" | "kernel" | "prior" | "sweeps" | "seconds" | "chains"
         | "chain_offset" | "thin" | "burn_in" | "checkpoint_every" | "init" | "sampler"
         | "proposals" | "launch_scans" | "gibbs_sweeps" | "gibbs_subset" | "global_moves"
         | "depth" | "seed" | "force" | "resume" | "out" | "hyperpriors" | "kernel_hyperpriors"
-        | "epsilon" | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout" => {
+        | "epsilon" | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout"
+        | "data" | "header" | "skip_columns" | "data_parallel" | "block" => {
             format!("--{}", name.replace('_', "-"))
         }
         _ => return None,

@@ -82,7 +82,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
     if a.parallel.data_parallel {
         return crate::data_parallel::run(&a);
     }
-    crate::data_parallel::refuse_under_mpi()?;
+    nrmm::distributed::request::refuse_under_mpi().map_err(flags)?;
     let wall = Instant::now();
     let (model_spec, source, dir, spec) = match &a.resume {
         Some(dir) => {
