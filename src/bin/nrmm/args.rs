@@ -4,7 +4,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrmm::data::load::Format;
 use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
-use nrmm::run::{MoveSettings, SamplerKind, SamplerSettings, Start};
+use nrmm::run::{DataSource, MoveSettings, SamplerKind, SamplerSettings, Start};
 use nrmm::Choice;
 use std::path::PathBuf;
 
@@ -92,6 +92,18 @@ pub struct DataArgs {
     /// (e.g. an id column: --skip-columns id).
     #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
     pub skip_columns: Vec<String>,
+}
+
+impl DataArgs {
+    /// The library's record of where the data are, with the file as given.
+    pub fn source(&self) -> DataSource {
+        DataSource {
+            data: self.data.clone(),
+            data_format: self.format,
+            data_header: self.header,
+            skip_columns: self.skip_columns.clone(),
+        }
+    }
 }
 
 /// Model flags shared by every verb that builds a model.

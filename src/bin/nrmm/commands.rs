@@ -1,7 +1,7 @@
 //! The verbs on a model without a run: `loglik`, `exact`, `check-exact` and `generate`.
 
 use crate::args::*;
-use crate::common::{build, finite, flags, print_json, Builtin};
+use crate::common::{build, finite, flags, print_json};
 use crate::output;
 use nrmm::data::load;
 use nrmm::data::synthetic::{PartitionSource, SyntheticKind, SyntheticSpec};
@@ -10,6 +10,7 @@ use nrmm::model::{Model, PriorKind};
 use nrmm::partition::Partition;
 use nrmm::prior::NrmPrior;
 use nrmm::run::check::{check_sampler, exact_posterior};
+use nrmm::run::record::Builtin;
 use nrmm::{with_kernel, Error, Result};
 use serde_json::json;
 
@@ -55,24 +56,7 @@ pub fn exact(a: ExactArgs) -> Result<()> {
             .map_err(|e| Error::Numerical(format!("the exact posterior summary: {e}")))?;
         return print_json(&summary);
     }
-    output::stdout(|out| {
-        let (n_partitions, n) = (post.n_partitions(), post.n_points());
-        writeln!(
-            out,
-            "exact posterior over {n_partitions} partitions of {n} points"
-        )?;
-        writeln!(out, "\ntop partitions (labels by point):")?;
-        for (rgs, p) in post.top(top) {
-            writeln!(out, "  {rgs}  {p:.6}")?;
-        }
-        writeln!(out, "\nP(K = k):")?;
-        for (k, p) in post.k_probabilities().iter().enumerate() {
-            if *p > 0.0 {
-                writeln!(out, "  {k:>2}  {p:.6}")?;
-            }
-        }
-        writeln!(out, "\nE[K] = {:.6}", post.expected_k())
-    })
+    output::stdout(|out| post.print(out, top))
 }
 
 /// The library's names of generator parameters, spelled as the flags of `generate`.
@@ -158,36 +142,7 @@ pub fn check_exact(a: CheckExactArgs) -> Result<()> {
     )
     .map_err(flags)?;
     if a.json {
-        return print_json(&json!({
-            "tv": c.comparison.tv,
-            "tv_noise_floor": c.comparison.expected_tv,
-            "n_eff": c.n_eff,
-            "draws": c.draws,
-            "p_k_exact": c.p_k_exact,
-            "p_k_sampler": c.p_k_sampler,
-            "comparison": c.comparison,
-        }));
+        return print_json(&c.json());
     }
-    output::stdout(|out| {
-        writeln!(
-            out,
-            "{} draws after 10% burn-in, effective size (of K) {:.0}",
-            c.draws, c.n_eff
-        )?;
-        writeln!(
-            out,
-            "total variation to the exact posterior: {:.4}   (a perfect sampler of that size: {:.4})",
-            c.comparison.tv, c.comparison.expected_tv
-        )?;
-        writeln!(out, "\n  k   P(K=k) exact   sampler")?;
-        let (exact, sampler) = (&c.p_k_exact, &c.p_k_sampler);
-        for k in 1..exact.len().max(sampler.len()) {
-            let e = exact.get(k).copied().unwrap_or(0.0);
-            let s = sampler.get(k).copied().unwrap_or(0.0);
-            if e > 0.0 || s > 0.0 {
-                writeln!(out, "  {k:>2}   {e:.6}     {s:.6}")?;
-            }
-        }
-        Ok(())
-    })
+    output::stdout(|out| c.print(out))
 }

@@ -4,13 +4,13 @@
 
 use crate::args::CompareArgs;
 use crate::common::{absolute_start, command_line, data_source, model_record, summary_of};
-use crate::common::{build_model, flags, Builtin, Status};
+use crate::common::{build_model, flags, Status};
 use crate::output::{self, create_dir};
 use crate::progress::Progress;
 use nrmm::data::load;
 use nrmm::prior::NrmPrior;
 use nrmm::run::compare::{self, WITHIN};
-use nrmm::run::record::RUNS_FILE;
+use nrmm::run::record::{Builtin, RUNS_FILE};
 use nrmm::run::runner::run_all;
 use nrmm::run::{Budget, Outcome, RunDir, Runner};
 use nrmm::run::{SamplerKind, SamplerSettings, SamplerSpec};
@@ -36,7 +36,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         }
         samplers.push(s);
     }
-    let (model, _) = build_model(&a.data, &a.model.spec(), Builtin::Toy)?;
+    let (model, _) = build_model(&a.data.source(), &a.model.spec(), Builtin::Toy)?;
     let n = model.n_points();
     let truth: Option<Vec<i64>> = match (&a.labels, &a.data.data) {
         (Some(path), _) => Some(load::load_labels(path, n)?),

@@ -2,11 +2,10 @@
 //! scatter of the points coloured by the best run's point estimate.
 
 use crate::args::PlotArgs;
-use crate::common::data_args;
-use crate::common::{load_data, Builtin};
 use crate::output::{self, create_dir};
 use nrmm::data::{Dataset, DenseData, Fingerprint};
 use nrmm::run::curves::{best_2d_estimate, clip, padded, panels, sampler_name, Panel};
+use nrmm::run::record::{Builtin, STDIN};
 use nrmm::run::RunDir;
 use nrmm::{Error, Result};
 use plotters::prelude::*;
@@ -173,7 +172,7 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
         .source
         .data
         .as_ref()
-        .is_some_and(|p| p.as_os_str() == crate::common::STDIN)
+        .is_some_and(|p| p.as_os_str() == STDIN)
     {
         notes.push(format!(
             "no scatter: the data of {} came from standard input",
@@ -181,8 +180,8 @@ fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<
         ));
         return Ok(None);
     }
-    let data = match load_data(&data_args(&run.record.source), Builtin::Toy) {
-        Ok(data) => data,
+    let data = match run.record.source.load(Builtin::Toy) {
+        Ok(loaded) => loaded.dataset,
         Err(e) => {
             notes.push(format!(
                 "no scatter: the data of {} cannot be read here ({e})",

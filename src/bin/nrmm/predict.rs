@@ -3,17 +3,17 @@
 //! ([`nrmm::predict`]).
 
 use crate::args::PredictArgs;
-use crate::common::{build_model, data_args, summary_of, Builtin};
+use crate::common::{build_model, summary_of};
 use crate::output;
-use nrmm::data::load;
-use nrmm::run::RunDir;
+use nrmm::run::record::Builtin;
+use nrmm::run::{DataSource, RunDir};
 use nrmm::{Error, Result};
 
 /// `nrmm predict`.
 pub fn predict(a: PredictArgs) -> Result<()> {
     let run = RunDir::open(&a.run)?;
     let record = &run.record;
-    let (built, _) = build_model(&data_args(&record.source), &record.model, Builtin::Toy)?;
+    let (built, _) = build_model(&record.source, &record.model, Builtin::Toy)?;
     if built.fingerprint != record.fingerprint {
         return Err(Error::Usage(format!(
             "the data {} was run on have changed since: its draws no longer describe them",
@@ -28,14 +28,13 @@ pub fn predict(a: PredictArgs) -> Result<()> {
         ))
     })?;
     // The new points are read like the run's data: the same header and skipped columns.
-    let opts = load::LoadOptions {
-        format: a.format,
-        dense: load::DenseOptions {
-            header: record.source.data_header,
-            skip_columns: record.source.skip_columns.clone(),
-        },
-    };
-    let new = crate::common::load_path(&a.data, &opts)?.dataset;
+    let new = DataSource {
+        data: Some(a.data.clone()),
+        data_format: a.format,
+        ..record.source.clone()
+    }
+    .load(Builtin::Toy)?
+    .dataset;
     // The draws are read one chain at a time.
     let draws = report.sources.iter().flat_map(|s| match s.read() {
         Ok(d) => d.into_iter().map(|d| Ok((d.labels, d.hyper))).collect(),
