@@ -3,6 +3,7 @@
 //! parses and describes them alike.
 
 use crate::data::load::Format;
+use crate::data::synthetic::SyntheticKind;
 use crate::model::{KernelKind, NwDefaults, PriorKind};
 use crate::run::SamplerKind;
 
@@ -121,5 +122,28 @@ impl Choice for SamplerKind {
 
     fn about(self) -> &'static str {
         SamplerKind::about(self)
+    }
+}
+
+impl Choice for SyntheticKind {
+    const ALL: &'static [Self] = &[SyntheticKind::Gaussian, SyntheticKind::Counts];
+
+    fn name(self) -> &'static str {
+        match self {
+            SyntheticKind::Gaussian => "gaussian",
+            SyntheticKind::Counts => "counts",
+        }
+    }
+
+    fn about(self) -> &'static str {
+        match self {
+            SyntheticKind::Gaussian => {
+                "A Gaussian mixture (dense format); each cluster's mean and precision drawn from \
+                 a Normal-Wishart with ξ = 0, Ψ = I, r = 0.02, ν = d + 3"
+            }
+            SyntheticKind::Counts => {
+                "Bags of words from Dirichlet-multinomial clusters (docword format)"
+            }
+        }
     }
 }

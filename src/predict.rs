@@ -10,6 +10,7 @@ use crate::math::ln_add_exp;
 use crate::model::{AnyKernel, Model};
 use crate::partition::Partition;
 use crate::prior::Prior;
+use crate::run::{RunDir, Summary};
 use std::collections::BTreeMap;
 
 /// Hyperparameter values of a draw by name, as its trace recorded them.
@@ -105,6 +106,37 @@ pub fn predict<L: Copy + Ord>(
         (AnyKernel::Md(k), Dataset::Counts(c)) => predict_with(k, p, c, estimate, draws),
         _ => unreachable!("checked by check_new"),
     }
+}
+
+/// Predictions for the points of `new` from the run `run`, whose data `model` was built
+/// over: cluster probabilities under the run's point estimate after `burn_in` sweeps of each
+/// chain (default: the run's own) and the predictive density over its draws, read one chain
+/// at a time. Returns them with the number of clusters of the estimate. Errors if the data
+/// have changed since the run, or no partition draw is left after the burn-in.
+pub fn predict_run(
+    run: &RunDir,
+    model: &Model,
+    new: &Dataset,
+    burn_in: Option<u64>,
+) -> Result<(Predictions, usize)> {
+    let dir = run.dir.display();
+    if model.fingerprint != run.record.fingerprint {
+        return Err(Error::Usage(format!(
+            "the data {dir} was run on have changed since: its draws no longer describe them"
+        )));
+    }
+    let report = Summary::of(std::slice::from_ref(run), burn_in)?;
+    let estimate = report.point_estimate.as_ref().ok_or_else(|| {
+        Error::Usage(format!(
+            "{dir} has no partition draws after its burn-in: lower `burn_in`"
+        ))
+    })?;
+    let draws = report.sources.iter().flat_map(|s| match s.read() {
+        Ok(d) => d.into_iter().map(|d| Ok((d.labels, d.hyper))).collect(),
+        Err(e) => vec![Err(e)],
+    });
+    let rows = predict(model, new, (&estimate.labels, &estimate.hyper), draws)?;
+    Ok((rows, estimate.n_clusters))
 }
 
 /// [`predict`] for one kernel type.

@@ -3,6 +3,7 @@
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrmm::data::load::Format;
+use nrmm::data::synthetic::SyntheticKind;
 use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
 use nrmm::run::{DataSource, MoveSettings, SamplerKind, SamplerSettings, Start};
 use nrmm::Choice;
@@ -218,22 +219,12 @@ pub struct ExactArgs {
     pub json: bool,
 }
 
-/// What `generate` makes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum GenerateKind {
-    /// A Gaussian mixture (dense format); each cluster's mean and precision drawn from a
-    /// Normal-Wishart with ξ = 0, Ψ = I, r = 0.02, ν = d + 3.
-    Gaussian,
-    /// Bags of words from Dirichlet-multinomial clusters (docword format).
-    Counts,
-}
-
 /// `nrmm generate`.
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// What to generate.
-    #[arg(value_enum)]
-    pub kind: GenerateKind,
+    #[arg(value_parser = one_of::<SyntheticKind>())]
+    pub kind: SyntheticKind,
     /// Number of points or documents.
     #[arg(long, allow_negative_numbers = true)]
     pub n: usize,

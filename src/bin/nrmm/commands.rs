@@ -4,7 +4,7 @@ use crate::args::*;
 use crate::common::{build, finite, flags, print_json};
 use crate::output;
 use nrmm::data::load;
-use nrmm::data::synthetic::{PartitionSource, SyntheticKind, SyntheticSpec};
+use nrmm::data::synthetic::{PartitionSource, SyntheticSpec};
 use nrmm::data::Dataset;
 use nrmm::model::{Model, PriorKind};
 use nrmm::partition::Partition;
@@ -62,7 +62,7 @@ pub fn exact(a: ExactArgs) -> Result<()> {
 /// The library's names of generator parameters, spelled as the flags of `generate`.
 fn generate_flag(name: &str) -> Option<String> {
     let flag = match name {
-        "n" | "d" | "k" | "alpha" | "sigma" | "beta" => name,
+        "n" | "d" | "k" | "alpha" | "sigma" | "beta" | "prior" => name,
         "doc_length" => "doc-length",
         _ => return None,
     };
@@ -73,35 +73,18 @@ fn generate_flag(name: &str) -> Option<String> {
 /// Gibbs-type urn), then Gaussian data from Normal-Wishart clusters or bags of words from
 /// Dirichlet-multinomial clusters.
 pub fn generate(a: GenerateArgs) -> Result<()> {
-    let prior = a.prior.unwrap_or(PriorKind::Dp);
-    if a.sigma.is_some() && prior != PriorKind::Nggp {
-        return Err(Error::Usage(
-            "--sigma is the NGGP discount: add --prior nggp".into(),
-        ));
-    }
-    let alpha = a.alpha.unwrap_or(1.0);
+    let rename = |e: Error| e.rename_parameters(&generate_flag);
     let spec = SyntheticSpec {
-        kind: match a.kind {
-            GenerateKind::Gaussian => SyntheticKind::Gaussian,
-            GenerateKind::Counts => SyntheticKind::Counts,
-        },
+        kind: a.kind,
         n: a.n,
         d: a.d,
-        partition: match (a.k, prior) {
-            (Some(k), _) => PartitionSource::Uniform { k },
-            (None, PriorKind::Dp) => PartitionSource::Crp { alpha },
-            (None, PriorKind::Nggp) => PartitionSource::Nggp {
-                alpha,
-                sigma: a.sigma.unwrap_or(0.5),
-            },
-        },
+        partition: PartitionSource::of(a.k, a.prior == Some(PriorKind::Nggp), a.alpha, a.sigma)
+            .map_err(rename)?,
         beta: a.beta,
         doc_length: a.doc_length,
         seed: a.seed,
     };
-    let drawn = spec
-        .generate()
-        .map_err(|e| e.rename_parameters(&generate_flag))?;
+    let drawn = spec.generate().map_err(rename)?;
     // `--out runs/x.txt` creates `runs/`; a parent that exists as something else is left to
     // the write to report.
     for path in std::iter::once(&a.out).chain(&a.labels_out) {

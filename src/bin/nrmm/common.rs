@@ -35,7 +35,7 @@ pub fn flag(name: &str) -> Option<String> {
         | "proposals" | "launch_scans" | "gibbs_sweeps" | "gibbs_subset" | "global_moves"
         | "depth" | "seed" | "force" | "resume" | "out" | "hyperpriors" | "kernel_hyperpriors"
         | "epsilon" | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout"
-        | "data" | "header" | "skip_columns" | "data_parallel" | "block" => {
+        | "data" | "header" | "skip_columns" | "data_parallel" | "block" | "seeds" | "samplers" => {
             format!("--{}", name.replace('_', "-"))
         }
         _ => return None,
