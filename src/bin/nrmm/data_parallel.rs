@@ -19,9 +19,10 @@ use nrmm::run::MoveSettings;
 use nrmm::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 use nrmm::{Error, Result};
 
-/// The argument ids of the `run` flags given on this process's command line. The command line
-/// is parsed again, since [`RunArgs`] holds defaults and given values alike.
-fn given_flags() -> Vec<String> {
+/// The `run` flags given on this process's command line, by argument id, with their long
+/// names. The command line is parsed again, since [`RunArgs`] holds defaults and given values
+/// alike.
+fn given_flags() -> Vec<(String, String)> {
     let cmd = Cli::command();
     let Ok(matches) = cmd.clone().try_get_matches_from(std::env::args_os()) else {
         return Vec::new();
@@ -39,7 +40,10 @@ fn given_flags() -> Vec<String> {
             run.try_contains_id(id).unwrap_or(false)
                 && run.value_source(id) == Some(ValueSource::CommandLine)
         })
-        .map(|arg| arg.get_id().to_string())
+        .map(|arg| {
+            let long = arg.get_long().unwrap_or(arg.get_id().as_str());
+            (arg.get_id().to_string(), format!("--{long}"))
+        })
         .collect()
 }
 
@@ -47,15 +51,22 @@ fn given_flags() -> Vec<String> {
 /// and, after a stop, how to go on (standard error).
 pub fn run(a: &RunArgs) -> Result<Status> {
     let given = given_flags();
+    // A refused flag is named as it was given, also one the library's names do not know.
+    let as_given = |n: &str| {
+        given
+            .iter()
+            .find(|(id, _)| id == n)
+            .map(|(_, long)| long.clone())
+    };
     request::check(
-        given.iter().map(String::as_str),
+        given.iter().map(|(id, _)| id.as_str()),
         &a.model.spec(),
         a.sampler.sampler,
         &a.init,
         a.data.data.as_deref(),
         a.data.format,
     )
-    .map_err(flags)?;
+    .map_err(|e| e.rename_parameters(&|n| crate::common::flag(n).or_else(|| as_given(n))))?;
     #[cfg(feature = "mpi")]
     let comm = nrmm::distributed::MpiComm::init()?;
     #[cfg(not(feature = "mpi"))]
