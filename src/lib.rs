@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod choice;
 pub mod chooser;
 pub mod data;
 pub mod diagnostics;
@@ -21,4 +22,5 @@ pub mod sva;
 pub mod tree;
 pub mod vecmath;
 
+pub use choice::Choice;
 pub use error::{Error, Result};

@@ -5,19 +5,42 @@
 use crate::data::Dataset;
 use crate::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
 use crate::error::{Error, Result};
-use crate::kernel::HyperKernel;
+use crate::kernel::{HyperKernel, KernelHyper};
 use crate::math::ln_add_exp;
 use crate::model::{AnyKernel, Model};
 use crate::partition::Partition;
-use crate::prior::Prior;
+use crate::prior::{NrmPrior, Prior, PriorHyper};
+use crate::run::{RunDir, Summary};
 use std::collections::BTreeMap;
 
-/// Hyperparameter values of a draw by name, as its trace recorded them.
+/// Hyperparameter values of a draw by name, as its draws file recorded them.
 pub type HyperValues = BTreeMap<String, f64>;
+
+/// The hyperparameters a draw was made with, typed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DrawHyper {
+    /// The prior's.
+    pub prior: PriorHyper,
+    /// The kernel's when the run resampled them (kernel hyperpriors); `None` when the model's
+    /// kernel applies.
+    pub kernel: Option<KernelHyper>,
+}
+
+impl DrawHyper {
+    /// The values a draw recorded by column name, typed for `model`; those it does not record
+    /// are the model's. Where a draw's names become values.
+    pub fn of(model: &Model, record: &HyperValues) -> Self {
+        DrawHyper {
+            prior: model.prior.hyperparameters().with_columns(record),
+            kernel: crate::with_kernel!(&model.kernel, |k| k.hyperparameters())
+                .with_columns(record),
+        }
+    }
+}
 
 /// A partition of the training points (any integer labels) with the hyperparameters it was
 /// drawn with.
-pub type LabelledDraw<L> = (Vec<L>, HyperValues);
+pub type LabelledDraw<L> = (Vec<L>, DrawHyper);
 
 /// What [`predict`] finds for the new points.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,7 +117,7 @@ pub fn check_new(kernel: &AnyKernel, new: &Dataset) -> Result<()> {
 pub fn predict<L: Copy + Ord>(
     model: &Model,
     new: &Dataset,
-    estimate: (&[L], &HyperValues),
+    estimate: (&[L], &DrawHyper),
     draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
 ) -> Result<Predictions> {
     check_new(&model.kernel, new)?;
@@ -107,25 +130,66 @@ pub fn predict<L: Copy + Ord>(
     }
 }
 
+/// Predictions for the points of `new` from the run `run`, whose data `model` was built
+/// over: cluster probabilities under the run's point estimate after `burn_in` sweeps of each
+/// chain (default: the run's own) and the predictive density over its draws, read one chain
+/// at a time. Returns them with the number of clusters of the estimate. Errors if the data
+/// have changed since the run, or no partition draw is left after the burn-in.
+pub fn predict_run(
+    run: &RunDir,
+    model: &Model,
+    new: &Dataset,
+    burn_in: Option<u64>,
+) -> Result<(Predictions, usize)> {
+    let dir = run.dir.display();
+    if model.fingerprint != run.record.fingerprint {
+        return Err(Error::Usage(format!(
+            "the data {dir} was run on have changed since: its draws no longer describe them"
+        )));
+    }
+    let report = Summary::of(std::slice::from_ref(run), burn_in)?;
+    let estimate = report.point_estimate.as_ref().ok_or_else(|| {
+        Error::Usage(format!(
+            "{dir} has no partition draws after its burn-in: lower `burn_in`"
+        ))
+    })?;
+    let draws = report.sources.iter().flat_map(|s| match s.read() {
+        Ok(d) => (d.into_iter())
+            .map(|d| Ok((d.labels, DrawHyper::of(model, &d.hyper))))
+            .collect(),
+        Err(e) => vec![Err(e)],
+    });
+    let hyper = DrawHyper::of(model, &estimate.hyper);
+    let rows = predict(model, new, (&estimate.labels, &hyper), draws)?;
+    Ok((rows, estimate.n_clusters))
+}
+
 /// [`predict`] for one kernel type.
 fn predict_with<K: PredictiveKernel + HyperKernel, L: Copy + Ord>(
     kernel: &K,
     base: &Prior,
     new: &K::NewData,
-    (labels, hyper): (&[L], &HyperValues),
+    (labels, hyper): (&[L], &DrawHyper),
     draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
 ) -> Result<Predictions> {
-    let moved = kernel.at_values(hyper)?;
+    // Each draw's kernel and prior: the model's moved to the draw's values.
+    let at = |h: &DrawHyper| -> Result<(Option<K>, Prior)> {
+        Ok((
+            h.kernel.map(|h| kernel.at(&h)).transpose()?,
+            base.at(h.prior)?,
+        ))
+    };
+    let (moved, prior) = at(hyper)?;
     let k = moved.as_ref().unwrap_or(kernel);
     let partition = Partition::from_labels(k, labels)?;
-    let ln_probs = cluster_log_probabilities(k, &partition, &base.at_values(hyper)?, new)?;
+    let ln_probs = cluster_log_probabilities(k, &partition, &prior, new)?;
     let mut ln_sum = vec![f64::NEG_INFINITY; ln_probs.len()];
     let mut n_draws = 0usize;
     for d in draws {
         let (labels, hyper) = d?;
-        let moved = kernel.at_values(&hyper)?;
+        let (moved, prior) = at(&hyper)?;
         let k = moved.as_ref().unwrap_or(kernel);
-        let state = [(Partition::from_labels(k, &labels)?, base.at_values(&hyper)?)];
+        let state = [(Partition::from_labels(k, &labels)?, prior)];
         for (s, v) in ln_sum
             .iter_mut()
             .zip(ln_predictive_density(k, &state, new)?)

@@ -2,7 +2,7 @@
 
 use crate::error::IntoPy;
 use nrmm::data::{Dataset, DenseData, SparseCounts};
-use nrmm::model::{KernelKind, ModelSpec};
+use nrmm::model::ModelSpec;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -101,13 +101,4 @@ pub fn overlay<T: serde::Serialize + serde::de::DeserializeOwned>(
         .expect("settings serialise as an object");
     fields.extend(given);
     serde_json::from_value(value).map_err(bad)
-}
-
-/// The name of a kernel as the Python half spells it.
-pub fn kernel_name(kind: KernelKind) -> &'static str {
-    match kind {
-        KernelKind::Nw => "nw",
-        KernelKind::Md => "md",
-        KernelKind::Diag => "diag",
-    }
 }

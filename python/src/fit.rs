@@ -267,7 +267,7 @@ fn results<'py>(
     let to_i64 = |labels: &[usize]| -> Vec<i64> { labels.iter().map(|&l| l as i64).collect() };
     let out = PyDict::new(py);
     let kernel = model.spec.kernel.expect("resolved by Model::build");
-    out.set_item("kernel", crate::convert::kernel_name(kernel))?;
+    out.set_item("kernel", nrmm::Choice::name(kernel))?;
     out.set_item("labels", to_i64(&estimate.labels).into_pyarray(py))?;
     out.set_item("hyper", estimate.hyper.clone())?;
     let map = summary.map.as_ref().unwrap_or(estimate);

@@ -6,7 +6,7 @@ use crate::convert::{model_spec, Input};
 use crate::error::IntoPy;
 use nrmm::model::Model;
 use nrmm::partition::Partition;
-use nrmm::predict::{LabelledDraw, Predictions};
+use nrmm::predict::{DrawHyper, LabelledDraw, Predictions};
 use nrmm::Result;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -19,8 +19,8 @@ type PyDraw<'py> = (PyReadonlyArray1<'py, i64>, BTreeMap<String, f64>);
 /// Cluster log probabilities (m × (K + 1)) and log predictive densities (m).
 type PyPredictions<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
 
-/// A draw in the library's terms: labels and hyperparameter values.
-fn draw_of(d: &PyDraw<'_>) -> PyResult<LabelledDraw<i64>> {
+/// A draw's labels and hyperparameter values by name.
+fn draw_of(d: &PyDraw<'_>) -> PyResult<(Vec<i64>, BTreeMap<String, f64>)> {
     Ok((d.0.as_slice()?.to_vec(), d.1.clone()))
 }
 
@@ -47,8 +47,13 @@ pub fn predict<'py>(
     } = py
         .detach(|| -> Result<_> {
             let model = Model::build(&spec, train)?;
-            let (labels, hyper) = &estimate;
-            nrmm::predict::predict(&model, &new, (labels, hyper), draws.into_iter().map(Ok))
+            // The draws' values by name become the model's typed hyperparameters.
+            let typed = |(labels, hyper): (Vec<i64>, _)| -> LabelledDraw<i64> {
+                (labels, DrawHyper::of(&model, &hyper))
+            };
+            let (labels, hyper) = typed(estimate);
+            let draws = draws.into_iter().map(|d| Ok(typed(d)));
+            nrmm::predict::predict(&model, &new, (&labels, &hyper), draws)
         })
         .map_err(|e| {
             crate::error::rename(e).rename_parameters(&|n| (n == "new").then(|| "X".into()))

@@ -42,6 +42,33 @@ pub enum PartitionSource {
     },
 }
 
+impl PartitionSource {
+    /// `k` uniform clusters when `k` is given; else the DP's CRP, or with `nggp` the NGGP's
+    /// urn, with concentration `alpha` (default 1) and discount `sigma` (default 0.5). Errors
+    /// if `sigma` is given without `nggp`.
+    pub fn of(
+        k: Option<usize>,
+        nggp: bool,
+        alpha: Option<f64>,
+        sigma: Option<f64>,
+    ) -> Result<Self> {
+        if sigma.is_some() && !nggp {
+            return Err(Error::Usage(
+                "`sigma` is the NGGP discount: add `prior` nggp".into(),
+            ));
+        }
+        let alpha = alpha.unwrap_or(1.0);
+        Ok(match k {
+            Some(k) => PartitionSource::Uniform { k },
+            None if nggp => PartitionSource::Nggp {
+                alpha,
+                sigma: sigma.unwrap_or(0.5),
+            },
+            None => PartitionSource::Crp { alpha },
+        })
+    }
+}
+
 /// A synthetic data set to draw. Errors name the fields (`n`, `d`, `k`, `alpha`, `sigma`,
 /// `beta`, `doc_length`).
 #[derive(Clone, Debug, PartialEq)]

@@ -115,7 +115,7 @@ pub fn read_share(comm: &dyn Comm, source: &Source, block: usize) -> Result<(Den
             if let Some(r) = (0..comm.size()).find(|&r| layout.range(r).is_empty()) {
                 return Err(Error::Usage(format!(
                     "{}: rank {r} would hold no point: {n} points in blocks of {block} give \
-                     fewer blocks than the {} ranks; use fewer ranks or a smaller --block",
+                     fewer blocks than the {} ranks; use fewer ranks or a smaller `block`",
                     path.display(),
                     comm.size()
                 )));

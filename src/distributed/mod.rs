@@ -14,9 +14,11 @@
 //! - [`layout`]: which points each rank holds, reading a rank's share.
 //! - [`sampler`]: [`DataParallel`], the sampler.
 //! - [`run`]: [`run()`](run::run), the chain with its outputs.
+//! - [`request`]: which settings of an ordinary run it honours, and the refusal of the others.
 
 pub mod comm;
 pub mod layout;
+pub mod request;
 pub mod run;
 pub mod sampler;
 pub mod wire;

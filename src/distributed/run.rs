@@ -41,7 +41,7 @@ pub struct RunConfig {
     /// A checkpoint every this many sweeps (0: only when the run ends or stops).
     pub checkpoint_every: u64,
     /// Go on from the checkpoint in `out`.
-    pub resume: bool,
+    pub continue_run: bool,
 }
 
 /// How a run ended, on every rank.
@@ -105,14 +105,14 @@ impl Settings {
                 out.push(format!("{name} {a} (the checkpoint's: {b})"));
             }
         };
-        diff("--seed", self.seed.to_string(), other.seed.to_string());
+        diff("`seed`", self.seed.to_string(), other.seed.to_string());
         diff(
-            "--proposals",
+            "`proposals`",
             self.proposals.to_string(),
             other.proposals.to_string(),
         );
         diff(
-            "--launch-scans",
+            "`launch_scans`",
             self.launch_scans.to_string(),
             other.launch_scans.to_string(),
         );
@@ -135,6 +135,11 @@ const MANIFEST: &str = "manifest.json";
 
 fn checkpoint_dir(out: &Path) -> PathBuf {
     out.join("checkpoint")
+}
+
+/// The manifest of the checkpoint of a run in `out`: there is a run there when it exists.
+pub(super) fn manifest_path(out: &Path) -> PathBuf {
+    checkpoint_dir(out).join(MANIFEST)
 }
 
 fn share_path(out: &Path, rank: usize, sweep: u64) -> PathBuf {
@@ -186,7 +191,7 @@ where
     let rank = comm.rank();
     std::fs::create_dir_all(checkpoint_dir(&cfg.out)).map_err(write_err(&cfg.out))?;
     let settings = Settings::of(cfg, &prior)?;
-    let (mut chain, mut done) = if cfg.resume {
+    let (mut chain, mut done) = if cfg.continue_run {
         resume(comm, shard, cfg, &settings)?
     } else {
         let labels = vec![0u32; shard.n_local()];
@@ -203,7 +208,7 @@ where
         // after it (before a rank died) are written again by the sweeps that follow.
         let mut text =
             String::from("sweep\tclusters\tln_joint\taccepted\tproposed\tseconds\tbytes\n");
-        if cfg.resume {
+        if cfg.continue_run {
             let old = std::fs::read_to_string(&trace_path).map_err(read_err(&trace_path))?;
             for line in old.lines().skip(1) {
                 let sweep = line.split('\t').next().and_then(|v| v.parse::<u64>().ok());
@@ -328,7 +333,7 @@ fn checkpoint<K: ShardKernel, P: NrmPrior + Serialize>(
             clusters: chain.sizes().len(),
         };
         let text = serde_json::to_string(&m).map_err(|e| Error::Usage(e.to_string()))?;
-        write_atomic(&checkpoint_dir(&cfg.out).join(MANIFEST), text.as_bytes())?;
+        write_atomic(&manifest_path(&cfg.out), text.as_bytes())?;
     }
     barrier(comm)?;
     // Older shares of this rank are no longer named by the manifest.
@@ -353,10 +358,10 @@ fn resume<K: ShardKernel, P: NrmPrior + DeserializeOwned>(
     cfg: &RunConfig,
     settings: &Settings,
 ) -> Result<(DataParallel<K, P>, u64)> {
-    let path = checkpoint_dir(&cfg.out).join(MANIFEST);
+    let path = manifest_path(&cfg.out);
     if !path.exists() {
         return Err(Error::Usage(format!(
-            "{} holds no checkpoint to continue from (no {}): run without --continue to start",
+            "{} holds no checkpoint to continue from (no {}): run without `continue_run` to start",
             cfg.out.display(),
             path.display()
         )));
@@ -367,7 +372,7 @@ fn resume<K: ShardKernel, P: NrmPrior + DeserializeOwned>(
     let differences = settings.differences(&m.settings);
     if !differences.is_empty() {
         return Err(Error::Usage(format!(
-            "{}: --continue must repeat the settings the run started with, but this run has {}",
+            "{}: `continue_run` must repeat the settings the run started with, but this run has {}",
             path.display(),
             differences.join(", ")
         )));

@@ -152,7 +152,7 @@ fn the_chain_leaves_the_exact_posterior_invariant() {
     );
 }
 
-fn config(out: &std::path::Path, sweeps: u64, resume: bool) -> RunConfig {
+fn config(out: &std::path::Path, sweeps: u64, continue_run: bool) -> RunConfig {
     RunConfig {
         seed: 5,
         sweeps,
@@ -161,7 +161,7 @@ fn config(out: &std::path::Path, sweeps: u64, resume: bool) -> RunConfig {
         resample_hyper: false,
         out: out.to_path_buf(),
         checkpoint_every: 2,
-        resume,
+        continue_run,
     }
 }
 

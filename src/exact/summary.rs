@@ -63,3 +63,26 @@ pub struct SampleComparison {
     /// Sampled frequencies of `K = k` for `k = 0..=n`.
     pub k_empirical: Vec<f64>,
 }
+
+impl super::ExactPosterior {
+    /// Writes the posterior as text: the `top` most probable partitions (labels by point),
+    /// `P(K = k)` for every `k` of positive probability, and `E[K]`.
+    pub fn print(&self, out: &mut dyn std::io::Write, top: usize) -> std::io::Result<()> {
+        let (n_partitions, n) = (self.n_partitions(), self.n_points());
+        writeln!(
+            out,
+            "exact posterior over {n_partitions} partitions of {n} points"
+        )?;
+        writeln!(out, "\ntop partitions (labels by point):")?;
+        for (rgs, p) in self.top(top) {
+            writeln!(out, "  {rgs}  {p:.6}")?;
+        }
+        writeln!(out, "\nP(K = k):")?;
+        for (k, p) in self.k_probabilities().iter().enumerate() {
+            if *p > 0.0 {
+                writeln!(out, "  {k:>2}  {p:.6}")?;
+            }
+        }
+        writeln!(out, "\nE[K] = {:.6}", self.expected_k())
+    }
+}

@@ -29,7 +29,7 @@
 use std::sync::Arc;
 
 use super::cholesky::DOWNDATE_MIN_DET_RATIO;
-use super::hyperprior::HyperKernel;
+use super::hyperprior::{HyperKernel, KernelHyper};
 use super::ConjugateKernel;
 use crate::data::DenseData;
 use crate::error::{Error, Result};
@@ -834,12 +834,12 @@ impl ConjugateKernel for Diagonal {
 /// with), the mean precision `r` and the degrees of freedom `ν > 0` (the 1-D Wishart's offset
 /// `d - 1 = 0`); `s` and `r` free by default (see [`super::hyperprior`]).
 impl HyperKernel for Diagonal {
-    fn hyper_names(&self) -> &'static [&'static str] {
-        &["diag_s", "diag_r", "diag_nu"]
-    }
-
-    fn hyper_values(&self) -> Vec<f64> {
-        vec![self.psi_scale, self.hyper.r, self.hyper.nu]
+    fn hyperparameters(&self) -> KernelHyper {
+        KernelHyper::Diag {
+            s: self.psi_scale,
+            r: self.hyper.r,
+            nu: self.hyper.nu,
+        }
     }
 
     fn hyper_offset(&self, _j: usize) -> f64 {

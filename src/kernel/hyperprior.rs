@@ -76,6 +76,88 @@ impl LogNormalPrior {
     }
 }
 
+/// A kernel's own hyperparameters, typed: which kernel and its values. Names exist only where
+/// values become trace columns and come back from them ([`KernelHyper::columns`],
+/// [`KernelHyper::with_columns`]); the sampler moves the values as coordinates in a fixed
+/// order ([`KernelHyper::values`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KernelHyper {
+    /// The Normal-Wishart kernel.
+    Nw {
+        /// Multiplier of the scale `Ψ = s Ψ₀`.
+        s: f64,
+        /// Mean precision scale.
+        r: f64,
+        /// Degrees of freedom.
+        nu: f64,
+    },
+    /// The diagonal kernel.
+    Diag {
+        /// Multiplier of every dimension's scale `ψ = s ψ⁰`.
+        s: f64,
+        /// Mean precision scale.
+        r: f64,
+        /// Degrees of freedom.
+        nu: f64,
+    },
+    /// The Multinomial-Dirichlet kernel.
+    Md {
+        /// Dirichlet concentration.
+        beta: f64,
+    },
+}
+
+impl KernelHyper {
+    /// The trace column names, in the fixed order of [`KernelHyper::values`]: the one place
+    /// where the kernel's hyperparameters are named.
+    pub fn names(&self) -> &'static [&'static str] {
+        match self {
+            KernelHyper::Nw { .. } => &["nw_s", "nw_r", "nw_nu"],
+            KernelHyper::Diag { .. } => &["diag_s", "diag_r", "diag_nu"],
+            KernelHyper::Md { .. } => &["md_beta"],
+        }
+    }
+
+    /// The values in their fixed order (`s`, `r`, `ν`; or `β`).
+    pub fn values(&self) -> Vec<f64> {
+        match *self {
+            KernelHyper::Nw { s, r, nu } | KernelHyper::Diag { s, r, nu } => vec![s, r, nu],
+            KernelHyper::Md { beta } => vec![beta],
+        }
+    }
+
+    /// Names and values as trace columns.
+    pub fn columns(&self) -> Vec<(&'static str, f64)> {
+        self.names().iter().copied().zip(self.values()).collect()
+    }
+
+    /// These values with those a record gives by column name (the others kept); `None` when
+    /// the record has none of them (a run without kernel hyperpriors).
+    pub fn with_columns(
+        mut self,
+        record: &std::collections::BTreeMap<String, f64>,
+    ) -> Option<Self> {
+        let names = self.names();
+        if !names.iter().any(|n| record.contains_key(*n)) {
+            return None;
+        }
+        let get = |j: usize, v: &mut f64| {
+            if let Some(&x) = record.get(names[j]) {
+                *v = x;
+            }
+        };
+        match &mut self {
+            KernelHyper::Nw { s, r, nu } | KernelHyper::Diag { s, r, nu } => {
+                get(0, s);
+                get(1, r);
+                get(2, nu);
+            }
+            KernelHyper::Md { beta } => get(0, beta),
+        }
+        Some(self)
+    }
+}
+
 /// A conjugate kernel whose hyperparameters can be resampled given a partition.
 ///
 /// Invariants (checked by the kernel tests): `ln_marginal_at(s, &hyper_values())` equals
@@ -84,11 +166,18 @@ impl LogNormalPrior {
 /// values is bit-identical; after `refresh_stat` under a kernel `k`, a statistic gives what
 /// `k` gives for a statistic of the same points built by its own updates, up to rounding.
 pub trait HyperKernel: ConjugateKernel {
-    /// Names of the hyperparameters, in their fixed order (trace columns).
-    fn hyper_names(&self) -> &'static [&'static str];
+    /// The current values, typed.
+    fn hyperparameters(&self) -> KernelHyper;
 
-    /// Their current values.
-    fn hyper_values(&self) -> Vec<f64>;
+    /// Names of the hyperparameters, in their fixed order (trace columns).
+    fn hyper_names(&self) -> &'static [&'static str] {
+        self.hyperparameters().names()
+    }
+
+    /// Their current values, in that order.
+    fn hyper_values(&self) -> Vec<f64> {
+        self.hyperparameters().values()
+    }
 
     /// The offset `o_j` of hyperparameter `j`: it must stay above it (0 for scales, `d - 1` for
     /// the Wishart degrees of freedom).
@@ -111,24 +200,18 @@ pub trait HyperKernel: ConjugateKernel {
     /// data at other values) for this kernel's values.
     fn refresh_stat(&self, s: &mut Self::Stat);
 
-    /// This kernel moved to the kernel hyperparameter values a draw recorded, when it has any
-    /// (a run with kernel hyperpriors); `None` when it has none and the run's kernel applies.
-    /// Cost: one [`HyperKernel::with_hyper_values`].
-    fn at_values(&self, hyper: &std::collections::BTreeMap<String, f64>) -> Result<Option<Self>>
+    /// The kernel over the same data at the values `hyper`; errors if they are another
+    /// kernel's or out of range. Cost: one [`HyperKernel::with_hyper_values`].
+    fn at(&self, hyper: &KernelHyper) -> Result<Self>
     where
         Self: Sized,
     {
-        let names = self.hyper_names();
-        if !names.iter().any(|n| hyper.contains_key(*n)) {
-            return Ok(None);
+        if std::mem::discriminant(hyper) != std::mem::discriminant(&self.hyperparameters()) {
+            return Err(Error::Usage(format!(
+                "hyperparameters {hyper:?} are not those of this kernel"
+            )));
         }
-        let mut values = self.hyper_values();
-        for (v, n) in values.iter_mut().zip(names) {
-            if let Some(&x) = hyper.get(*n) {
-                *v = x;
-            }
-        }
-        self.with_hyper_values(&values).map(Some)
+        self.with_hyper_values(&hyper.values())
     }
 }
 

@@ -18,7 +18,7 @@ mod scratch;
 pub mod sweep_cache;
 
 pub use diagonal::{DiagHyper, DiagStat, Diagonal};
-pub use hyperprior::{HyperKernel, KernelHyperPriors, LogNormalPrior};
+pub use hyperprior::{HyperKernel, KernelHyper, KernelHyperPriors, LogNormalPrior};
 pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
 pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
 pub use params::{ln_gamma_variate, DiagMoments, DiagParam, MdParam, NwParam, ParametricKernel};

@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use super::hyperprior::HyperKernel;
+use super::hyperprior::{HyperKernel, KernelHyper};
 use super::ConjugateKernel;
 use crate::data::SparseCounts;
 use crate::error::{Error, Result};
@@ -683,12 +683,10 @@ fn validate_doc(ids: &[u32], counts: &[u32], vocab: usize, what: &str) -> Result
 /// The Multinomial-Dirichlet kernel's one hyperparameter for hyperpriors: the concentration
 /// `β` (free by default, log-normal centred on the kernel's `β`; see [`super::hyperprior`]).
 impl HyperKernel for MultinomialDirichlet {
-    fn hyper_names(&self) -> &'static [&'static str] {
-        &["md_beta"]
-    }
-
-    fn hyper_values(&self) -> Vec<f64> {
-        vec![self.hyper.beta]
+    fn hyperparameters(&self) -> KernelHyper {
+        KernelHyper::Md {
+            beta: self.hyper.beta,
+        }
     }
 
     fn hyper_offset(&self, _j: usize) -> f64 {

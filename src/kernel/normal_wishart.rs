@@ -29,7 +29,7 @@ use super::cholesky::{
     cholesky, factor_in_place, ln_det, rank1_downdate, rank1_update, rank1_update_solved,
     shifted_solve_norm2, solve_fixed, DOWNDATE_MIN_DET_RATIO,
 };
-use super::hyperprior::HyperKernel;
+use super::hyperprior::{HyperKernel, KernelHyper};
 use super::nw_pair::ln_pair;
 use super::nw_sweep::NwSweepCache;
 use super::scratch::{out_of_line, with_scratch};
@@ -1423,12 +1423,12 @@ fn pred_const_direct(hyper: &NwHyper, n: usize) -> f64 {
 /// [`super::hyperprior`]). A diagonal kernel can share this design: one multiplier `s` of every
 /// dimension's scale.
 impl HyperKernel for NormalWishart {
-    fn hyper_names(&self) -> &'static [&'static str] {
-        &["nw_s", "nw_r", "nw_nu"]
-    }
-
-    fn hyper_values(&self) -> Vec<f64> {
-        vec![self.psi_scale, self.hyper.r, self.hyper.nu]
+    fn hyperparameters(&self) -> KernelHyper {
+        KernelHyper::Nw {
+            s: self.psi_scale,
+            r: self.hyper.r,
+            nu: self.hyper.nu,
+        }
     }
 
     fn hyper_offset(&self, j: usize) -> f64 {

@@ -140,13 +140,6 @@ pub enum Prior {
 }
 
 impl Prior {
-    /// This prior moved to the hyperparameter values a draw recorded (`alpha`, `sigma`, `u`:
-    /// those present; the others keep this prior's values). Used to predict under each stored
-    /// draw. Cost: O(1).
-    pub fn at_values(&self, hyper: &std::collections::BTreeMap<String, f64>) -> Result<Prior> {
-        self.at(self.hyperparameters().with_columns(hyper))
-    }
-
     /// This prior at the values `hyper`; errors if they are of another prior or out of range.
     /// Cost: O(1).
     pub fn at(&self, hyper: PriorHyper) -> Result<Prior> {

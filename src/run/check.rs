@@ -81,6 +81,47 @@ pub struct SamplerCheck {
     pub p_k_sampler: Vec<f64>,
 }
 
+impl SamplerCheck {
+    /// The check as one JSON object: the total variation and its noise floor first, then
+    /// every field.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tv": self.comparison.tv,
+            "tv_noise_floor": self.comparison.expected_tv,
+            "n_eff": self.n_eff,
+            "draws": self.draws,
+            "p_k_exact": self.p_k_exact,
+            "p_k_sampler": self.p_k_sampler,
+            "comparison": self.comparison,
+        })
+    }
+
+    /// Writes the check as text: the draws and their effective size, the total variation
+    /// against its noise floor, and `P(K = k)` exactly and by the sampler side by side.
+    pub fn print(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{} draws after 10% burn-in, effective size (of K) {:.0}",
+            self.draws, self.n_eff
+        )?;
+        writeln!(
+            out,
+            "total variation to the exact posterior: {:.4}   (a perfect sampler of that size: {:.4})",
+            self.comparison.tv, self.comparison.expected_tv
+        )?;
+        writeln!(out, "\n  k   P(K=k) exact   sampler")?;
+        let (exact, sampler) = (&self.p_k_exact, &self.p_k_sampler);
+        for k in 1..exact.len().max(sampler.len()) {
+            let e = exact.get(k).copied().unwrap_or(0.0);
+            let s = sampler.get(k).copied().unwrap_or(0.0);
+            if e > 0.0 || s > 0.0 {
+                writeln!(out, "  {k:>2}   {e:.6}     {s:.6}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Runs `sweeps` sweeps of `sampler` from the single-cluster partition of `model`'s data (at
 /// most [`CHECK_MAX_POINTS`] points; at least [`CHECK_MIN_SWEEPS`] sweeps, the first tenth
 /// burn-in) with the stream of `seed`, and compares its partitions with the exact posterior.

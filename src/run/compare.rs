@@ -3,9 +3,10 @@
 //! `nrmm compare` in Markdown and CSV.
 
 use super::{chain_dir, first_reaching, RunDir, Summary};
+use super::{Budget, MoveSettings, SamplerKind, SamplerSettings, SamplerSpec, Start};
 use crate::data::load;
 use crate::diagnostics::adjusted_rand_index;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// How far below the best log joint seen a run counts as having found the mode (nats).
 pub const WITHIN: f64 = 1.0;
@@ -195,4 +196,137 @@ pub fn rows(
         });
     }
     Ok((rows, best))
+}
+
+/// The runs of a comparison, each with its name (`<sampler>-seed<seed>`): for each of
+/// `samplers` and each seed from 1 to `seeds`, one chain of `seconds` sampling seconds with
+/// the `moves` from `init`. Errors on no seed, a budget that is not a finite number of
+/// seconds > 0, a sampler named twice, or settings a sampler refuses.
+pub fn plan(
+    samplers: &[SamplerKind],
+    seeds: u64,
+    seconds: f64,
+    moves: &MoveSettings,
+    init: &Start,
+) -> Result<Vec<(String, SamplerSpec)>> {
+    if seeds == 0 {
+        return Err(Error::param("seeds", 0, "at least 1 run per sampler"));
+    }
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        return Err(Error::param(
+            "seconds",
+            seconds,
+            "a finite number of seconds > 0",
+        ));
+    }
+    let mut runs = Vec::new();
+    for (i, &kind) in samplers.iter().enumerate() {
+        if samplers[..i].contains(&kind) {
+            return Err(Error::Usage(format!("`samplers` names {kind} twice")));
+        }
+        for seed in 1..=seeds {
+            let spec = SamplerSpec {
+                sampler: SamplerSettings {
+                    kind,
+                    moves: moves.clone(),
+                },
+                seed,
+                chains: 1,
+                init: init.clone(),
+                budget: Budget::Seconds(seconds),
+                ..SamplerSpec::default()
+            };
+            spec.validate()?;
+            runs.push((format!("{kind}-seed{seed}"), spec));
+        }
+    }
+    Ok(runs)
+}
+
+/// A finished comparison: one row per run, and what the runs were compared on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The runs' rows ([`rows`]).
+    pub rows: Vec<Row>,
+    /// The best log joint any run saw.
+    pub best: f64,
+    /// The samplers, in the order the tables list them.
+    pub samplers: Vec<String>,
+    /// Each run's sampling time in seconds.
+    pub seconds: f64,
+    /// Number of points.
+    pub n: usize,
+    /// What the log joint is ([`crate::prior::NrmPrior::joint_label`]).
+    pub joint: &'static str,
+    /// Whether the rows have an ARI against true labels.
+    pub truth: bool,
+}
+
+impl Comparison {
+    /// The comparison of `runs` (single-chain runs of `seconds` each with their `reports`)
+    /// of `samplers` on `n` points, with the ARI against `truth` when given. Cost: as
+    /// [`rows`].
+    pub fn new(
+        runs: &[RunDir],
+        reports: &[Summary],
+        truth: Option<&[i64]>,
+        n: usize,
+        samplers: Vec<String>,
+        seconds: f64,
+        joint: &'static str,
+    ) -> Result<Self> {
+        let (rows, best) = rows(runs, reports, truth, n)?;
+        Ok(Comparison {
+            rows,
+            best,
+            samplers,
+            seconds,
+            n,
+            joint,
+            truth: truth.is_some(),
+        })
+    }
+
+    /// The table by sampler ([`sampler_table`]).
+    pub fn by_sampler(&self) -> String {
+        sampler_table(&self.rows, &self.samplers, self.truth)
+    }
+
+    /// The report in Markdown: what was compared and the best log joint seen, the table by
+    /// sampler, the table of runs and the `plots` (file names) as images.
+    pub fn markdown(&self, plots: &[String]) -> String {
+        let (joint, best) = (self.joint, self.best);
+        let mut md = format!(
+            "# Sampler comparison\n\n{} runs of {} s each on {} points; best {joint} seen: \
+             {best:.3}.\nA run counts as within 1 nat once its log joint is at least {:.3}.\n\n",
+            self.rows.len(),
+            self.seconds,
+            self.n,
+            best - WITHIN
+        );
+        md.push_str(&self.by_sampler());
+        md.push_str("\n## Runs\n\n");
+        md.push_str(&run_table(&self.rows, self.truth));
+        md.push('\n');
+        for name in plots {
+            md.push_str(&format!("![{name}]({name})\n"));
+        }
+        md
+    }
+
+    /// Writes the headline (how many samplers and `seeds`, the budget, the best log joint
+    /// seen) and the table by sampler.
+    pub fn print(&self, out: &mut dyn std::io::Write, seeds: u64) -> std::io::Result<()> {
+        let plural = |k: u64, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
+        writeln!(
+            out,
+            "{} x {}, {} s each; best {} seen: {:.3}",
+            plural(self.samplers.len() as u64, "sampler"),
+            plural(seeds, "seed"),
+            self.seconds,
+            self.joint,
+            self.best
+        )?;
+        out.write_all(self.by_sampler().as_bytes())
+    }
 }

@@ -1,9 +1,11 @@
 //! What the plots of runs show, computed from their traces: the log joint and the number of
 //! clusters against sampling time (one curve per chain, keyed by sampler when several are
 //! drawn), the running acceptance ratio of every Metropolis-Hastings move, and the point
-//! estimate to colour a scatter of 2-D data by. Front ends only draw them.
+//! estimate to colour a scatter of 2-D data by ([`scatter`]). Front ends only draw them.
 
+use super::record::{Builtin, STDIN};
 use super::{chain_dir, RunDir, Summary, TraceColumns};
+use crate::data::{Dataset, DenseData, Fingerprint};
 use crate::error::Result;
 use crate::prior::NrmPrior;
 
@@ -247,7 +249,7 @@ pub fn panels(runs: &[RunDir]) -> Result<Vec<Panel>> {
 
 /// The run of 2-D data whose point estimate has the largest log joint, with that estimate's
 /// labels and number of clusters; `None` when no run has 2-D data with an estimate.
-pub fn best_2d_estimate(runs: &[RunDir]) -> Result<Option<(&RunDir, Vec<usize>, usize)>> {
+fn best_2d_estimate(runs: &[RunDir]) -> Result<Option<(&RunDir, Vec<usize>, usize)>> {
     let mut best: Option<(f64, &RunDir, Vec<usize>, usize)> = None;
     for run in runs {
         if run.record.fingerprint.dim != 2 {
@@ -261,6 +263,73 @@ pub fn best_2d_estimate(runs: &[RunDir]) -> Result<Option<(&RunDir, Vec<usize>, 
         }
     }
     Ok(best.map(|(_, run, labels, k)| (run, labels, k)))
+}
+
+/// 2-D points coloured by a run's point estimate.
+#[derive(Clone, Debug)]
+pub struct Scatter {
+    /// What the picture shows: the run and its number of clusters.
+    pub title: String,
+    /// The points.
+    pub points: DenseData,
+    /// Each point's cluster in the point estimate.
+    pub labels: Vec<usize>,
+    /// The names of the two columns, when the data had a header.
+    pub columns: Option<[String; 2]>,
+}
+
+/// The scatter of 2-D real data coloured by the point estimate of the run whose estimate has
+/// the largest log joint: `Ok(None)` when no run has 2-D real data with an estimate, and
+/// `Err` with a note when the data cannot be read here or have changed since. Runs copied
+/// from another machine may name data that are not here: the other plots do not need them,
+/// so only the scatter is left out. Cost: one summary per 2-D run, and reading the data.
+pub fn scatter(runs: &[RunDir]) -> Result<Option<std::result::Result<Scatter, String>>> {
+    let Some((run, labels, k)) = best_2d_estimate(runs)? else {
+        return Ok(None);
+    };
+    let source = &run.record.source;
+    let dir = run.dir.display();
+    if source.data.as_ref().is_some_and(|p| p.as_os_str() == STDIN) {
+        let note = format!("no scatter: the data of {dir} came from standard input");
+        return Ok(Some(Err(note)));
+    }
+    let data = match source.load(Builtin::Toy) {
+        Ok(loaded) => loaded.dataset,
+        Err(e) => {
+            let note = format!("no scatter: the data of {dir} cannot be read here ({e})");
+            return Ok(Some(Err(note)));
+        }
+    };
+    if Fingerprint::of(&data) != run.record.fingerprint {
+        let note = format!("no scatter: the data {dir} was run on have changed since");
+        return Ok(Some(Err(note)));
+    }
+    let Dataset::Dense(points) = data else {
+        return Ok(None);
+    };
+    let title = format!(
+        "point estimate of {} seed {}: K = {k}",
+        sampler_name(run),
+        run.record.spec.seed
+    );
+    Ok(Some(Ok(Scatter {
+        title,
+        points,
+        labels,
+        columns: column_names(&run.dir),
+    })))
+}
+
+/// The names of a run's two data columns, as its `summary.json` records them from the data's
+/// header; `None` without a header (or a summary).
+fn column_names(dir: &std::path::Path) -> Option<[String; 2]> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let columns = summary.get("columns")?.as_array()?;
+    match columns.as_slice() {
+        [a, b] => Some([a.as_str()?.to_string(), b.as_str()?.to_string()]),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

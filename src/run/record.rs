@@ -4,8 +4,9 @@
 
 use super::checkpoint::{load_json, write_atomic, Fnv1a};
 use super::spec::SamplerSpec;
-use crate::data::load::{DenseOptions, Format, LoadOptions};
+use crate::data::load::{self, DenseOptions, Format, LoadOptions, Loaded};
 pub use crate::data::Fingerprint;
+use crate::data::{generate, Dataset};
 use crate::error::{Error, Result};
 use crate::model::ModelSpec;
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,59 @@ pub struct DataSource {
     pub skip_columns: Vec<String>,
 }
 
+/// What [`DataSource::data`] names standard input with.
+pub const STDIN: &str = "-";
+
+/// The built-in data set a front end reads when a source names no file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    /// The seeded 13-cluster 2-D mixture ([`generate::toy_like`] with seed 1).
+    Toy,
+    /// Data set B of MATH §5.3 ([`generate::data_set_b`], 7 points).
+    SetB,
+}
+
 impl DataSource {
+    /// The data: the file read as [`DataSource::load_options`] says (standard input for
+    /// [`STDIN`]), or without a file the `builtin` data set. Errors if the file cannot be
+    /// read, or if reading options are given without a file (the built-in set has none).
+    pub fn load(&self, builtin: Builtin) -> Result<Loaded> {
+        let opts = self.load_options();
+        match &self.data {
+            Some(path) if path.as_os_str() == STDIN => {
+                let stdin = Path::new("<stdin>");
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(
+                    |source| Error::Io {
+                        path: stdin.into(),
+                        source,
+                    },
+                )?;
+                load::parse_dataset_named(&bytes, stdin, &opts)
+            }
+            Some(path) => load::load_dataset_with(path, &opts),
+            None => {
+                let given = [
+                    (self.data_format.is_some(), "data_format"),
+                    (self.data_header, "data_header"),
+                    (!self.skip_columns.is_empty(), "skip_columns"),
+                ];
+                if let Some((_, name)) = given.iter().find(|g| g.0) {
+                    return Err(Error::Usage(format!(
+                        "`{name}` needs `data`: the built-in data set has no file"
+                    )));
+                }
+                Ok(Loaded {
+                    dataset: Dataset::Dense(match builtin {
+                        Builtin::Toy => generate::toy_like(1).0,
+                        Builtin::SetB => generate::data_set_b(),
+                    }),
+                    columns: None,
+                })
+            }
+        }
+    }
+
     /// How the file is read.
     pub fn load_options(&self) -> LoadOptions {
         LoadOptions {

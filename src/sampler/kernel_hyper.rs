@@ -147,12 +147,7 @@ impl<K: HyperKernel> KernelUpdate<K> for KernelHyperMove {
     }
 
     fn values(&self, kernel: &K) -> Vec<(&'static str, f64)> {
-        kernel
-            .hyper_names()
-            .iter()
-            .copied()
-            .zip(kernel.hyper_values())
-            .collect()
+        kernel.hyperparameters().columns()
     }
 
     fn rebuild(&self, kernel: &K, values: &[f64]) -> Result<K> {

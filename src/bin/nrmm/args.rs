@@ -1,10 +1,12 @@
 //! Command-line arguments of `nrmm`.
 
-use clap::builder::TypedValueParser;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrmm::data::load::Format;
+use nrmm::data::synthetic::SyntheticKind;
 use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
-use nrmm::run::{MoveSettings, SamplerKind, SamplerSettings, Start};
+use nrmm::run::{DataSource, MoveSettings, SamplerKind, SamplerSettings, Start};
+use nrmm::Choice;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -77,98 +79,14 @@ pub enum Command {
     Sva(SvaArgs),
 }
 
-/// Name, value and help of each choice of an enumerated flag.
-pub type Choices<T> = &'static [(&'static str, T, &'static str)];
-
-/// The parser of a flag that takes one of `choices` by name; `--help` lists them.
-pub fn one_of<T: Copy + Send + Sync + 'static>(
-    choices: Choices<T>,
-) -> impl clap::builder::TypedValueParser<Value = T> {
-    clap::builder::PossibleValuesParser::new(
-        choices
+/// The parser of a flag that takes one of the library's choices by name; `--help` lists them.
+pub fn one_of<T: Choice>() -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(
+        T::ALL
             .iter()
-            .map(|(name, _, help)| clap::builder::PossibleValue::new(*name).help(*help)),
+            .map(|c| PossibleValue::new(c.name()).help(c.about())),
     )
-    .map(move |s| {
-        choices
-            .iter()
-            .find(|(name, _, _)| *name == s)
-            .map(|c| c.1)
-            .expect("clap accepts only the listed names")
-    })
-}
-
-/// `--kernel`.
-const KERNELS: Choices<KernelKind> = &[
-    ("nw", KernelKind::Nw, "Normal-Wishart on real vectors"),
-    (
-        "md",
-        KernelKind::Md,
-        "Multinomial-Dirichlet on count vectors",
-    ),
-    (
-        "diag",
-        KernelKind::Diag,
-        "Independent Normal-Gamma per dimension (diagonal covariance) on real vectors: O(d) \
-         per point, for high dimensions",
-    ),
-];
-
-/// `--nw-defaults`.
-const NW_DEFAULTS: Choices<NwDefaults> = &[
-    (
-        "scaled",
-        NwDefaults::Scaled,
-        "Unit-equivariant: ξ the data mean, Ψ proportional to the data covariance (its \
-         diagonal when singular), r = 0.01, ν = d + 3 + d/2",
-    ),
-    (
-        "reference",
-        NwDefaults::Reference,
-        "The tgMCMC reference code's: Ψ the covariance rescaled to determinant 0.1, r = 0.1, \
-         ν = d + 6 (depends on the data's units)",
-    ),
-];
-
-/// `--prior`.
-const PRIORS: Choices<PriorKind> = &[
-    ("dp", PriorKind::Dp, "Dirichlet process"),
-    (
-        "nggp",
-        PriorKind::Nggp,
-        "Normalized generalized gamma process",
-    ),
-];
-
-/// `--format`.
-pub const FORMATS: Choices<Format> = &[
-    (
-        "dense",
-        Format::Dense,
-        "Whitespace- or comma-separated real matrix, one point per line",
-    ),
-    (
-        "docword",
-        Format::Docword,
-        "UCI bag-of-words `docword` file",
-    ),
-    ("ldac", Format::Ldac, "LDA-C (`M id:count ...`)"),
-    ("idx", Format::Idx, "IDX images (`ubyte`)"),
-    (
-        "npy",
-        Format::Npy,
-        "NumPy `.npy`: a 2-D array of little-endian f8, f4, i8 or i4",
-    ),
-];
-
-/// `--sampler` and `--samplers`.
-fn samplers() -> impl clap::builder::TypedValueParser<Value = SamplerKind> {
-    clap::builder::PossibleValuesParser::new(
-        SamplerKind::ALL
-            .iter()
-            .map(|k| clap::builder::PossibleValue::new(k.name()).help(k.about())),
-    )
-    .map(|s| s.parse().expect("clap accepts only the listed names"))
+    .map(|s| T::named(&s).expect("clap accepts only the listed names"))
 }
 
 /// `--data` of the verbs that have no built-in data set.
@@ -188,7 +106,7 @@ pub struct DataArgs {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// File format (detected from the file's name and content when omitted).
-    #[arg(id = "data_format", long = "format", value_name = "FORMAT", value_parser = one_of(FORMATS))]
+    #[arg(id = "data_format", long = "format", value_name = "FORMAT", value_parser = one_of::<Format>())]
     pub format: Option<Format>,
     /// The first line of dense text is a header of column names, even if they are numbers (a
     /// first line without any number is taken as a header anyway).
@@ -200,12 +118,24 @@ pub struct DataArgs {
     pub skip_columns: Vec<String>,
 }
 
+impl DataArgs {
+    /// The library's record of where the data are, with the file as given.
+    pub fn source(&self) -> DataSource {
+        DataSource {
+            data: self.data.clone(),
+            data_format: self.format,
+            data_header: self.header,
+            skip_columns: self.skip_columns.clone(),
+        }
+    }
+}
+
 /// Model flags shared by every verb that builds a model.
 #[derive(Debug, Args, Clone, PartialEq)]
 pub struct ModelArgs {
     /// Conjugate kernel (default: nw for real data, or diag when a full covariance cannot be
     /// estimated, as for d ≥ n/2 or a constant column; md for counts).
-    #[arg(long, value_parser = one_of(KERNELS))]
+    #[arg(long, value_parser = one_of::<KernelKind>())]
     pub kernel: Option<KernelKind>,
     /// Dirichlet concentration β > 0 of the Multinomial-Dirichlet kernel (default 0.1; count
     /// data only).
@@ -230,10 +160,10 @@ pub struct ModelArgs {
     /// (Ψ proportional to the data covariance, so that a cluster's expected covariance is
     /// 10^(-2/d) of the data's, a tenth of its volume; the answer does not depend on the data's
     /// units) or `reference` (the tgMCMC paper's code: det Ψ = 0.1, r = 0.1, ν = d + 6).
-    #[arg(long, value_parser = one_of(NW_DEFAULTS), default_value = "scaled")]
+    #[arg(long, value_parser = one_of::<NwDefaults>(), default_value = "scaled")]
     pub nw_defaults: NwDefaults,
     /// NRM prior.
-    #[arg(long, value_parser = one_of(PRIORS), default_value = "dp")]
+    #[arg(long, value_parser = one_of::<PriorKind>(), default_value = "dp")]
     pub prior: PriorKind,
     /// Concentration α (default 1).
     #[arg(long, allow_negative_numbers = true)]
@@ -313,22 +243,12 @@ pub struct ExactArgs {
     pub json: bool,
 }
 
-/// What `generate` makes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum GenerateKind {
-    /// A Gaussian mixture (dense format); each cluster's mean and precision drawn from a
-    /// Normal-Wishart with ξ = 0, Ψ = I, r = 0.02, ν = d + 3.
-    Gaussian,
-    /// Bags of words from Dirichlet-multinomial clusters (docword format).
-    Counts,
-}
-
 /// `nrmm generate`.
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// What to generate.
-    #[arg(value_enum)]
-    pub kind: GenerateKind,
+    #[arg(value_parser = one_of::<SyntheticKind>())]
+    pub kind: SyntheticKind,
     /// Number of points or documents.
     #[arg(long, allow_negative_numbers = true)]
     pub n: usize,
@@ -340,7 +260,7 @@ pub struct GenerateArgs {
     #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["prior", "alpha", "sigma"])]
     pub k: Option<usize>,
     /// Prior the partition is drawn from when --k is absent (default dp).
-    #[arg(long, value_parser = one_of(PRIORS))]
+    #[arg(long, value_parser = one_of::<PriorKind>())]
     pub prior: Option<PriorKind>,
     /// Concentration α > 0 of the partition prior (default 1).
     #[arg(long, allow_negative_numbers = true)]
@@ -370,7 +290,7 @@ pub struct GenerateArgs {
 #[derive(Debug, Args, Clone, PartialEq)]
 pub struct SamplerArgs {
     /// The sampler.
-    #[arg(long, value_parser = samplers(), default_value = "sams")]
+    #[arg(long, value_parser = one_of::<SamplerKind>(), default_value = "sams")]
     pub sampler: SamplerKind,
     /// How its moves are set.
     #[command(flatten)]
@@ -492,17 +412,7 @@ pub struct RunArgs {
     pub checkpoint_every: Option<u64>,
     /// Continue the run in DIR from its checkpoints, with its settings (only --sweeps,
     /// --seconds and --burn-in may be given, to change the budget or the burn-in).
-    #[arg(
-        long,
-        value_name = "DIR",
-        conflicts_with_all = [
-            "data", "data_format", "kernel", "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "nw_defaults",
-            "prior",
-            "alpha", "sigma", "u", "hyperpriors", "kernel_hyperpriors", "sampler", "proposals", "launch_scans",
-            "gibbs_sweeps", "gibbs_subset", "seed", "chains", "chain_offset", "init", "thin",
-            "checkpoint_every", "out", "force",
-        ]
-    )]
+    #[arg(long, value_name = "DIR", conflicts_with_all = resume_conflicts())]
     pub resume: Option<PathBuf>,
     /// Output directory (required unless --resume is given). A directory that already holds
     /// a run is refused unless --force is given.
@@ -515,6 +425,32 @@ pub struct RunArgs {
     /// Data-parallel runs.
     #[command(flatten)]
     pub parallel: DataParallelArgs,
+}
+
+/// The flags `--resume` refuses: every flag that sets the data, the model, the sampler or the
+/// chains, which a resumed run takes from its record.
+fn resume_conflicts() -> Vec<clap::Id> {
+    let sets = [
+        DataArgs::augment_args,
+        ModelArgs::augment_args,
+        SamplerArgs::augment_args,
+    ];
+    let own = [
+        "seed",
+        "chains",
+        "chain_offset",
+        "init",
+        "thin",
+        "checkpoint_every",
+        "out",
+        "force",
+    ];
+    sets.iter()
+        .fold(clap::Command::new("run"), |cmd, add| add(cmd))
+        .get_arguments()
+        .map(|a| a.get_id().clone())
+        .chain(own.map(clap::Id::from))
+        .collect()
 }
 
 /// `nrmm diagnose`.
@@ -547,7 +483,7 @@ pub struct PredictArgs {
     #[arg(long)]
     pub data: PathBuf,
     /// File format of the new points (detected when omitted).
-    #[arg(long, value_parser = one_of(FORMATS))]
+    #[arg(long, value_parser = one_of::<Format>())]
     pub format: Option<Format>,
     /// Sweeps of each chain to leave out (default: the run's own).
     #[arg(long, allow_negative_numbers = true)]
@@ -573,7 +509,7 @@ pub struct CompareArgs {
     /// The samplers, comma-separated.
     #[arg(
         long,
-        value_parser = samplers(),
+        value_parser = one_of::<SamplerKind>(),
         value_delimiter = ',',
         default_value = "gibbs,jain-neal,sams"
     )]

@@ -1,15 +1,16 @@
 //! The verbs on a model without a run: `loglik`, `exact`, `check-exact` and `generate`.
 
 use crate::args::*;
-use crate::common::{build, finite, flags, print_json, Builtin};
+use crate::common::{build, finite, flags, print_json};
 use crate::output;
 use nrmm::data::load;
-use nrmm::data::synthetic::{PartitionSource, SyntheticKind, SyntheticSpec};
+use nrmm::data::synthetic::{PartitionSource, SyntheticSpec};
 use nrmm::data::Dataset;
 use nrmm::model::{Model, PriorKind};
 use nrmm::partition::Partition;
 use nrmm::prior::NrmPrior;
 use nrmm::run::check::{check_sampler, exact_posterior};
+use nrmm::run::record::Builtin;
 use nrmm::{with_kernel, Error, Result};
 use serde_json::json;
 
@@ -55,30 +56,13 @@ pub fn exact(a: ExactArgs) -> Result<()> {
             .map_err(|e| Error::Numerical(format!("the exact posterior summary: {e}")))?;
         return print_json(&summary);
     }
-    output::stdout(|out| {
-        let (n_partitions, n) = (post.n_partitions(), post.n_points());
-        writeln!(
-            out,
-            "exact posterior over {n_partitions} partitions of {n} points"
-        )?;
-        writeln!(out, "\ntop partitions (labels by point):")?;
-        for (rgs, p) in post.top(top) {
-            writeln!(out, "  {rgs}  {p:.6}")?;
-        }
-        writeln!(out, "\nP(K = k):")?;
-        for (k, p) in post.k_probabilities().iter().enumerate() {
-            if *p > 0.0 {
-                writeln!(out, "  {k:>2}  {p:.6}")?;
-            }
-        }
-        writeln!(out, "\nE[K] = {:.6}", post.expected_k())
-    })
+    output::stdout(|out| post.print(out, top))
 }
 
 /// The library's names of generator parameters, spelled as the flags of `generate`.
 fn generate_flag(name: &str) -> Option<String> {
     let flag = match name {
-        "n" | "d" | "k" | "alpha" | "sigma" | "beta" => name,
+        "n" | "d" | "k" | "alpha" | "sigma" | "beta" | "prior" => name,
         "doc_length" => "doc-length",
         _ => return None,
     };
@@ -89,35 +73,18 @@ fn generate_flag(name: &str) -> Option<String> {
 /// Gibbs-type urn), then Gaussian data from Normal-Wishart clusters or bags of words from
 /// Dirichlet-multinomial clusters.
 pub fn generate(a: GenerateArgs) -> Result<()> {
-    let prior = a.prior.unwrap_or(PriorKind::Dp);
-    if a.sigma.is_some() && prior != PriorKind::Nggp {
-        return Err(Error::Usage(
-            "--sigma is the NGGP discount: add --prior nggp".into(),
-        ));
-    }
-    let alpha = a.alpha.unwrap_or(1.0);
+    let rename = |e: Error| e.rename_parameters(&generate_flag);
     let spec = SyntheticSpec {
-        kind: match a.kind {
-            GenerateKind::Gaussian => SyntheticKind::Gaussian,
-            GenerateKind::Counts => SyntheticKind::Counts,
-        },
+        kind: a.kind,
         n: a.n,
         d: a.d,
-        partition: match (a.k, prior) {
-            (Some(k), _) => PartitionSource::Uniform { k },
-            (None, PriorKind::Dp) => PartitionSource::Crp { alpha },
-            (None, PriorKind::Nggp) => PartitionSource::Nggp {
-                alpha,
-                sigma: a.sigma.unwrap_or(0.5),
-            },
-        },
+        partition: PartitionSource::of(a.k, a.prior == Some(PriorKind::Nggp), a.alpha, a.sigma)
+            .map_err(rename)?,
         beta: a.beta,
         doc_length: a.doc_length,
         seed: a.seed,
     };
-    let drawn = spec
-        .generate()
-        .map_err(|e| e.rename_parameters(&generate_flag))?;
+    let drawn = spec.generate().map_err(rename)?;
     // `--out runs/x.txt` creates `runs/`; a parent that exists as something else is left to
     // the write to report.
     for path in std::iter::once(&a.out).chain(&a.labels_out) {
@@ -158,36 +125,7 @@ pub fn check_exact(a: CheckExactArgs) -> Result<()> {
     )
     .map_err(flags)?;
     if a.json {
-        return print_json(&json!({
-            "tv": c.comparison.tv,
-            "tv_noise_floor": c.comparison.expected_tv,
-            "n_eff": c.n_eff,
-            "draws": c.draws,
-            "p_k_exact": c.p_k_exact,
-            "p_k_sampler": c.p_k_sampler,
-            "comparison": c.comparison,
-        }));
+        return print_json(&c.json());
     }
-    output::stdout(|out| {
-        writeln!(
-            out,
-            "{} draws after 10% burn-in, effective size (of K) {:.0}",
-            c.draws, c.n_eff
-        )?;
-        writeln!(
-            out,
-            "total variation to the exact posterior: {:.4}   (a perfect sampler of that size: {:.4})",
-            c.comparison.tv, c.comparison.expected_tv
-        )?;
-        writeln!(out, "\n  k   P(K=k) exact   sampler")?;
-        let (exact, sampler) = (&c.p_k_exact, &c.p_k_sampler);
-        for k in 1..exact.len().max(sampler.len()) {
-            let e = exact.get(k).copied().unwrap_or(0.0);
-            let s = sampler.get(k).copied().unwrap_or(0.0);
-            if e > 0.0 || s > 0.0 {
-                writeln!(out, "  {k:>2}   {e:.6}     {s:.6}")?;
-            }
-        }
-        Ok(())
-    })
+    output::stdout(|out| c.print(out))
 }

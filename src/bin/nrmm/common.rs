@@ -1,12 +1,10 @@
 //! What the verbs share: how they end, the library's parameter names spelled as flags, the
-//! data of `--data` or a built-in set, the model built over them, and what a run records.
+//! model built over the data of `--data` or a built-in set, and what a run records.
 
 use crate::args::{DataArgs, ModelArgs};
 use crate::output;
-use nrmm::data::generate;
-use nrmm::data::load;
-use nrmm::data::Dataset;
 use nrmm::model::{Model, ModelSpec};
+use nrmm::run::record::{Builtin, STDIN};
 use nrmm::run::{DataSource, RunDir, Start, Summary};
 use nrmm::{Error, Result};
 use serde_json::json;
@@ -26,14 +24,19 @@ pub enum Status {
 pub fn flag(name: &str) -> Option<String> {
     let spelled = match name {
         "xi" | "psi" | "r" | "nu" => format!("--nw-{name}"),
-        "nw_*" | "nw_xi" | "nw_psi" | "nw_r" | "nw_nu" => {
+        "nw_*" | "nw_xi" | "nw_psi" | "nw_r" | "nw_nu" | "nw_defaults" => {
             name.replace('_', "-").replace("nw", "--nw")
         }
+        "data_format" => "--format".into(),
+        "data_header" => "--header".into(),
+        "continue_run" => "--continue".into(),
         "alpha" | "sigma" | "u" | "beta" | "kernel" | "prior" | "sweeps" | "seconds" | "chains"
-        | "chain_offset" | "thin" | "burn_in" | "checkpoint_every" | "init" | "sampler"
-        | "proposals" | "launch_scans" | "gibbs_sweeps" | "gibbs_subset" | "global_moves"
-        | "depth" | "seed" | "force" | "resume" | "out" | "hyperpriors" | "kernel_hyperpriors"
-        | "epsilon" | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout" => {
+        | "chain_offset" | "max_sweeps" | "thin" | "burn_in" | "checkpoint_every" | "init"
+        | "sampler" | "proposals" | "launch_scans" | "gibbs_sweeps" | "gibbs_subset"
+        | "global_moves" | "depth" | "seed" | "force" | "resume" | "out" | "hyperpriors"
+        | "kernel_hyperpriors" | "epsilon" | "prune_threshold" | "merge_threshold"
+        | "check_interval" | "heldout" | "data" | "header" | "skip_columns" | "data_parallel"
+        | "block" | "seeds" | "samplers" => {
             format!("--{}", name.replace('_', "-"))
         }
         _ => return None,
@@ -46,84 +49,16 @@ pub fn flags(e: Error) -> Error {
     e.rename_parameters(&flag)
 }
 
-/// Which built-in data set a verb falls back to without `--data`.
-#[derive(Clone, Copy)]
-pub enum Builtin {
-    /// The seeded 13-cluster 2-D mixture.
-    Toy,
-    /// Data set B of MATH §5.3 (7 points).
-    SetB,
-}
-
-/// What `--data` names standard input with.
-pub const STDIN: &str = "-";
-
-/// Reads `path` as `opts` says, or standard input when the path is `-`.
-pub fn load_path(path: &Path, opts: &load::LoadOptions) -> Result<load::Loaded> {
-    if path.as_os_str() != STDIN {
-        return load::load_dataset_with(path, opts);
-    }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(|source| {
-        Error::Io {
-            path: "<stdin>".into(),
-            source,
-        }
-    })?;
-    load::parse_dataset_named(&bytes, std::path::Path::new("<stdin>"), opts)
-}
-
-/// The data of `--data` (format from `--format` or detected, `-` for standard input), or the
-/// built-in data set.
-pub fn load_data(d: &DataArgs, builtin: Builtin) -> Result<Dataset> {
-    load_table(d, builtin).map(|l| l.dataset)
-}
-
-/// [`load_data`], with the header's column names when the data had a header.
-pub fn load_table(d: &DataArgs, builtin: Builtin) -> Result<load::Loaded> {
-    match &d.data {
-        Some(path) => load_path(
-            path,
-            &load::LoadOptions {
-                format: d.format,
-                dense: load::DenseOptions {
-                    header: d.header,
-                    skip_columns: d.skip_columns.clone(),
-                },
-            },
-        ),
-        None if d.format.is_some() || d.header || !d.skip_columns.is_empty() => {
-            let flag = if d.format.is_some() {
-                "--format"
-            } else if d.header {
-                "--header"
-            } else {
-                "--skip-columns"
-            };
-            Err(Error::Usage(format!(
-                "{flag} needs --data: the built-in data set has no file"
-            )))
-        }
-        None => Ok(load::Loaded {
-            dataset: Dataset::Dense(match builtin {
-                Builtin::Toy => generate::toy_like(1).0,
-                Builtin::SetB => generate::data_set_b(),
-            }),
-            columns: None,
-        }),
-    }
-}
-
 /// The model of the command line over the data of `--data` (or the built-in data set), with
 /// the names of the data's columns when a header gave them; errors name the flag to change,
 /// and a kernel chosen for a reason is announced on standard error.
 pub fn build_model(
-    data: &DataArgs,
+    data: &DataSource,
     spec: &ModelSpec,
     builtin: Builtin,
 ) -> Result<(Model, Option<Vec<String>>)> {
     spec.build_prior().map_err(flags)?;
-    let loaded = load_table(data, builtin)?;
+    let loaded = data.load(builtin).map_err(flags)?;
     let built = Model::build(spec, loaded.dataset).map_err(flags)?;
     if let Some(note) = &built.kernel_note {
         output::report_line(&nrmm::error::rename_in_text(note, &flag));
@@ -133,7 +68,7 @@ pub fn build_model(
 
 /// [`build_model`] without the column names.
 pub fn build(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<Model> {
-    build_model(data, &model.spec(), builtin).map(|(m, _)| m)
+    build_model(&data.source(), &model.spec(), builtin).map(|(m, _)| m)
 }
 
 /// Prints `value` as pretty JSON on standard output.
@@ -180,26 +115,11 @@ pub fn absolute(path: &Path) -> Result<PathBuf> {
 
 /// How a run records `--data`: a file by its absolute path, standard input as `-`.
 pub fn data_source(d: &DataArgs) -> Result<DataSource> {
-    let data = match d.data.as_deref() {
-        Some(p) if p.as_os_str() == STDIN => Some(p.to_path_buf()),
-        p => p.map(absolute).transpose()?,
-    };
-    Ok(DataSource {
-        data,
-        data_format: d.format,
-        data_header: d.header,
-        skip_columns: d.skip_columns.clone(),
-    })
-}
-
-/// The data flags that read a run's data again.
-pub fn data_args(source: &DataSource) -> DataArgs {
-    DataArgs {
-        data: source.data.clone(),
-        format: source.data_format,
-        header: source.data_header,
-        skip_columns: source.skip_columns.clone(),
+    let mut source = d.source();
+    if let Some(p) = source.data.as_mut().filter(|p| p.as_os_str() != STDIN) {
+        *p = absolute(p)?;
     }
+    Ok(source)
 }
 
 /// `--init` with a labels file made absolute, so that a resumed run finds it.

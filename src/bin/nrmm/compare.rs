@@ -4,39 +4,21 @@
 
 use crate::args::CompareArgs;
 use crate::common::{absolute_start, command_line, data_source, model_record, summary_of};
-use crate::common::{build_model, flags, Builtin, Status};
+use crate::common::{build_model, flags, Status};
 use crate::output::{self, create_dir};
 use crate::progress::Progress;
 use nrmm::data::load;
 use nrmm::prior::NrmPrior;
-use nrmm::run::compare::{self, WITHIN};
-use nrmm::run::record::RUNS_FILE;
+use nrmm::run::compare::{self, Comparison};
+use nrmm::run::record::{Builtin, RUNS_FILE};
 use nrmm::run::runner::run_all;
 use nrmm::run::{Budget, Outcome, RunDir, Runner};
-use nrmm::run::{SamplerKind, SamplerSettings, SamplerSpec};
-use nrmm::{Error, Result};
+use nrmm::Result;
 use std::path::Path;
 
 /// `nrmm compare`.
 pub fn compare(a: CompareArgs) -> Result<Status> {
-    if a.seeds == 0 {
-        return Err(Error::param("--seeds", 0, "at least 1 run per sampler"));
-    }
-    if !(a.seconds > 0.0 && a.seconds.is_finite()) {
-        return Err(Error::param(
-            "--seconds",
-            a.seconds,
-            "a finite number of seconds > 0",
-        ));
-    }
-    let mut samplers: Vec<SamplerKind> = Vec::new();
-    for &s in &a.samplers {
-        if samplers.contains(&s) {
-            return Err(Error::Usage(format!("--samplers names {s} twice")));
-        }
-        samplers.push(s);
-    }
-    let (model, _) = build_model(&a.data, &a.model.spec(), Builtin::Toy)?;
+    let (model, _) = build_model(&a.data.source(), &a.model.spec(), Builtin::Toy)?;
     let n = model.n_points();
     let truth: Option<Vec<i64>> = match (&a.labels, &a.data.data) {
         (Some(path), _) => Some(load::load_labels(path, n)?),
@@ -53,35 +35,22 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     let source = data_source(&a.data)?;
     let budget = Budget::Seconds(a.seconds);
     let progress = Progress::new(budget);
+    let plan = compare::plan(&a.samplers, a.seeds, a.seconds, &a.moves.settings(n), &init)
+        .map_err(flags)?;
     let mut runners = Vec::new();
-    let mut names = Vec::new();
-    for &sampler in &samplers {
-        for seed in 1..=a.seeds {
-            let spec = SamplerSpec {
-                sampler: SamplerSettings {
-                    kind: sampler,
-                    moves: a.moves.settings(n),
-                },
-                seed,
-                chains: 1,
-                init: init.clone(),
-                budget,
-                ..SamplerSpec::default()
-            };
-            spec.validate().map_err(flags)?;
-            let name = format!("{sampler}-seed{seed}");
-            runners.push(
-                Runner::new(&model, spec, a.out.join(&name))
-                    .source(source.clone())
-                    .invocation(command_line())
-                    .replace(true)
-                    .label(format!("{sampler} seed {seed}"))
-                    .interrupt(&crate::interrupt::REQUESTED)
-                    .monitor(&progress),
-            );
-            names.push(name);
-        }
+    for (name, spec) in &plan {
+        let label = format!("{} seed {}", spec.sampler.kind, spec.seed);
+        runners.push(
+            Runner::new(&model, spec.clone(), a.out.join(name))
+                .source(source.clone())
+                .invocation(command_line())
+                .replace(true)
+                .label(label)
+                .interrupt(&crate::interrupt::REQUESTED)
+                .monitor(&progress),
+        );
     }
+    let names: Vec<&String> = plan.iter().map(|(name, _)| name).collect();
     create_dir(&a.out)?;
     nrmm::run::save_json(
         &a.out.join(RUNS_FILE),
@@ -114,50 +83,35 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         )?;
         reports.push(report);
     }
-    let (rows, best) = compare::rows(&runs, &reports, truth.as_deref(), n)?;
-    let names: Vec<String> = samplers.iter().map(|s| s.to_string()).collect();
-    let (plots, notes) = crate::plot::draw(&runs, &a.out)?;
-    let by_sampler = compare::sampler_table(&rows, &names, truth.is_some());
-    let mut md = format!(
-        "# Sampler comparison\n\n{} runs of {} s each on {} points; best {joint} seen: {best:.3}.\n\
-         A run counts as within 1 nat once its log joint is at least {:.3}.\n\n",
-        runs.len(),
-        a.seconds,
+    let names = a.samplers.iter().map(|s| s.to_string()).collect();
+    let comparison = Comparison::new(
+        &runs,
+        &reports,
+        truth.as_deref(),
         n,
-        best - WITHIN
-    );
-    md.push_str(&by_sampler);
-    md.push_str("\n## Runs\n\n");
-    md.push_str(&compare::run_table(&rows, truth.is_some()));
-    md.push('\n');
-    for p in &plots {
-        if let Some(name) = p.file_name() {
-            let name = name.to_string_lossy();
-            md.push_str(&format!("![{name}]({name})\n"));
-        }
-    }
-    write_text(&a.out.join("compare.md"), &md)?;
-    write_text(&a.out.join("compare.csv"), &compare::run_csv(&rows))?;
+        names,
+        a.seconds,
+        joint,
+    )?;
+    let (plots, notes) = crate::plot::draw(&runs, &a.out)?;
+    let plots: Vec<String> = plots
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    write_text(&a.out.join("compare.md"), &comparison.markdown(&plots))?;
+    write_text(
+        &a.out.join("compare.csv"),
+        &compare::run_csv(&comparison.rows),
+    )?;
     output::stdout(|out| {
-        let plural = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
-        writeln!(
-            out,
-            "{} x {}, {} s each; best {joint} seen: {best:.3}",
-            plural(names.len(), "sampler"),
-            plural(a.seeds as usize, "seed"),
-            a.seconds
-        )?;
-        out.write_all(by_sampler.as_bytes())?;
-        let files: Vec<String> = ["compare.md", "compare.csv"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain(
-                plots
-                    .iter()
-                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
-            )
-            .collect();
-        writeln!(out, "wrote {} ({})", a.out.display(), files.join(", "))?;
+        comparison.print(out, a.seeds)?;
+        let files = ["compare.md", "compare.csv"].map(String::from);
+        let files = files
+            .into_iter()
+            .chain(plots)
+            .collect::<Vec<_>>()
+            .join(", ");
+        writeln!(out, "wrote {} ({files})", a.out.display())?;
         for n in &notes {
             writeln!(out, "note: {n}")?;
         }

@@ -4,75 +4,20 @@
 //! chain is the same, bit for bit, for any number of ranks.
 //!
 //! Every flag of `nrmm run` given on the command line is either honoured or refused by name
-//! (see [`check`]): a flag the data-parallel chain does not implement never goes unnoticed.
+//! ([`request::check`]): a flag the data-parallel chain does not implement never goes
+//! unnoticed.
 
 use crate::args::{Cli, RunArgs, SweepCount};
-use crate::common::Status;
+use crate::common::{flags, Status};
 use crate::{interrupt, output};
 use clap::parser::ValueSource;
 use clap::CommandFactory;
-use nrmm::data::load::Format;
 use nrmm::distributed::run::{run as run_chain, RunConfig};
 use nrmm::distributed::sampler::normal_wishart_shard;
-use nrmm::distributed::{read_share, Comm, Source};
-use nrmm::model::{KernelKind, NwDefaults};
-use nrmm::run::{MoveSettings, SamplerKind, Start};
+use nrmm::distributed::{read_share, request, Comm, Source};
+use nrmm::run::MoveSettings;
 use nrmm::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 use nrmm::{Error, Result};
-
-/// The number of processes the MPI launcher (mpirun, mpiexec or srun) started, if this
-/// process is one of them.
-fn launched_ranks() -> Option<usize> {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_SIZE",
-        "SLURM_STEP_NUM_TASKS",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
-}
-
-/// Refuses a run that is not data-parallel when it is one of several MPI ranks: each rank
-/// would run the whole data set and write the same outputs.
-pub fn refuse_under_mpi() -> Result<()> {
-    match launched_ranks() {
-        Some(r) if r > 1 => Err(Error::Usage(format!(
-            "this is one of {r} MPI ranks: add --data-parallel (with --sampler subcluster) to \
-             spread one chain over them, or run without mpirun"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// What to do instead of a flag that `--data-parallel` does not implement.
-fn advice(id: &str) -> &'static str {
-    match id {
-        "seconds" => "give --sweeps N (all ranks must stop at the same sweep)",
-        "chains" | "chain_offset" => {
-            "it runs one chain over all ranks; for more chains run more jobs with other --seed \
-             values"
-        }
-        "thin" | "burn_in" => {
-            "it traces every sweep and writes the last labels, no draws or point estimate; \
-             thin or cut trace.tsv afterwards"
-        }
-        "resume" => "continue with the same flags and --out DIR plus --continue",
-        "gibbs_sweeps" | "gibbs_subset" | "global_moves" | "depth" => {
-            "it is not a setting of the sub-cluster sampler (--proposals and --launch-scans are)"
-        }
-        "beta" => "it is the Multinomial-Dirichlet kernel's; --data-parallel uses Normal-Wishart",
-        "nw_xi" | "nw_psi" | "nw_r" | "nw_nu" | "kernel_hyperpriors" => {
-            "the Normal-Wishart hyperparameters are the scaled defaults, computed over all \
-             ranks' points; run without it"
-        }
-        "header" | "skip_columns" => {
-            "it reads numeric dense text (a first line without numbers is skipped as a header); \
-             remove the columns from the file first"
-        }
-        _ => "run without it",
-    }
-}
 
 /// The `run` flags given on this process's command line, by argument id, with their long
 /// names. The command line is parsed again, since [`RunArgs`] holds defaults and given values
@@ -102,130 +47,31 @@ fn given_flags() -> Vec<(String, String)> {
         .collect()
 }
 
-/// The flags `--data-parallel` honours (some only with certain values, checked in [`check`]).
-const HONOURED: &[&str] = &[
-    "data",
-    "data_format",
-    "kernel",
-    "nw_defaults",
-    "prior",
-    "alpha",
-    "sigma",
-    "u",
-    "hyperpriors",
-    "sampler",
-    "proposals",
-    "launch_scans",
-    "init",
-    "seed",
-    "sweeps",
-    "checkpoint_every",
-    "out",
-    "force",
-    "data_parallel",
-    "block",
-    "continue_run",
-];
-
-/// Checks that the run's flags fit a data-parallel run: `given` are the flags given on the
-/// command line (id, `--name`). Every flag is honoured or refused here, naming it and what to
-/// do instead.
-fn check(a: &RunArgs, given: &[(String, String)]) -> Result<()> {
-    let refuse = |flag: &str, why: &str| {
-        Err(Error::Usage(format!(
-            "--data-parallel does not support {flag}: {why}"
-        )))
-    };
-    if let Some((id, flag)) = given
-        .iter()
-        .find(|(id, _)| !HONOURED.contains(&id.as_str()))
-    {
-        return refuse(flag, advice(id));
-    }
-    if a.sampler.sampler != SamplerKind::Subcluster {
-        return Err(Error::Usage(format!(
-            "--data-parallel runs the exact sub-cluster sampler, not --sampler {}: add \
-             --sampler subcluster",
-            a.sampler.sampler.name()
-        )));
-    }
-    let m = &a.model;
-    if let Some(k) = m.kernel.filter(|&k| k != KernelKind::Nw) {
-        let name = match k {
-            KernelKind::Md => "md",
-            KernelKind::Diag => "diag",
-            KernelKind::Nw => "nw",
-        };
-        return refuse(
-            &format!("--kernel {name}"),
-            "it runs the Normal-Wishart kernel (--kernel nw) on real vectors",
-        );
-    }
-    if m.nw_defaults != NwDefaults::Scaled {
-        return refuse(
-            "--nw-defaults reference",
-            "it uses the scaled defaults, computed over all ranks' points",
-        );
-    }
-    if !matches!(a.init, Start::Auto | Start::Single) {
-        return refuse(
-            "this --init",
-            "the chain starts from one cluster (--init single)",
-        );
-    }
-    if a.data.format.is_some_and(|f| f != Format::Dense) {
-        return refuse(
-            "this --format",
-            "it reads dense text (--format dense); convert the data, e.g. with numpy.savetxt",
-        );
-    }
-    if let Some(path) = &a.data.data {
-        let name = path.to_string_lossy();
-        if name == "-" {
-            return refuse(
-                "--data - (standard input)",
-                "every rank reads its own rows of a file: give a file",
-            );
-        }
-        let lower = name.to_lowercase();
-        if [".gz", ".npy", "ubyte", ".ldac"]
-            .iter()
-            .any(|s| lower.ends_with(s))
-            || lower.contains("docword")
-        {
-            return refuse(
-                &format!("--data {name}"),
-                "it reads uncompressed dense text; decompress or convert the file first",
-            );
-        }
-    }
-    Ok(())
-}
-
 /// Runs the chain on this process's rank; rank 0 prints what was written (standard output)
 /// and, after a stop, how to go on (standard error).
 pub fn run(a: &RunArgs) -> Result<Status> {
-    check(a, &given_flags())?;
+    let given = given_flags();
+    // A refused flag is named as it was given, also one the library's names do not know.
+    let as_given = |n: &str| {
+        given
+            .iter()
+            .find(|(id, _)| id == n)
+            .map(|(_, long)| long.clone())
+    };
+    request::check(
+        given.iter().map(|(id, _)| id.as_str()),
+        &a.model.spec(),
+        a.sampler.sampler,
+        &a.init,
+        a.data.data.as_deref(),
+        a.data.format,
+    )
+    .map_err(|e| e.rename_parameters(&|n| crate::common::flag(n).or_else(|| as_given(n))))?;
     #[cfg(feature = "mpi")]
     let comm = nrmm::distributed::MpiComm::init()?;
     #[cfg(not(feature = "mpi"))]
     let comm = nrmm::distributed::Single;
-    if let Some(r) = launched_ranks().filter(|&r| r != comm.size()) {
-        return Err(Error::Usage(if cfg!(feature = "mpi") {
-            format!(
-                "the launcher started {r} processes but MPI sees {}: this nrmm was built \
-                 against another MPI library than the mpirun that started it; build and run \
-                 with the same MPI",
-                comm.size()
-            )
-        } else {
-            format!(
-                "this nrmm was built without the cargo feature mpi, so each of the {r} \
-                 processes would run the whole chain: build it with cargo build --release \
-                 --features mpi (needs an MPI library and libclang), or run one process"
-            )
-        }));
-    }
+    request::check_ranks(comm.size()).map_err(flags)?;
     let outcome = run_on(&comm, a);
     if let Err(e) = &outcome {
         if comm.size() > 1 {
@@ -248,24 +94,11 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
         .out
         .clone()
         .ok_or_else(|| Error::Usage("--out DIR is required".into()))?;
-    if out.join("run.json").exists() {
-        return Err(Error::Usage(format!(
-            "{} holds a run of nrmm run without --data-parallel, whose chain directories would \
-             be mistaken for this run's: choose another --out",
-            out.display()
-        )));
-    }
-    let manifest = out.join("checkpoint").join("manifest.json");
-    if !p.continue_run && manifest.exists() && !a.force {
-        return Err(Error::Usage(format!(
-            "{} holds a run: give --continue to go on with it, or --force to replace it",
-            out.display()
-        )));
-    }
+    request::check_out(&out, p.continue_run, a.force).map_err(flags)?;
     let spec = a.model.spec();
     let prior = spec.build_prior()?;
     let source = Source::from_arg(&data.to_string_lossy());
-    let (points, layout) = read_share(comm, &source, p.block)?;
+    let (points, layout) = read_share(comm, &source, p.block).map_err(flags)?;
     let shard = normal_wishart_shard(comm, points, layout)?;
     let cfg = RunConfig {
         seed: a.seed,
@@ -292,10 +125,10 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
         resample_hyper: spec.resamples_hyper(),
         out: out.clone(),
         checkpoint_every: a.checkpoint_every.unwrap_or(0),
-        resume: p.continue_run,
+        continue_run: p.continue_run,
     };
     interrupt::install();
-    let report = run_chain(comm, &shard, prior, &cfg, interrupt::flag())?;
+    let report = run_chain(comm, &shard, prior, &cfg, interrupt::flag()).map_err(flags)?;
     if comm.rank() == 0 {
         let line = format!(
             "wrote {}: {} points on {} ranks, {} sweeps, {} clusters, {:.3} sweeps/s, {:.0} \

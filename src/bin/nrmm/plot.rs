@@ -2,11 +2,8 @@
 //! scatter of the points coloured by the best run's point estimate.
 
 use crate::args::PlotArgs;
-use crate::common::data_args;
-use crate::common::{load_data, Builtin};
 use crate::output::{self, create_dir};
-use nrmm::data::{Dataset, DenseData, Fingerprint};
-use nrmm::run::curves::{best_2d_estimate, clip, padded, panels, sampler_name, Panel};
+use nrmm::run::curves::{self, clip, padded, panels, Panel, Scatter};
 use nrmm::run::RunDir;
 use nrmm::{Error, Result};
 use plotters::prelude::*;
@@ -98,28 +95,23 @@ fn line_plot(path: &Path, panel: &Panel) -> Result<()> {
     Ok(())
 }
 
-/// The scatter of 2-D points coloured by `labels`, its axes named by `columns` when the data
-/// had a header.
-fn scatter(
-    path: &Path,
-    title: &str,
-    x: &DenseData,
-    labels: &[usize],
-    columns: Option<[String; 2]>,
-) -> Result<()> {
+/// Draws the scatter `s` into `path`, its axes named by the data's columns when it had a
+/// header.
+fn scatter(path: &Path, s: &Scatter) -> Result<()> {
     let err = plot_error(path);
+    let (x, labels) = (&s.points, &s.labels);
     let (x0, x1) = padded((0..x.n()).map(|i| x.row(i)[0]));
     let (y0, y1) = padded((0..x.n()).map(|i| x.row(i)[1]));
     let root = SVGBackend::new(path, (SIZE.1 + 80, SIZE.1)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
+        .caption(&s.title, ("sans-serif", 20))
         .margin(18)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(&err)?;
-    let [x_name, y_name] = columns.unwrap_or_default();
+    let [x_name, y_name] = s.columns.clone().unwrap_or_default();
     chart
         .configure_mesh()
         .light_line_style(WHITE.mix(0.0))
@@ -153,74 +145,16 @@ pub fn draw(runs: &[RunDir], out: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> 
         line_plot(&path, &panel)?;
         written.push(path);
     }
-    if let Some(path) = draw_scatter(runs, out, &mut notes)? {
-        written.push(path);
+    match curves::scatter(runs)? {
+        Some(Ok(s)) => {
+            let path = out.join("scatter.svg");
+            scatter(&path, &s)?;
+            written.push(path);
+        }
+        Some(Err(note)) => notes.push(note),
+        None => {}
     }
     Ok((written, notes))
-}
-
-/// The scatter of 2-D real data coloured by the point estimate of the run whose estimate has
-/// the largest log joint; `None` when the data are not 2-D real vectors, or (with a note) when
-/// they cannot be read or have changed.
-fn draw_scatter(runs: &[RunDir], out: &Path, notes: &mut Vec<String>) -> Result<Option<PathBuf>> {
-    let Some((run, labels, k)) = best_2d_estimate(runs)? else {
-        return Ok(None);
-    };
-    // Runs copied from another machine may name data that are not here: the other plots do
-    // not need them, so the scatter is left out with a note instead of failing the verb.
-    if run
-        .record
-        .source
-        .data
-        .as_ref()
-        .is_some_and(|p| p.as_os_str() == crate::common::STDIN)
-    {
-        notes.push(format!(
-            "no scatter: the data of {} came from standard input",
-            run.dir.display()
-        ));
-        return Ok(None);
-    }
-    let data = match load_data(&data_args(&run.record.source), Builtin::Toy) {
-        Ok(data) => data,
-        Err(e) => {
-            notes.push(format!(
-                "no scatter: the data of {} cannot be read here ({e})",
-                run.dir.display()
-            ));
-            return Ok(None);
-        }
-    };
-    if Fingerprint::of(&data) != run.record.fingerprint {
-        notes.push(format!(
-            "no scatter: the data {} was run on have changed since",
-            run.dir.display()
-        ));
-        return Ok(None);
-    }
-    let Dataset::Dense(x) = data else {
-        return Ok(None);
-    };
-    let path = out.join("scatter.svg");
-    let title = format!(
-        "point estimate of {} seed {}: K = {k}",
-        sampler_name(run),
-        run.record.spec.seed
-    );
-    scatter(&path, &title, &x, &labels, column_names(&run.dir))?;
-    Ok(Some(path))
-}
-
-/// The names of a run's two data columns, as its `summary.json` records them from the data's
-/// header; `None` without a header (or a summary).
-fn column_names(dir: &Path) -> Option<[String; 2]> {
-    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
-    let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let columns = summary.get("columns")?.as_array()?;
-    match columns.as_slice() {
-        [a, b] => Some([a.as_str()?.to_string(), b.as_str()?.to_string()]),
-        _ => None,
-    }
 }
 
 /// `nrmm plot`.

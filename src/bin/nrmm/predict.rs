@@ -3,50 +3,29 @@
 //! ([`nrmm::predict`]).
 
 use crate::args::PredictArgs;
-use crate::common::{build_model, data_args, summary_of, Builtin};
+use crate::common::{build_model, flag};
 use crate::output;
-use nrmm::data::load;
-use nrmm::run::RunDir;
-use nrmm::{Error, Result};
+use nrmm::run::record::Builtin;
+use nrmm::run::{DataSource, RunDir};
+use nrmm::Result;
 
 /// `nrmm predict`.
 pub fn predict(a: PredictArgs) -> Result<()> {
     let run = RunDir::open(&a.run)?;
-    let record = &run.record;
-    let (built, _) = build_model(&data_args(&record.source), &record.model, Builtin::Toy)?;
-    if built.fingerprint != record.fingerprint {
-        return Err(Error::Usage(format!(
-            "the data {} was run on have changed since: its draws no longer describe them",
-            a.run.display()
-        )));
-    }
-    let report = summary_of(std::slice::from_ref(&run), a.burn_in)?;
-    let estimate = report.point_estimate.as_ref().ok_or_else(|| {
-        Error::Usage(format!(
-            "{} has no partition draws after its burn-in: lower --burn-in",
-            a.run.display()
-        ))
-    })?;
+    let source = &run.record.source;
+    let (built, _) = build_model(source, &run.record.model, Builtin::Toy)?;
     // The new points are read like the run's data: the same header and skipped columns.
-    let opts = load::LoadOptions {
-        format: a.format,
-        dense: load::DenseOptions {
-            header: record.source.data_header,
-            skip_columns: record.source.skip_columns.clone(),
-        },
-    };
-    let new = crate::common::load_path(&a.data, &opts)?.dataset;
-    // The draws are read one chain at a time.
-    let draws = report.sources.iter().flat_map(|s| match s.read() {
-        Ok(d) => d.into_iter().map(|d| Ok((d.labels, d.hyper))).collect(),
-        Err(e) => vec![Err(e)],
-    });
-    let rows = nrmm::predict::predict(&built, &new, (&estimate.labels, &estimate.hyper), draws)
-        .map_err(|e| {
-            let file = a.data.display().to_string();
-            e.rename_parameters(&|n| (n == "new").then(|| file.clone()))
-        })?;
-    let k = estimate.n_clusters;
+    let new = DataSource {
+        data: Some(a.data.clone()),
+        data_format: a.format,
+        ..source.clone()
+    }
+    .load(Builtin::Toy)?
+    .dataset;
+    let file = a.data.display().to_string();
+    let (rows, k) = nrmm::predict::predict_run(&run, &built, &new, a.burn_in).map_err(|e| {
+        e.rename_parameters(&|n| (n == "new").then(|| file.clone()).or_else(|| flag(n)))
+    })?;
     let csv = rows.csv(k);
     match &a.out {
         Some(path) => {

@@ -4,11 +4,12 @@
 
 use crate::args::{DiagnoseArgs, RunArgs, SweepCount};
 use crate::common::{
-    absolute_start, build_model, command_line, data_args, data_source, flags, model_record,
-    print_json, summary_of, Builtin, Status,
+    absolute_start, build_model, command_line, data_source, flags, model_record, print_json,
+    summary_of, Status,
 };
 use crate::output::{self, create_dir};
 use crate::progress::Progress;
+use nrmm::run::record::Builtin;
 use nrmm::run::runner::check_target;
 use nrmm::run::spec::DRAWS_PER_CHAIN;
 use nrmm::run::SamplerSpec;
@@ -97,7 +98,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
     if a.parallel.data_parallel {
         return crate::data_parallel::run(&a);
     }
-    crate::data_parallel::refuse_under_mpi()?;
+    nrmm::distributed::request::refuse_under_mpi().map_err(flags)?;
     let wall = Instant::now();
     let (model_spec, source, dir, spec) = match &a.resume {
         Some(dir) => {
@@ -117,7 +118,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
             (a.model.spec(), data_source(&a.data)?, out, Some(spec))
         }
     };
-    let (model, columns) = build_model(&data_args(&source), &model_spec, Builtin::Toy)?;
+    let (model, columns) = build_model(&source, &model_spec, Builtin::Toy)?;
     let runner = match spec {
         None => {
             let mut runner = Runner::resume(&model, &dir).map_err(flags)?;

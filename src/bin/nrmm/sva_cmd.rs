@@ -1,9 +1,11 @@
 //! `nrmm sva`: Lin's one-pass sequential variational approximation ([`nrmm::sva::run`]).
 
-use crate::args::{DataArgs, SvaArgs};
-use crate::common::{build_model, flags, load_table, Builtin};
+use crate::args::SvaArgs;
+use crate::common::{build_model, flags};
 use crate::output;
 use nrmm::data::load;
+use nrmm::run::record::Builtin;
+use nrmm::run::DataSource;
 use nrmm::sva::{PruneMerge, SvaConfig};
 use nrmm::Result;
 
@@ -23,15 +25,16 @@ pub fn sva(a: SvaArgs) -> Result<()> {
         }),
     };
     config.validate().map_err(flags)?;
-    let (built, _) = build_model(&a.data, &spec, Builtin::Toy)?;
+    let source = a.data.source();
+    let (built, _) = build_model(&source, &spec, Builtin::Toy)?;
     // Held-out points are read as the data are: the same header and skipped columns.
     let heldout = match &a.heldout {
         Some(p) => {
-            let d = DataArgs {
+            let d = DataSource {
                 data: Some(p.clone()),
-                ..a.data.clone()
+                ..source
             };
-            Some(load_table(&d, Builtin::Toy)?.dataset)
+            Some(d.load(Builtin::Toy)?.dataset)
         }
         None => None,
     };

@@ -5,6 +5,7 @@ use crate::output;
 use nrmm::kernel::ConjugateKernel;
 use nrmm::model::Model;
 use nrmm::rng::SeedPlan;
+use nrmm::run::record::Builtin;
 use nrmm::sampler::RngChooser;
 use nrmm::tree::{Forest, IbhcMode, NewickInfo};
 use nrmm::{with_kernel, Error, Result};
@@ -33,8 +34,7 @@ pub fn tree(a: TreeArgs) -> Result<()> {
     } else {
         Build::Ibhc(IbhcMode::Exact)
     };
-    let Model { kernel, prior, .. } =
-        crate::common::build(&a.data, &a.model, crate::common::Builtin::Toy)?;
+    let Model { kernel, prior, .. } = crate::common::build(&a.data, &a.model, Builtin::Toy)?;
     let (text, n_trees, n) = with_kernel!(&kernel, |k| {
         let forest = match build {
             Build::Ibhc(mode) => {
