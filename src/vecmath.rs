@@ -39,13 +39,40 @@ const TWO_54: f64 = 18_014_398_509_481_984.0;
 pub fn ln(x: f64) -> f64 {
     let subnormal = x < f64::MIN_POSITIVE;
     let xs = if subnormal { x * TWO_54 } else { x };
+    let y = ln_normal(xs, if subnormal { 54.0 } else { 0.0 });
+    // The special values, as selects (no branch): zero, negative, NaN and +∞.
+    let y = if x == 0.0 { f64::NEG_INFINITY } else { y };
+    let y = if x < 0.0 || x.is_nan() { f64::NAN } else { y };
+    if x == f64::INFINITY {
+        x
+    } else {
+        y
+    }
+}
+
+/// [`ln`] of `x ≥ 1` (such as `1 + t` with `t ≥ 0`), the same bits for every such `x`, `+∞`
+/// and NaN included, without the selects for zero, negative and subnormal arguments.
+#[inline(always)]
+pub fn ln_at_least_one(x: f64) -> f64 {
+    let y = ln_normal(x, 0.0);
+    // +∞ and NaN give themselves, as in `ln`.
+    if x < f64::INFINITY {
+        y
+    } else {
+        x
+    }
+}
+
+/// The logarithm of `2^-lift · xs` for a positive normal `xs` (fdlibm, see [`ln`]).
+#[inline(always)]
+fn ln_normal(xs: f64, lift: f64) -> f64 {
     // Adding 1 - √2/2 to the significand's bits carries into the exponent exactly when the
     // significand is at least √2, so k and f land in the reduced range.
     let ix = xs
         .to_bits()
         .wrapping_add(0x3ff0_0000_0000_0000 - 0x3fe6_a09e_667f_3bcd);
     let k_biased = f64::from_bits((ix >> 52) | 0x4330_0000_0000_0000) - 4_503_599_627_371_519.0;
-    let k = k_biased - if subnormal { 54.0 } else { 0.0 };
+    let k = k_biased - lift;
     let f = f64::from_bits((ix & 0x000f_ffff_ffff_ffff) + 0x3fe6_a09e_667f_3bcd) - 1.0;
     let hfsq = 0.5 * f * f;
     let s = f / (2.0 + f);
@@ -55,15 +82,7 @@ pub fn ln(x: f64) -> f64 {
     let t2 = z * w.mul_add(w.mul_add(w.mul_add(LG7, LG5), LG3), LG1);
     let r = t2 + t1;
     let low = k.mul_add(LN2_LO, s * (hfsq + r));
-    let y = k.mul_add(LN2_HI, f - (hfsq - low));
-    // The special values, as selects (no branch): zero, negative, NaN and +∞.
-    let y = if x == 0.0 { f64::NEG_INFINITY } else { y };
-    let y = if x < 0.0 || x.is_nan() { f64::NAN } else { y };
-    if x == f64::INFINITY {
-        x
-    } else {
-        y
-    }
+    k.mul_add(LN2_HI, f - (hfsq - low))
 }
 
 /// `log2 e`, for the reduction of `exp`.
@@ -104,16 +123,7 @@ pub fn exp(x: f64) -> f64 {
     // Clamp (NaN passes through: both comparisons are false) so that k stays in range.
     let xc = if x < -746.0 { -746.0 } else { x };
     let xc = if xc > 710.0 { 710.0 } else { xc };
-    let t = xc.mul_add(LOG2_E, SHIFTER);
-    let k = t - SHIFTER;
-    let r = (-k).mul_add(EXP_LN2_HI, xc);
-    let r = (-k).mul_add(EXP_LN2_LO, r);
-    let mut p = INV_FACT[13];
-    for &c in INV_FACT[..13].iter().rev() {
-        p = p.mul_add(r, c);
-    }
-    // k as an integer: the low bits of t's significand (two's complement around the shifter).
-    let ki = (t.to_bits() as i64).wrapping_sub(SHIFTER.to_bits() as i64);
+    let (p, ki) = exp_reduced(xc);
     let k1 = ki >> 1;
     let k2 = ki - k1;
     let two_k1 = f64::from_bits(((k1 + 1023) as u64) << 52);
@@ -124,6 +134,32 @@ pub fn exp(x: f64) -> f64 {
     } else {
         y
     }
+}
+
+/// [`exp`] of `x` in `[-708, 0]`, such as a log weight less the largest (the draws skip
+/// anything below `e^-708`): the same bits there, NaN at NaN. The result is a normal
+/// number, so `2^k` is applied in one multiplication, exact as `exp`'s two are, and no
+/// clamp is needed. Cost: about 16 multiply-adds, one multiplication, no branch.
+#[inline(always)]
+pub fn exp_shifted(x: f64) -> f64 {
+    let (p, ki) = exp_reduced(x);
+    p * f64::from_bits(((ki + 1023) as u64) << 52)
+}
+
+/// `e^r` on the reduced interval and `k`, for `x = k ln 2 + r` (see [`exp`]).
+#[inline(always)]
+fn exp_reduced(x: f64) -> (f64, i64) {
+    let t = x.mul_add(LOG2_E, SHIFTER);
+    let k = t - SHIFTER;
+    let r = (-k).mul_add(EXP_LN2_HI, x);
+    let r = (-k).mul_add(EXP_LN2_LO, r);
+    let mut p = INV_FACT[13];
+    for &c in INV_FACT[..13].iter().rev() {
+        p = p.mul_add(r, c);
+    }
+    // k as an integer: the low bits of t's significand (two's complement around the shifter).
+    let ki = (t.to_bits() as i64).wrapping_sub(SHIFTER.to_bits() as i64);
+    (p, ki)
 }
 
 #[cfg(test)]
@@ -232,5 +268,27 @@ mod tests {
         assert_eq!(exp(f64::NEG_INFINITY), 0.0);
         assert_eq!(exp(f64::INFINITY), f64::INFINITY);
         assert!(exp(f64::NAN).is_nan());
+    }
+
+    /// The variants for a restricted domain give `ln`'s and `exp`'s bits on it.
+    #[test]
+    fn restricted_variants_match_on_their_domain() {
+        let mut rng = SeedPlan::new(3).chain(0);
+        for _ in 0..400_000 {
+            let x = 1.0 + 10f64.powf(rng.random_range(-18.0..300.0));
+            assert_eq!(ln_at_least_one(x).to_bits(), ln(x).to_bits(), "ln({x:e})");
+            let x = rng.random_range(-708.0..0.0);
+            assert_eq!(exp_shifted(x).to_bits(), exp(x).to_bits(), "exp({x:e})");
+            let x = -(10f64.powf(rng.random_range(-300.0..0.0)));
+            assert_eq!(exp_shifted(x).to_bits(), exp(x).to_bits(), "exp({x:e})");
+        }
+        for x in [1.0, 1.0 + f64::EPSILON, 2.0, f64::MAX, f64::INFINITY] {
+            assert_eq!(ln_at_least_one(x).to_bits(), ln(x).to_bits(), "ln({x:e})");
+        }
+        assert!(ln_at_least_one(f64::NAN).is_nan());
+        for x in [0.0, -0.0, -708.0, -707.9, -1e-300, -f64::EPSILON] {
+            assert_eq!(exp_shifted(x).to_bits(), exp(x).to_bits(), "exp({x:e})");
+        }
+        assert!(exp_shifted(f64::NAN).is_nan());
     }
 }

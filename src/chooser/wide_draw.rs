@@ -2,11 +2,12 @@
 //! [`super::Chooser::choose_log_wide`].
 //!
 //! Algorithm: the maximum `m`, the shifted exponentials `p_i = exp(w_i - m)` with the
-//! branch-free [`crate::vecmath::exp`] (zero below `e^-708`), their total `T` as [`LANES`] running lane sums added
-//! pairwise, a target `u T` from one open uniform `u`, and a walk that skips whole groups of
-//! [`LANES`] by their pairwise sums before walking the weights of the group that holds the
-//! target one by one (zero weights are never chosen). Every step is the same operation in the
-//! same order at every [`crate::simd::Level`], so the choice is too.
+//! branch-free [`crate::vecmath::exp_shifted`] (zero below `e^-708`), their total `T` as
+//! [`LANES`] running lane sums added pairwise, a target `u T` from one open uniform `u`, and
+//! a walk that skips whole groups of [`LANES`] by their pairwise sums before walking the
+//! weights of the group that holds the target one by one (zero weights are never chosen).
+//! Every step is the same operation in the same order at every [`crate::simd::Level`], so
+//! the choice is too.
 
 use crate::simd::multiversion;
 use crate::vecmath;
@@ -50,7 +51,7 @@ multiversion! {
             let x = *v - max;
             // Below e^NEGLIGIBLE a weight is a zero: exponentials that would come out
             // subnormal (slow on every CPU) are never taken.
-            let p = vecmath::exp(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
+            let p = vecmath::exp_shifted(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
             *v = if x < NEGLIGIBLE { 0.0 } else { p };
         }
         let mut lane_sum = [0.0f64; LANES];
@@ -65,7 +66,7 @@ multiversion! {
         if total.is_nan() {
             return None;
         }
-        let ln_total = if total == 1.0 { max } else { max + vecmath::ln(total) };
+        let ln_total = if total == 1.0 { max } else { max + vecmath::ln_at_least_one(total) };
         let target = u * total;
         let mut acc = 0.0;
         let mut last_positive_group = 0;

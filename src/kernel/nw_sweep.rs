@@ -15,8 +15,8 @@
 //!
 //! Row-oriented forward substitution, `z_j = (y_j - ξ_j - Σ_{k<j} L_jk z_k) / L_jj`, each
 //! step a `mul_add` across the lanes, then `q = Σ z_j²` by `mul_add` and the weight
-//! `offset - power · ln(1 + scale · q)` with [`crate::vecmath::ln`]. For `d ≤ 8` the
-//! dimension is a compile-time constant and `z` lives in registers.
+//! `offset - power · ln(1 + scale · q)` with [`crate::vecmath::ln_at_least_one`]. For
+//! `d ≤ 8` the dimension is a compile-time constant and `z` lives in registers.
 
 use std::sync::Arc;
 
@@ -216,7 +216,8 @@ multiversion! {
 fn finish(tail: &[[f64; LANES]], q: &[f64; LANES], out: &mut [f64]) {
     let (offset, power, scale) = (&tail[0], &tail[1], &tail[2]);
     for l in 0..LANES {
-        out[l] = (-power[l]).mul_add(vecmath::ln(scale[l].mul_add(q[l], 1.0)), offset[l]);
+        let t = scale[l].mul_add(q[l], 1.0);
+        out[l] = (-power[l]).mul_add(vecmath::ln_at_least_one(t), offset[l]);
     }
 }
 

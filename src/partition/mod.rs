@@ -267,9 +267,13 @@ impl<K: ConjugateKernel> Partition<K> {
     /// member order, which split-merge moves read, is the same as if the point had been taken
     /// out and put back. Cost: O(1).
     pub fn requeue(&mut self, i: usize) {
-        let slot = self.label[i];
-        self.detach_member(slot, i);
-        self.attach_member(slot, i);
+        // The swap with the last member that a removal and reinsertion amount to.
+        let c = self.slots[self.label[i]].as_mut().expect("live");
+        let (p, last) = (self.pos[i], c.members.len() - 1);
+        let moved = c.members[last];
+        c.members.swap(p, last);
+        self.pos[moved] = p;
+        self.pos[i] = last;
     }
 
     /// Puts unassigned point `i` in a new cluster; returns its slot (the most recently freed

@@ -96,6 +96,8 @@ pub(crate) struct PointUpdate {
     ln_w: Vec<f64>,
     /// `ln κ_join(n_c)` by slot, for live slots.
     ln_join: Vec<f64>,
+    /// `ln κ_join(n_c - 1)` by slot, for live slots: the weight of a member's own cluster.
+    ln_join_own: Vec<f64>,
     cache: ErasedCache,
 }
 
@@ -112,6 +114,8 @@ impl PointUpdate {
         let capacity = state.partition.slot_capacity();
         self.ln_join.clear();
         self.ln_join.resize(capacity, f64::NAN);
+        self.ln_join_own.clear();
+        self.ln_join_own.resize(capacity, f64::NAN);
         self.cache.install(kernel.sweep_cache());
         if let Some(cache) = self.cache.get::<K::Stat>() {
             cache.reset(capacity);
@@ -130,11 +134,70 @@ impl PointUpdate {
         if let Some(c) = cluster {
             if slot >= self.ln_join.len() {
                 self.ln_join.resize(slot + 1, f64::NAN);
+                self.ln_join_own.resize(slot + 1, f64::NAN);
             }
             self.ln_join[slot] = state.prior.ln_kappa_join(c.size());
+            self.ln_join_own[slot] = match c.size() {
+                0 | 1 => f64::NAN,
+                n => state.prior.ln_kappa_join(n - 1),
+            };
         }
         if let Some(cache) = self.cache.get::<K::Stat>() {
             cache.set(slot, cluster.map(|c| (c.stat(), self.ln_join[slot])));
+        }
+    }
+
+    /// The point's own cluster's weight without it, `ln κ_join(n_c - 1) + ln p(x_i | X_c∖i)`,
+    /// when the kernel weighs it in place (the cluster has another member).
+    #[inline]
+    fn own_weight<K: ConjugateKernel, P: NrmPrior>(
+        &self,
+        kernel: &K,
+        state: &State<K, P>,
+        i: usize,
+        old: Slot,
+    ) -> Option<f64> {
+        let c = state.partition.cluster(old).filter(|c| c.size() >= 2)?;
+        let lp = kernel.ln_predictive_member(i, c.stat())?;
+        Some(self.ln_join_own[old] + lp)
+    }
+
+    /// The point's slot and own weight ([`PointUpdate::own_weight`]), the point taken out of
+    /// its cluster first when there is none.
+    fn take_out<K: ConjugateKernel, P: NrmPrior>(
+        &mut self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        i: usize,
+    ) -> (Slot, Option<f64>) {
+        let old = state.partition.slot_of(i);
+        let own = self.own_weight(kernel, state, i, old);
+        if own.is_none() {
+            state.partition.remove(kernel, i);
+            self.refresh(state, old);
+        }
+        (old, own)
+    }
+
+    /// Weighs point `i` against every entry of the sweep cache into `ln_w`, its own cluster
+    /// (slot `old`) with `own` if given; false when the kernel has no sweep cache.
+    fn weigh_cached<S: 'static>(&mut self, i: usize, old: Slot, own: Option<f64>) -> bool {
+        let Some(cache) = self.cache.get::<S>() else {
+            return false;
+        };
+        cache.weigh(i, &mut self.ln_w);
+        if let Some(w) = own {
+            self.ln_w[old] = w;
+        }
+        true
+    }
+
+    /// The placement of a draw `pick` among the cached entries (the last is a new cluster).
+    fn placement(&self, old: Slot, pick: usize, own: Option<f64>) -> Placement {
+        Placement {
+            old,
+            target: (pick + 1 < self.ln_w.len()).then_some(pick),
+            in_place: own.is_some(),
         }
     }
 
@@ -149,32 +212,11 @@ impl PointUpdate {
         i: usize,
         chooser: &mut dyn Chooser,
     ) -> Result<Placement> {
-        let old = state.partition.slot_of(i);
-        let own = state
-            .partition
-            .cluster(old)
-            .filter(|c| c.size() >= 2)
-            .and_then(|c| {
-                kernel
-                    .ln_predictive_member(i, c.stat())
-                    .map(|lp| state.prior.ln_kappa_join(c.size() - 1) + lp)
-            });
-        if own.is_none() {
-            state.partition.remove(kernel, i);
-            self.refresh(state, old);
-        }
-        if let Some(cache) = self.cache.get::<K::Stat>() {
-            debug_assert_eq!(cache.slots(), state.partition.slot_capacity());
-            cache.weigh(i, &mut self.ln_w);
-            if let Some(w) = own {
-                self.ln_w[old] = w;
-            }
+        let (old, own) = self.take_out(kernel, state, i);
+        if self.weigh_cached::<K::Stat>(i, old, own) {
+            debug_assert_eq!(self.ln_w.len(), state.partition.slot_capacity() + 1);
             let (pick, _) = chooser.choose_log_wide(&self.ln_w)?;
-            return Ok(Placement {
-                old,
-                target: (pick < cache.slots()).then_some(pick),
-                in_place: own.is_some(),
-            });
+            return Ok(self.placement(old, pick, own));
         }
         self.slots.clear();
         self.ln_w.clear();
