@@ -11,8 +11,8 @@ use crate::convert::{model_spec, overlay, Input};
 use crate::error::{rename, IntoPy};
 use nrmm::model::Model;
 use nrmm::run::{
-    chain_dir, AutoBudget, Budget, ChainMonitor, Monitor, MoveSettings, Runner, SamplerSpec, Start, Summary,
-    SweepRecord, TraceColumns,
+    chain_dir, AutoBudget, Budget, ChainMonitor, Monitor, MoveSettings, Runner, SamplerSpec, Start,
+    Summary, SweepRecord, TraceColumns,
 };
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
