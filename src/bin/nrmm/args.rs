@@ -411,7 +411,8 @@ pub struct RunArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub checkpoint_every: Option<u64>,
     /// Continue the run in DIR from its checkpoints, with its settings (only --sweeps,
-    /// --seconds and --burn-in may be given, to change the budget or the burn-in).
+    /// --max-sweeps, --seconds and --burn-in may be given, to change the budget or the
+    /// burn-in).
     #[arg(long, value_name = "DIR", conflicts_with_all = resume_conflicts())]
     pub resume: Option<PathBuf>,
     /// Output directory (required unless --resume is given). A directory that already holds
