@@ -30,9 +30,9 @@ use super::draws::{BestDraw, DrawWriter};
 use super::executor::{Executor, Handler, Stop, StopFlag, StopReason};
 use super::record::{chain_dir, DataSource, RunDir, RunRecord, CHECKPOINT_FORMAT};
 use super::resume::{load_checkpoint, ChainFile, EndState};
-use super::spec::{Budget, SamplerSpec};
+use super::spec::{AutoBudget, Budget, SamplerSpec};
 use super::start::Resolved;
-use super::summary::{chains_agree, Summary};
+use super::summary::{chains_agree, Summary, ESS_WANTED, RHAT_LIMIT};
 use super::trace::TraceWriter;
 use super::{previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord};
 use crate::data::load;
@@ -481,7 +481,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
 }
 
 /// Runs the chains of every run to its budget, all in parallel: a sweep or time budget in one
-/// round; an [`super::AutoBudget`] in rounds, each ended by every chain of the run reaching the
+/// round; an [`AutoBudget`] in rounds, each ended by every chain of the run reaching the
 /// round's length, after which the run's traces decide whether another round follows
 /// ([`chains_agree`]). A chain that fails stops the others at their next sweep; the first
 /// error in job order is returned once every chain has stopped.
@@ -525,32 +525,12 @@ fn run_rounds<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
             e?;
         }
         for (i, r) in runners.iter().enumerate() {
-            let Some(Budget::Sweeps(end)) = rounds[i] else {
-                rounds[i] = None;
-                continue;
+            rounds[i] = match (rounds[i], r.record.spec.budget) {
+                (Some(Budget::Sweeps(end)), Budget::Auto(auto)) => {
+                    next_round(r, running.iter_mut().filter(|c| c.run == i), end, auto)?
+                }
+                _ => None,
             };
-            let Budget::Auto(auto) = r.record.spec.budget else {
-                rounds[i] = None;
-                continue;
-            };
-            let chains = running.iter_mut().filter(|c| c.run == i);
-            let mut all_there = true;
-            for c in chains {
-                c.files.trace.flush()?;
-                all_there &= c.stopped.is_none();
-            }
-            let run = RunDir {
-                dir: r.dir.clone(),
-                record: r.record.clone(),
-            };
-            rounds[i] = (all_there && end < auto.max && !chains_agree(&run)?)
-                .then(|| Budget::Sweeps(auto.round_end(end + 1)));
-            if let Some(Budget::Sweeps(next)) = rounds[i] {
-                r.monitor.note(&format!(
-                    "note: the chains have not agreed after {end} sweeps (R-hat above 1.01 or \
-                     fewer than 400 effective draws); running them to {next}"
-                ));
-            }
         }
     }
     Ok(())
@@ -632,6 +612,35 @@ impl<K: ConjugateKernel, P: NrmPrior> Handler<K, P> for Watching<'_> {
         self.0.sweep(sweep);
         Ok(())
     }
+}
+
+/// After a round of an automatic budget that ended at `end` sweeps, the budget of the next
+/// round of `runner`'s `chains`, or `None` when the run is done: a chain stopped early, the
+/// most sweeps are reached, or the chains agree ([`chains_agree`], on the traces flushed here).
+fn next_round<'c, 'r: 'c, 'k: 'c, K: ConjugateKernel + 'static>(
+    runner: &Runner<'_>,
+    chains: impl Iterator<Item = &'c mut Running<'r, 'k, K>>,
+    end: u64,
+    auto: AutoBudget,
+) -> Result<Option<Budget>> {
+    let mut all_there = true;
+    for c in chains {
+        c.files.trace.flush()?;
+        all_there &= c.stopped.is_none();
+    }
+    let run = RunDir {
+        dir: runner.dir.clone(),
+        record: runner.record.clone(),
+    };
+    if !all_there || end >= auto.max || chains_agree(&run)? {
+        return Ok(None);
+    }
+    let next = auto.round_end(end + 1);
+    runner.monitor.note(&format!(
+        "note: the chains have not agreed after {end} sweeps (R-hat above {RHAT_LIMIT} or \
+         fewer than {ESS_WANTED} effective draws); running them to {next}"
+    ));
+    Ok(Some(Budget::Sweeps(next)))
 }
 
 /// A chain of a launch between its rounds: the chain, its files and its watcher.

@@ -28,7 +28,7 @@ const TRACE_ROWS: usize = 1 << 14;
 const CROWDED_SHARE: usize = 4;
 
 /// R-hat above which the chains are reported as not mixed (Vehtari et al. 2021).
-const RHAT_LIMIT: f64 = 1.01;
+pub(crate) const RHAT_LIMIT: f64 = 1.01;
 
 /// `value`, known to exceed `limit`, with the fewest decimals (at least 3) that show it above
 /// the limit: 1.0104 rather than a rounded 1.010 that reads as "1.010 > 1.01".
@@ -41,7 +41,7 @@ fn above(value: f64, limit: f64) -> String {
 
 /// Bulk effective sample size of a series over all chains worth trusting (Vehtari et al.
 /// 2021 ask for 400 before reading R-hat).
-const ESS_WANTED: f64 = 400.0;
+pub(crate) const ESS_WANTED: f64 = 400.0;
 
 /// The sweeps per chain to suggest when the chains have not mixed: the longest chain's
 /// sweeps times the factor by which the bulk ESS `ess` falls short of [`ESS_WANTED`], at
