@@ -184,3 +184,21 @@ fn the_command_line_runs_until_the_chains_agree_by_default() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--max-sweeps bounds --sweeps auto"));
 }
+
+/// A resume whose rounds would end before the sweep a chain was checkpointed at is refused,
+/// naming the setting to raise, rather than stopping the chain where it stands.
+#[test]
+fn a_resume_below_the_checkpoint_is_refused() {
+    let model = model();
+    let dir = scratch("below");
+    Runner::new(&model, spec(Budget::Sweeps(50)), &dir)
+        .run()
+        .unwrap();
+    let refused = Runner::resume(&model, &dir)
+        .unwrap()
+        .budget(Budget::Auto(AutoBudget { first: 10, max: 20 }))
+        .run()
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("`max_sweeps`"), "{refused}");
+}

@@ -205,11 +205,16 @@ fn check_checkpoint(
         )));
     }
     let sweep = file.state.sweep;
-    if let Budget::Sweeps(n) = record.spec.budget {
+    if let Some(n) = record.spec.budget.max_sweeps() {
         if n < sweep {
+            // The setting that bounds the chains: the count, or the rounds' most.
+            let bound = match record.spec.budget {
+                Budget::Auto(_) => "max_sweeps",
+                _ => "sweeps",
+            };
             return Err(Error::Usage(format!(
                 "chain {chain} was checkpointed at sweep {sweep}, past the budget of {n} \
-                 sweeps: give `sweeps` {sweep} or more"
+                 sweeps: give `{bound}` {sweep} or more"
             )));
         }
     }

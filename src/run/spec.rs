@@ -342,9 +342,17 @@ impl Budget {
     /// budget (for [`Budget::Auto`], its most sweeps: the runner ends earlier rounds).
     pub fn reached(self, sweep: u64, seconds: f64) -> bool {
         match self {
-            Budget::Sweeps(n) => sweep >= n,
             Budget::Seconds(s) => seconds >= s,
-            Budget::Auto(a) => sweep >= a.max,
+            _ => self.max_sweeps().is_some_and(|n| sweep >= n),
+        }
+    }
+
+    /// The most sweeps a chain runs, if the budget counts sweeps.
+    pub fn max_sweeps(self) -> Option<u64> {
+        match self {
+            Budget::Sweeps(n) => Some(n),
+            Budget::Seconds(_) => None,
+            Budget::Auto(a) => Some(a.max),
         }
     }
 
