@@ -3,7 +3,7 @@
 
 use nrmm::data::{generate::toy_like, Dataset};
 use nrmm::model::{Model, ModelSpec};
-use nrmm::run::{Budget, Runner, SamplerKind, SamplerSpec};
+use nrmm::run::{pilot, Budget, Runner, SamplerKind, SamplerSpec};
 
 fn main() -> nrmm::Result<()> {
     let model = Model::build(&ModelSpec::default(), Dataset::Dense(toy_like(1).0))?;
@@ -12,6 +12,8 @@ fn main() -> nrmm::Result<()> {
         checkpoint_every: Some(50),
         ..SamplerSpec::new(SamplerKind::Sams)
     };
+    // The default cluster scale: a short pilot run's pooled within-cluster covariance.
+    let model = pilot::settled(model, spec.seed)?;
     let dir = std::env::temp_dir().join("nrmm-quickstart");
     let summary = Runner::new(&model, spec, &dir)
         .replace(true)

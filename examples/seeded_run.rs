@@ -10,7 +10,7 @@
 
 use nrmm::data::{load::load_dense, Dataset};
 use nrmm::model::{Model, ModelSpec};
-use nrmm::run::{Budget, MoveSettings, Runner, SamplerSpec};
+use nrmm::run::{pilot, Budget, MoveSettings, Runner, SamplerSpec};
 use nrmm::{Error, Result};
 
 fn main() -> Result<()> {
@@ -25,8 +25,11 @@ fn main() -> Result<()> {
             .map_err(|_| Error::param(name, text, "a non-negative integer"))
     };
     let model = Model::build(&ModelSpec::default(), Dataset::Dense(load_dense(data)?))?;
+    let seed = number("seed", seed)?;
+    // The default cluster scale comes from a pilot run, as in the front ends.
+    let model = pilot::settled(model, seed)?;
     let mut spec = SamplerSpec {
-        seed: number("seed", seed)?,
+        seed,
         chains: number("chains", chains)? as usize,
         budget: Budget::Sweeps(number("sweeps", sweeps)?),
         ..SamplerSpec::new(sampler.parse()?)

@@ -48,10 +48,15 @@ impl Choice for KernelKind {
 }
 
 impl Choice for NwDefaults {
-    const ALL: &'static [Self] = &[NwDefaults::Scaled, NwDefaults::Reference];
+    const ALL: &'static [Self] = &[
+        NwDefaults::Pooled,
+        NwDefaults::Scaled,
+        NwDefaults::Reference,
+    ];
 
     fn name(self) -> &'static str {
         match self {
+            NwDefaults::Pooled => "pooled",
             NwDefaults::Scaled => "scaled",
             NwDefaults::Reference => "reference",
         }
@@ -59,6 +64,11 @@ impl Choice for NwDefaults {
 
     fn about(self) -> &'static str {
         match self {
+            NwDefaults::Pooled => {
+                "As scaled, then for a run Ψ from a 200-sweep pilot run: a cluster's expected \
+                 covariance is the pooled within-cluster covariance of the pilot's best \
+                 partition (unit-equivariant too)"
+            }
             NwDefaults::Scaled => {
                 "Unit-equivariant: ξ the data mean, Ψ proportional to the data covariance (its \
                  diagonal when singular), r = 0.01, ν = d + 3 + d/2"

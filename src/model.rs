@@ -45,10 +45,17 @@ pub enum PriorKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NwDefaults {
+    /// As [`NwDefaults::Scaled`], then, for a run, the scale set by empirical Bayes from a
+    /// short pilot run ([`crate::run::pilot`]): a cluster's expected covariance is the pooled
+    /// within-cluster covariance of the pilot's best partition instead of a share of the
+    /// whole data's covariance (which holds the spread between clusters too). Unit-equivariant
+    /// as `Scaled` is. Where no run is made (exact enumeration, a tree or SVA fit), it is
+    /// `Scaled`.
+    #[default]
+    Pooled,
     /// Unit-equivariant ([`NwHyper::scaled_from_data`] with [`scaled_share`], [`SCALED_R`],
     /// [`scaled_nu_minus_d`]): rescaling, shifting or any invertible affine map of the data
     /// leaves the posterior over partitions unchanged.
-    #[default]
     Scaled,
     /// The reference code's choice ([`NwHyper::from_data`]: `det Ψ = 0.1`, `r = 0.1`,
     /// `ν = d + 6`), kept for the paper reproductions and golden values. It depends on the
@@ -142,6 +149,21 @@ pub struct ModelSpec {
     /// run files have always recorded it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kernel_hyperpriors: bool,
+    /// The pilot run that set `nw_psi` ([`NwDefaults::Pooled`]), if one did: a run records
+    /// its model with the scale the pilot chose, so that resuming and predicting use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilot: Option<PilotScale>,
+}
+
+/// What a pilot run that chose the cluster scale found ([`NwDefaults::Pooled`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PilotScale {
+    /// Sweeps of each pilot chain.
+    pub sweeps: u64,
+    /// Pilot chains.
+    pub chains: usize,
+    /// Clusters of the partition whose pooled within-cluster covariance set the scale.
+    pub clusters: usize,
 }
 
 impl Default for ModelSpec {
@@ -153,13 +175,14 @@ impl Default for ModelSpec {
             nw_psi: None,
             nw_r: None,
             nw_nu: None,
-            nw_defaults: NwDefaults::Scaled,
+            nw_defaults: NwDefaults::Pooled,
             prior: PriorKind::Dp,
             alpha: None,
             sigma: None,
             u: None,
             hyperpriors: false,
             kernel_hyperpriors: false,
+            pilot: None,
         }
     }
 }
@@ -230,7 +253,7 @@ impl ModelSpec {
     pub fn nw_hyper(&self, x: &DenseData) -> Result<NwHyper> {
         let d = x.d() as f64;
         let (r, nu) = match self.nw_defaults {
-            NwDefaults::Scaled => (SCALED_R, d + scaled_nu_minus_d(x.d())),
+            NwDefaults::Pooled | NwDefaults::Scaled => (SCALED_R, d + scaled_nu_minus_d(x.d())),
             NwDefaults::Reference => (NwHyper::REFERENCE_R, d + NwHyper::REFERENCE_NU_MINUS_D),
         };
         let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));
@@ -239,7 +262,7 @@ impl ModelSpec {
             (xi, psi) => {
                 let from_data = match self.nw_defaults {
                     // ν ≤ d + 1 has no expected covariance; its scale then follows ν = d + 2.
-                    NwDefaults::Scaled => {
+                    NwDefaults::Pooled | NwDefaults::Scaled => {
                         NwHyper::scaled_from_data(x, scaled_share(x.d()), r, (nu - d).max(2.0))?
                     }
                     NwDefaults::Reference => NwHyper::from_data(x)?,
@@ -291,7 +314,7 @@ impl ModelSpec {
     pub fn diag_hyper(&self, x: &DenseData) -> Result<DiagHyper> {
         let d = x.d();
         let (r, nu) = match self.nw_defaults {
-            NwDefaults::Scaled => (SCALED_R, 1.0 + scaled_nu_minus_d(1)),
+            NwDefaults::Pooled | NwDefaults::Scaled => (SCALED_R, 1.0 + scaled_nu_minus_d(1)),
             NwDefaults::Reference => (NwHyper::REFERENCE_R, 1.0 + NwHyper::REFERENCE_NU_MINUS_D),
         };
         let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));
@@ -299,7 +322,7 @@ impl ModelSpec {
             (Some(xi), Some(psi)) => (xi.clone(), psi.clone()),
             (xi, psi) => {
                 let from_data = match self.nw_defaults {
-                    NwDefaults::Scaled => {
+                    NwDefaults::Pooled | NwDefaults::Scaled => {
                         DiagHyper::from_data(x, scaled_share(d), r, (nu - 1.0).max(2.0))?
                     }
                     NwDefaults::Reference => DiagHyper::reference_from_data(x)?,
@@ -514,6 +537,44 @@ impl Model {
             prior,
             fingerprint,
             kernel_note: choice.reason,
+        })
+    }
+
+    /// This model with the kernel's scale `nw_psi` set to `psi` (d·d values for the
+    /// Normal-Wishart kernel, d for the diagonal one), as a pilot run found it
+    /// ([`crate::run::pilot`]); both specs record it, with the kernel kind made explicit, so
+    /// that a run records the model it ran and rebuilds it on resume. Cost: the kernel's
+    /// construction over the same (shared) data.
+    pub fn with_pilot_scale(&self, psi: Vec<f64>, pilot: PilotScale) -> Result<Model> {
+        let settle = |spec: &ModelSpec| ModelSpec {
+            kernel: self.spec.kernel,
+            nw_psi: Some(psi.clone()),
+            pilot: Some(pilot),
+            ..spec.clone()
+        };
+        let (requested, spec) = (settle(&self.requested), settle(&self.spec));
+        let kernel = match &self.kernel {
+            AnyKernel::Nw(k) => AnyKernel::Nw(NormalWishart::new(
+                Arc::clone(k.data()),
+                spec.nw_hyper(k.data())?,
+            )?),
+            AnyKernel::Diag(k) => AnyKernel::Diag(Diagonal::new(
+                Arc::clone(k.data()),
+                spec.diag_hyper(k.data())?,
+            )?),
+            AnyKernel::Md(_) => {
+                return Err(Error::Usage(
+                    "a pilot sets the scale of a kernel on real vectors, not of counts".into(),
+                ))
+            }
+        };
+        Ok(Model {
+            requested,
+            spec,
+            kernel,
+            prior: self.prior.clone(),
+            fingerprint: self.fingerprint.clone(),
+            kernel_note: self.kernel_note.clone(),
         })
     }
 

@@ -2280,7 +2280,7 @@ fn run_announces_itself_and_its_warnings_say_what_to_try() {
     assert_eq!(header.len(), 1, "{stderr}");
     for needle in [
         "DP(α = 1) mixture",
-        "Normal-Wishart kernel (scaled defaults)",
+        "Normal-Wishart kernel (scale from a pilot's 3 clusters, 2 chains of 200 sweeps)",
         "40 × 2 points",
         "sampler sams (1 proposal + 1 Gibbs sweep per sweep)",
         "2 chains of 8 sweeps",

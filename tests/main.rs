@@ -50,6 +50,7 @@ mod prior_validation;
 mod run_auto;
 mod run_checkpoint;
 mod run_determinism;
+mod run_pilot;
 mod safety_cli;
 mod sampler_exact_kernels;
 mod sampler_fast_paths;

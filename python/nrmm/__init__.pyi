@@ -43,7 +43,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     nw_psi: ArrayLike | None
     nw_r: float | None
     nw_nu: float | None
-    nw_defaults: Literal["scaled", "reference"]
+    nw_defaults: Literal["pooled", "scaled", "reference"]
     sampler_options: Mapping[str, int | None] | None
     thin: int
     draws_per_chain: int
@@ -88,7 +88,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         nw_psi: ArrayLike | None = None,
         nw_r: float | None = None,
         nw_nu: float | None = None,
-        nw_defaults: Literal["scaled", "reference"] = "scaled",
+        nw_defaults: Literal["pooled", "scaled", "reference"] = "pooled",
         sampler_options: Mapping[str, int | None] | None = None,
         thin: int = 1,
         draws_per_chain: int = 256,
@@ -136,7 +136,7 @@ def exact_posterior(
     nw_psi: ArrayLike | None = ...,
     nw_r: float | None = ...,
     nw_nu: float | None = ...,
-    nw_defaults: Literal["scaled", "reference"] = ...,
+    nw_defaults: Literal["pooled", "scaled", "reference"] = ...,
 ) -> ExactPosterior: ...
 
 __all__: Sequence[str]

@@ -33,7 +33,7 @@ SAMPLERS = (
     "quasi-direct",
     "quasi-collapsed",
 )
-NW_DEFAULTS = ("scaled", "reference")
+NW_DEFAULTS = ("pooled", "scaled", "reference")
 MOVE_OPTIONS = (
     "proposals",
     "launch_scans",
@@ -152,8 +152,12 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         Dirichlet concentration of the count kernel (None: 0.1).
     nw_xi, nw_psi, nw_r, nw_nu : default=None
         Normal-Wishart hyperparameters; None derives them from the data (``nw_defaults``).
-    nw_defaults : {"scaled", "reference"}, default="scaled"
-        "scaled": unit-equivariant defaults; "reference": the tgMCMC paper code's.
+    nw_defaults : {"pooled", "scaled", "reference"}, default="pooled"
+        "pooled": as "scaled", then the cluster scale set by a short pilot run (2 chains of
+        200 sweeps) so that a cluster's expected covariance is the pooled within-cluster
+        covariance of the pilot's best partition; "scaled": unit-equivariant defaults (a
+        cluster's expected covariance a share of the data's); "reference": the tgMCMC paper
+        code's (depends on the data's units).
     sampler_options : dict, default=None
         Move settings: ``proposals``, ``launch_scans``, ``gibbs_sweeps``, ``gibbs_subset``,
         ``global_moves``, ``depth``. Without ``proposals``, one split-merge proposal per 100
@@ -224,7 +228,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         nw_psi=None,
         nw_r=None,
         nw_nu=None,
-        nw_defaults="scaled",
+        nw_defaults="pooled",
         sampler_options=None,
         thin=1,
         draws_per_chain=256,
@@ -393,7 +397,9 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def _store(self, data, model_json, out):
         self._data = data
-        self._model_spec = model_json
+        # The model as the run recorded it: with the cluster scale its pilot chose, which
+        # prediction must use.
+        self._model_spec = out["model"]
         self.kernel_ = out["kernel"]
         self.labels_ = np.asarray(out["labels"], dtype=np.int64)
         self.n_clusters_ = int(self.labels_.max()) + 1 if self.labels_.size else 0

@@ -10,9 +10,10 @@
 use crate::convert::{model_spec, overlay, Input};
 use crate::error::{rename, IntoPy};
 use nrmm::model::Model;
+use nrmm::run::pilot;
 use nrmm::run::{
-    chain_dir, AutoBudget, Budget, ChainMonitor, Monitor, MoveSettings, Runner, SamplerSpec, Start,
-    Summary, SweepRecord, TraceColumns,
+    chain_dir, AutoBudget, Budget, ChainMonitor, Monitor, MoveSettings, RunRecord, Runner,
+    SamplerSpec, Start, Summary, SweepRecord, TraceColumns,
 };
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
@@ -176,6 +177,14 @@ pub fn fit<'py>(
         .map_err(rename)
         .py_err()?;
     let (n, d) = (model.n_points(), model.fingerprint.dim);
+    let new_run = sampler_json
+        .map(|json| sampler_spec(json, n, d))
+        .transpose()?;
+    let seed = new_run.as_ref().map(|s| s.seed);
+    let model = py
+        .detach(|| with_pilot(model, seed, &run_dir))
+        .map_err(rename)
+        .py_err()?;
     let budget: Option<Budget> = budget_json
         .map(|json| {
             let value = serde_json::from_str(json)
@@ -183,8 +192,8 @@ pub fn fit<'py>(
             budget_for(&value, n, d)
         })
         .transpose()?;
-    let mut runner = match sampler_json {
-        Some(json) => Runner::new(&model, sampler_spec(json, n, d)?, &run_dir).replace(true),
+    let mut runner = match new_run {
+        Some(spec) => Runner::new(&model, spec, &run_dir).replace(true),
         None => Runner::resume(&model, &run_dir).map_err(rename).py_err()?,
     };
     if let Some(b) = budget {
@@ -249,6 +258,20 @@ pub fn fit<'py>(
     results(py, &model, &summary, &outcome.run.dir, &spec, &watch)
 }
 
+/// The model a run uses: for a new run (of seed `seed`), the pilot's cluster scale
+/// when the model asks for one ([`pilot::settle`], uninterruptible: it is short); for a
+/// resumed run, the scale its pilot chose as the run recorded it.
+fn with_pilot(model: Model, seed: Option<u64>, run_dir: &std::path::Path) -> nrmm::Result<Model> {
+    let Some(seed) = seed else {
+        let recorded = RunRecord::load(run_dir)?.model;
+        return match (recorded.nw_psi, recorded.pilot) {
+            (Some(psi), Some(scale)) if pilot::is_due(&model) => model.with_pilot_scale(psi, scale),
+            _ => Ok(model),
+        };
+    };
+    pilot::settled(model, seed)
+}
+
 /// The dict [`fit`] returns.
 fn results<'py>(
     py: Python<'py>,
@@ -268,6 +291,9 @@ fn results<'py>(
     let out = PyDict::new(py);
     let kernel = model.spec.kernel.expect("resolved by Model::build");
     out.set_item("kernel", nrmm::Choice::name(kernel))?;
+    let recorded = serde_json::to_string(&model.requested)
+        .map_err(|e| PyValueError::new_err(format!("model: {e}")))?;
+    out.set_item("model", recorded)?;
     out.set_item("labels", to_i64(&estimate.labels).into_pyarray(py))?;
     out.set_item("hyper", estimate.hyper.clone())?;
     let map = summary.map.as_ref().unwrap_or(estimate);

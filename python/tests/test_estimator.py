@@ -12,7 +12,7 @@ import nrmm
 
 
 def small(**kw):
-    settings = dict(sweeps=60, n_chains=2, random_state=3)
+    settings = dict(sweeps=100, n_chains=2, random_state=3)
     settings.update(kw)
     return nrmm.MixtureModel(**settings)
 
@@ -34,8 +34,8 @@ def test_fit_finds_the_groups_and_sets_the_attributes(blobs):
         assert {"ess_bulk", "ess_tail", "rhat"} <= set(d)
     assert len(m.traces_) == 2
     trace = m.traces_[0]
-    assert len(np.asarray(trace["sweep"])) == 60
-    assert m.n_iter_ == 60
+    assert len(np.asarray(trace["sweep"])) == 100
+    assert m.n_iter_ == 100
 
 
 def test_fit_predict_is_labels_and_predict_reproduces_the_training_clusters(blobs):

@@ -104,7 +104,7 @@ pub fn check<'a>(
             "it runs the Normal-Wishart kernel (`kernel` nw) on real vectors",
         );
     }
-    if model.nw_defaults != NwDefaults::Scaled {
+    if model.nw_defaults == NwDefaults::Reference {
         return refuse(
             "`nw_defaults` reference",
             "it uses the scaled defaults, computed over all ranks' points",

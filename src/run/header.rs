@@ -21,9 +21,17 @@ pub fn header(model: &Model, spec: &SamplerSpec) -> String {
     } else {
         ""
     };
-    let defaults = match m.nw_defaults {
-        NwDefaults::Scaled => "scaled defaults",
-        NwDefaults::Reference => "reference defaults",
+    let pilot;
+    let defaults = match (m.pilot, m.nw_defaults) {
+        (Some(p), _) => {
+            pilot = format!(
+                "scale from a pilot's {} clusters, {} chains of {} sweeps",
+                p.clusters, p.chains, p.sweeps
+            );
+            pilot.as_str()
+        }
+        (None, NwDefaults::Pooled | NwDefaults::Scaled) => "scaled defaults",
+        (None, NwDefaults::Reference) => "reference defaults",
     };
     let kernel = match m.kernel {
         Some(KernelKind::Md) => "Multinomial-Dirichlet kernel".to_string(),

@@ -19,6 +19,8 @@
 //!     checkpoint_every: Some(50),
 //!     ..SamplerSpec::new(SamplerKind::Sams)
 //! };
+//! // The default cluster scale comes from a short pilot run (`nrmm::run::pilot`).
+//! let model = nrmm::run::pilot::settled(model, spec.seed)?;
 //! let done = Runner::new(&model, spec, "runs/toy").replace(true).run()?;
 //! println!("{:?}", done.summary()?.point_estimate.map(|e| e.n_clusters));
 //! Runner::resume(&model, "runs/toy")?.budget(Budget::Sweeps(2000)).run()?;

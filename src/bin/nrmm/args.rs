@@ -156,11 +156,14 @@ pub struct ModelArgs {
     /// --nw-defaults reference).
     #[arg(long, allow_negative_numbers = true)]
     pub nw_nu: Option<f64>,
-    /// How the Normal-Wishart ξ, Ψ, r and ν not given are derived from the data: `scaled`
-    /// (Ψ proportional to the data covariance, so that a cluster's expected covariance is
-    /// 10^(-2/d) of the data's, a tenth of its volume; the answer does not depend on the data's
-    /// units) or `reference` (the tgMCMC paper's code: det Ψ = 0.1, r = 0.1, ν = d + 6).
-    #[arg(long, value_parser = one_of::<NwDefaults>(), default_value = "scaled")]
+    /// How the Normal-Wishart ξ, Ψ, r and ν not given are derived from the data: `pooled`
+    /// (as `scaled`, then for `nrmm run` Ψ set so that a cluster's expected covariance is the
+    /// pooled within-cluster covariance of the best partition of a pilot run of 2 chains of
+    /// 200 sweeps), `scaled` (Ψ proportional to the data covariance, so that a cluster's
+    /// expected covariance is 10^(-2/d) of the data's, a tenth of its volume) or `reference`
+    /// (the tgMCMC paper's code: det Ψ = 0.1, r = 0.1, ν = d + 6). The answer depends on the
+    /// data's units with `reference` only.
+    #[arg(long, value_parser = one_of::<NwDefaults>(), default_value = "pooled")]
     pub nw_defaults: NwDefaults,
     /// NRM prior.
     #[arg(long, value_parser = one_of::<PriorKind>(), default_value = "dp")]
@@ -205,6 +208,7 @@ impl ModelArgs {
             u: self.u,
             hyperpriors: self.hyperpriors,
             kernel_hyperpriors: self.kernel_hyperpriors,
+            pilot: None,
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::common::{
 };
 use crate::output::{self, create_dir};
 use crate::progress::Progress;
+use nrmm::run::pilot::{self, Settled};
 use nrmm::run::record::Builtin;
 use nrmm::run::runner::check_target;
 use nrmm::run::spec::DRAWS_PER_CHAIN;
@@ -119,6 +120,19 @@ pub fn run(a: RunArgs) -> Result<Status> {
         }
     };
     let (model, columns) = build_model(&source, &model_spec, Builtin::Toy)?;
+    crate::interrupt::install();
+    let model = match &spec {
+        Some(s) => match pilot::settle(&model, s.seed, Some(&crate::interrupt::REQUESTED))? {
+            Settled::Scaled(settled) => *settled,
+            // The header says the scaled defaults stay; the reason is the library's to give.
+            Settled::NotDue | Settled::Kept(_) => model,
+            Settled::Interrupted => {
+                output::report_line("interrupted during the pilot run: nothing was written");
+                return Ok(Status::Interrupted);
+            }
+        },
+        None => model,
+    };
     let runner = match spec {
         None => {
             let mut runner = Runner::resume(&model, &dir).map_err(flags)?;
@@ -142,7 +156,6 @@ pub fn run(a: RunArgs) -> Result<Status> {
     let header = nrmm::run::header::header(&model, &runner.record().spec);
     output::report_line(&nrmm::error::rename_in_text(&header, &crate::common::flag));
     let progress = Progress::new(runner.record().spec.budget);
-    crate::interrupt::install();
     let outcome = runner
         .interrupt(&crate::interrupt::REQUESTED)
         .monitor(&progress)

@@ -1,0 +1,190 @@
+//! The pilot that sets the default cluster scale ([`nrmm::run::pilot`]): it finds the
+//! within-cluster covariance of clustered data, keeps the scaled default on data with no
+//! structure, gives the same partition on the data in other units (per-column scales,
+//! shifts, a rotation), depends on the seed only (not on the thread count), and a run records
+//! the chosen scale so that resuming uses it.
+
+use nrmm::data::{Dataset, DenseData};
+use nrmm::model::{AnyKernel, Model, ModelSpec, NwDefaults};
+use nrmm::rng::SeedPlan;
+use nrmm::run::pilot::{pooled_within, settle, Settled};
+use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec};
+use rand_distr::{Distribution, StandardNormal};
+use std::path::{Path, PathBuf};
+
+/// 150 points in 3-D, three clusters whose means lie along one axis, each with covariance
+/// diag(1, 4, 0.25) (the spread between the clusters is mostly along the first axis, so the
+/// data's covariance has a very different shape from a cluster's).
+fn clustered() -> (DenseData, Vec<usize>) {
+    let labels: Vec<usize> = (0..150).map(|i| i / 50).collect();
+    let mut rng = SeedPlan::new(11).chain(0);
+    let sd = [1.0, 2.0, 0.5];
+    let mut values = Vec::with_capacity(450);
+    for &c in &labels {
+        for (j, s) in sd.iter().enumerate() {
+            let z: f64 = StandardNormal.sample(&mut rng);
+            let centre = if j == 0 { 8.0 * c as f64 } else { 0.0 };
+            values.push(centre + s * z);
+        }
+    }
+    (DenseData::new(150, 3, values).unwrap(), labels)
+}
+
+fn model(x: DenseData) -> Model {
+    Model::build(&ModelSpec::default(), Dataset::Dense(x)).unwrap()
+}
+
+fn settled(x: DenseData, seed: u64) -> Model {
+    match settle(&model(x), seed, None).unwrap() {
+        Settled::Scaled(m) => *m,
+        other => panic!("expected the pilot to set the scale, got {other:?}"),
+    }
+}
+
+/// The Normal-Wishart scale of a model.
+fn psi(m: &Model) -> Vec<f64> {
+    let AnyKernel::Nw(k) = &m.kernel else {
+        panic!("Normal-Wishart expected")
+    };
+    k.hyper().psi().to_vec()
+}
+
+#[test]
+fn the_pilot_finds_the_within_cluster_covariance() {
+    let (x, truth) = clustered();
+    let within = pooled_within(&x, &truth, 3).unwrap();
+    let m = settled(x, 1);
+    let pilot = m.spec.pilot.expect("recorded");
+    assert_eq!(pilot.clusters, 3);
+    assert_eq!(m.requested.nw_psi.as_deref(), Some(psi(&m).as_slice()));
+    let AnyKernel::Nw(k) = &m.kernel else {
+        unreachable!()
+    };
+    let factor = k.hyper().nu() - 3.0 - 1.0;
+    // The pilot's partition is the truth but for a few points at the clusters' edges: its
+    // pooled variances are the true partition's within 10 %; the data's variance along the
+    // first axis is 22 times the within-cluster one.
+    for a in 0..3 {
+        let expected = within[a * 3 + a];
+        let got = psi(&m)[a * 3 + a] / factor;
+        assert!(
+            (got / expected - 1.0).abs() < 0.1,
+            "dimension {a}: pilot {got}, truth {expected}"
+        );
+    }
+}
+
+#[test]
+fn noise_keeps_the_scaled_default() {
+    let mut rng = SeedPlan::new(3).chain(0);
+    let values: Vec<f64> = (0..200 * 4)
+        .map(|_| StandardNormal.sample(&mut rng))
+        .collect();
+    let m = model(DenseData::new(200, 4, values).unwrap());
+    match settle(&m, 1, None).unwrap() {
+        Settled::Kept(why) => assert!(why.contains("one cluster"), "{why}"),
+        other => panic!("expected the default kept, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_scaled_and_reference_defaults_and_a_given_scale_run_no_pilot() {
+    let (x, _) = clustered();
+    for spec in [
+        ModelSpec {
+            nw_defaults: NwDefaults::Scaled,
+            ..ModelSpec::default()
+        },
+        ModelSpec {
+            nw_defaults: NwDefaults::Reference,
+            ..ModelSpec::default()
+        },
+        ModelSpec {
+            nw_psi: Some(vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]),
+            ..ModelSpec::default()
+        },
+    ] {
+        let m = Model::build(&spec, Dataset::Dense(x.clone())).unwrap();
+        assert!(matches!(settle(&m, 1, None).unwrap(), Settled::NotDue));
+    }
+}
+
+/// `x` under per-column scales and shifts and a rotation in the first two columns.
+fn affine(x: &DenseData) -> DenseData {
+    let (c, s) = (0.6f64, 0.8f64);
+    let mut values = Vec::with_capacity(x.n() * x.d());
+    for i in 0..x.n() {
+        let r = x.row(i);
+        let (u, v) = (c * r[0] - s * r[1], s * r[0] + c * r[1]);
+        values.extend([1000.0 * u + 5.0, 0.001 * v - 7.0, -3.0 * r[2] + 1e4]);
+    }
+    DenseData::new(x.n(), x.d(), values).unwrap()
+}
+
+/// Labels of a short run of `m` (seed 4, 2 chains, 60 sweeps) in a fresh directory.
+fn run_labels(m: &Model, name: &str) -> (Vec<String>, PathBuf) {
+    let dir = scratch(name);
+    let spec = SamplerSpec {
+        budget: Budget::Sweeps(60),
+        chains: 2,
+        seed: 4,
+        checkpoint_every: Some(30),
+        ..SamplerSpec::new(SamplerKind::Sams)
+    };
+    Runner::new(m, spec, &dir).run().unwrap();
+    let labels = (0..2)
+        .map(|c| std::fs::read_to_string(dir.join(format!("chain-{c}/labels.txt"))).unwrap())
+        .collect();
+    (labels, dir)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("run_pilot-{name}-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn the_answer_does_not_depend_on_the_units() {
+    let (x, _) = clustered();
+    let y = affine(&x);
+    let (mx, my) = (settled(x, 2), settled(y, 2));
+    assert_eq!(mx.spec.pilot, my.spec.pilot);
+    assert_eq!(run_labels(&mx, "units-x").0, run_labels(&my, "units-y").0);
+}
+
+#[test]
+fn the_pilot_depends_on_the_seed_only() {
+    let (x, _) = clustered();
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| psi(&settled(x.clone(), 5)));
+    assert_eq!(one, psi(&settled(x, 5)));
+}
+
+#[test]
+fn a_run_records_the_pilots_scale_and_resumes_with_it() {
+    let (x, _) = clustered();
+    let m = settled(x.clone(), 1);
+    let (_, dir) = run_labels(&m, "record");
+    let record = RunRecord::load(&dir).unwrap();
+    assert_eq!(record.model, m.requested);
+    // A front end rebuilds the run's model from its record: no pilot is due, the scale is
+    // the recorded one, and the run resumes under it.
+    let rebuilt = Model::build(&record.model, Dataset::Dense(x)).unwrap();
+    assert!(matches!(
+        settle(&rebuilt, 1, None).unwrap(),
+        Settled::NotDue
+    ));
+    assert_eq!(psi(&rebuilt), psi(&m));
+    Runner::resume(&rebuilt, &dir)
+        .unwrap()
+        .budget(Budget::Sweeps(90))
+        .run()
+        .unwrap();
+}
