@@ -198,6 +198,20 @@ pub fn rows(
     Ok((rows, best))
 }
 
+/// What `summary.json` of one run of a comparison records besides its diagnostics: the command
+/// that made it, its seed, sampler, `model` (as built, see [`super::summary::model_record`])
+/// and budget.
+pub fn run_record(run: &RunDir, model: &crate::model::ModelSpec) -> serde_json::Value {
+    let s = &run.record.spec;
+    serde_json::json!({
+        "command": run.record.commands.last(),
+        "seed": s.seed,
+        "sampler": s.sampler.kind,
+        "model": super::summary::model_record(model),
+        "budget": s.budget,
+    })
+}
+
 /// The runs of a comparison, each with its name (`<sampler>-seed<seed>`): for each of
 /// `samplers` and each seed from 1 to `seeds`, one chain of `seconds` sampling seconds with
 /// the `moves` from `init`. Errors on no seed, a budget that is not a finite number of

@@ -21,8 +21,10 @@ mod schedule;
 pub mod spec;
 pub mod start;
 pub mod summary;
+pub mod svg;
 pub mod trace;
 
+pub use crate::data::load::create_dir;
 pub use checkpoint::{
     load_json, load_sealed, previous_path, save_json, save_sealed, write_atomic, ChainCheckpoint,
     Sealed, SealedError,

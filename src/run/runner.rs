@@ -34,7 +34,9 @@ use super::spec::{AutoBudget, Budget, SamplerSpec};
 use super::start::Resolved;
 use super::summary::{chains_agree, Summary, ESS_WANTED, RHAT_LIMIT};
 use super::trace::TraceWriter;
-use super::{previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord};
+use super::{
+    create_dir, previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord,
+};
 use crate::data::load;
 use crate::error::{Error, Result};
 use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel};
@@ -313,12 +315,6 @@ fn remove_stale(path: &Path) -> Result<()> {
         }),
         _ => Ok(()),
     }
-}
-
-/// Creates a directory and its parents (an existing directory is fine).
-fn create_dir(path: &Path) -> Result<()> {
-    std::fs::create_dir_all(path)
-        .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
 }
 
 /// Sweep time (measured lower bound) above which a run is announced as slow before it starts.

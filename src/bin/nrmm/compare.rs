@@ -3,9 +3,8 @@
 //! and drawn in plots.
 
 use crate::args::CompareArgs;
-use crate::common::{absolute_start, command_line, data_source, model_record, summary_of};
-use crate::common::{build_model, flags, Status};
-use crate::output::{self, create_dir};
+use crate::common::{build_model, command_line, flags, summary_of, Status};
+use crate::output;
 use crate::progress::Progress;
 use nrmm::data::load;
 use nrmm::prior::NrmPrior;
@@ -31,8 +30,8 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         ),
         (None, Some(_)) => None,
     };
-    let init = absolute_start(&a.init)?;
-    let source = data_source(&a.data)?;
+    let init = a.init.absolute()?;
+    let source = a.data.source().absolute()?;
     let budget = Budget::Seconds(a.seconds);
     let progress = Progress::new(budget);
     let plan = compare::plan(&a.samplers, a.seeds, a.seconds, &a.moves.settings(n), &init)
@@ -51,7 +50,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         );
     }
     let names: Vec<&String> = plan.iter().map(|(name, _)| name).collect();
-    create_dir(&a.out)?;
+    nrmm::run::create_dir(&a.out)?;
     nrmm::run::save_json(
         &a.out.join(RUNS_FILE),
         &serde_json::json!({ "runs": names, "command": command_line() }),
@@ -71,16 +70,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     let mut reports = Vec::new();
     for r in &runs {
         let report = summary_of(std::slice::from_ref(r), None)?;
-        report.write(
-            &r.dir,
-            serde_json::json!({
-                "command": command_line(),
-                "seed": r.record.spec.seed,
-                "sampler": r.record.spec.sampler.kind,
-                "model": model_record(&model.spec),
-                "budget": budget,
-            }),
-        )?;
+        report.write(&r.dir, compare::run_record(r, &model.spec))?;
         reports.push(report);
     }
     let names = a.samplers.iter().map(|s| s.to_string()).collect();
@@ -93,7 +83,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         a.seconds,
         joint,
     )?;
-    let (plots, notes) = crate::plot::draw(&runs, &a.out)?;
+    let (plots, notes) = nrmm::run::svg::draw(&runs, &a.out)?;
     let plots: Vec<String> = plots
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))

@@ -7,7 +7,7 @@
 //! ([`request::check`]): a flag the data-parallel chain does not implement never goes
 //! unnoticed.
 
-use crate::args::{Cli, RunArgs, SweepCount};
+use crate::args::{Cli, RunArgs};
 use crate::common::{flags, Status};
 use crate::{interrupt, output};
 use clap::parser::ValueSource;
@@ -15,6 +15,7 @@ use clap::CommandFactory;
 use nrmm::distributed::run::{run as run_chain, RunConfig};
 use nrmm::distributed::sampler::normal_wishart_shard;
 use nrmm::distributed::{read_share, request, Comm, Source};
+use nrmm::run::spec::SweepCount;
 use nrmm::run::MoveSettings;
 use nrmm::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 use nrmm::{Error, Result};

@@ -3,7 +3,6 @@
 
 use nrmm::{Error, Result};
 use std::io::{self, Write};
-use std::path::Path;
 
 /// Writes what `body` produces to standard output through one buffer, then flushes.
 ///
@@ -19,12 +18,6 @@ pub fn stdout(body: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()>
         ))),
         Ok(()) => Ok(()),
     }
-}
-
-/// Creates a directory and its parents (an existing directory is fine).
-pub fn create_dir(path: &Path) -> Result<()> {
-    std::fs::create_dir_all(path)
-        .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
 }
 
 /// `message` folded onto one line: lines trimmed, blank lines dropped, the rest joined by a
