@@ -328,6 +328,13 @@ impl Comparison {
         md
     }
 
+    /// Writes the report to `out`: `compare.md` ([`Comparison::markdown`] with the `plots`)
+    /// and `compare.csv` ([`run_csv`]), each atomically.
+    pub fn write(&self, out: &std::path::Path, plots: &[String]) -> Result<()> {
+        super::write_atomic(&out.join("compare.md"), self.markdown(plots).as_bytes())?;
+        super::write_atomic(&out.join("compare.csv"), run_csv(&self.rows).as_bytes())
+    }
+
     /// Writes the headline (how many samplers and `seeds`, the budget, the best log joint
     /// seen) and the table by sampler.
     pub fn print(&self, out: &mut dyn std::io::Write, seeds: u64) -> std::io::Result<()> {

@@ -14,6 +14,7 @@ mod dahl;
 pub mod draws;
 pub mod executor;
 pub mod header;
+pub mod progress;
 pub mod record;
 pub mod resume;
 pub mod runner;

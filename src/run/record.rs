@@ -83,6 +83,16 @@ impl DataSource {
         Ok(self)
     }
 
+    /// The true labels of the data's `n` points: those of the file `labels` when given, else,
+    /// when the source names no file, those of the built-in [`Builtin::Toy`] set; else `None`.
+    pub fn truth(&self, labels: Option<&Path>, n: usize) -> Result<Option<Vec<i64>>> {
+        Ok(match (labels, &self.data) {
+            (Some(path), _) => Some(load::load_labels(path, n)?),
+            (None, None) => Some(generate::toy_like(1).1.iter().map(|&l| l as i64).collect()),
+            (None, Some(_)) => None,
+        })
+    }
+
     /// The source of another file, read as this one's is (the same header and skipped
     /// columns), in `format` (detected when `None`).
     pub fn other_file(&self, data: PathBuf, format: Option<Format>) -> DataSource {

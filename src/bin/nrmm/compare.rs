@@ -3,37 +3,25 @@
 //! and drawn in plots.
 
 use crate::args::CompareArgs;
-use crate::common::{build_model, command_line, flags, summary_of, Status};
+use crate::common::{build_model, command_line, flag, flags, summary_of, Status};
 use crate::output;
-use crate::progress::Progress;
-use nrmm::data::load;
 use nrmm::prior::NrmPrior;
 use nrmm::run::compare::{self, Comparison};
+use nrmm::run::progress::Progress;
 use nrmm::run::record::{Builtin, RUNS_FILE};
 use nrmm::run::runner::run_all;
 use nrmm::run::{Budget, Outcome, RunDir, Runner};
 use nrmm::Result;
-use std::path::Path;
 
 /// `nrmm compare`.
 pub fn compare(a: CompareArgs) -> Result<Status> {
     let (model, _) = build_model(&a.data.source(), &a.model.spec(), Builtin::Toy)?;
     let n = model.n_points();
-    let truth: Option<Vec<i64>> = match (&a.labels, &a.data.data) {
-        (Some(path), _) => Some(load::load_labels(path, n)?),
-        (None, None) => Some(
-            nrmm::data::generate::toy_like(1)
-                .1
-                .into_iter()
-                .map(|l| l as i64)
-                .collect(),
-        ),
-        (None, Some(_)) => None,
-    };
+    let truth = a.data.source().truth(a.labels.as_deref(), n)?;
     let init = a.init.absolute()?;
     let source = a.data.source().absolute()?;
     let budget = Budget::Seconds(a.seconds);
-    let progress = Progress::new(budget);
+    let progress = Progress::new(budget, flag);
     let plan = compare::plan(&a.samplers, a.seeds, a.seconds, &a.moves.settings(n), &init)
         .map_err(flags)?;
     let mut runners = Vec::new();
@@ -88,11 +76,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    write_text(&a.out.join("compare.md"), &comparison.markdown(&plots))?;
-    write_text(
-        &a.out.join("compare.csv"),
-        &compare::run_csv(&comparison.rows),
-    )?;
+    comparison.write(&a.out, &plots)?;
     output::stdout(|out| {
         comparison.print(out, a.seeds)?;
         let files = ["compare.md", "compare.csv"].map(String::from);
@@ -108,9 +92,4 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         Ok(())
     })?;
     Ok(Status::Done)
-}
-
-/// Writes a text file atomically.
-fn write_text(path: &Path, text: &str) -> Result<()> {
-    nrmm::run::write_atomic(path, text.as_bytes())
 }

@@ -15,7 +15,6 @@ use clap::CommandFactory;
 use nrmm::distributed::run::{run as run_chain, RunConfig};
 use nrmm::distributed::sampler::normal_wishart_shard;
 use nrmm::distributed::{read_share, request, Comm, Source};
-use nrmm::run::spec::SweepCount;
 use nrmm::run::MoveSettings;
 use nrmm::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 use nrmm::{Error, Result};
@@ -103,17 +102,7 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
     let shard = normal_wishart_shard(comm, points, layout)?;
     let cfg = RunConfig {
         seed: a.seed,
-        sweeps: match a.sweeps {
-            None => 1000,
-            Some(SweepCount::Count(n)) => n,
-            Some(SweepCount::Auto) => {
-                return Err(Error::Usage(
-                    "--sweeps auto is not available with --data-parallel (its rounds need \
-                     several chains): give --sweeps N"
-                        .into(),
-                ))
-            }
-        },
+        sweeps: request::sweeps(a.sweeps).map_err(flags)?,
         options: SubClusterOptions {
             launch_iters: a.sampler.moves.launch_scans,
             proposals: a

@@ -5,7 +5,7 @@
 use crate::args::{DiagnoseArgs, RunArgs};
 use crate::common::{build_model, command_line, flags, print_json, summary_of, Status};
 use crate::output;
-use crate::progress::Progress;
+use nrmm::run::progress::Progress;
 use nrmm::run::record::Builtin;
 use nrmm::run::runner::check_target;
 use nrmm::run::spec::DRAWS_PER_CHAIN;
@@ -122,7 +122,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
     let runner = runner.invocation(command_line());
     let header = nrmm::run::header::header(&model, &runner.record().spec);
     output::report_line(&nrmm::error::rename_in_text(&header, &crate::common::flag));
-    let progress = Progress::new(runner.record().spec.budget);
+    let progress = Progress::new(runner.record().spec.budget, crate::common::flag);
     crate::interrupt::install();
     let outcome = runner
         .interrupt(&crate::interrupt::REQUESTED)
