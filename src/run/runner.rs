@@ -814,13 +814,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             seconds: chain.seconds(),
             n_clusters: state.partition.n_clusters(),
             log_joint: state.ln_joint(),
-            hyper: state
-                .prior
-                .hyper_values()
-                .into_iter()
-                .chain(chain.kernel_hyper_values())
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            hyper: chain.hyper(),
             never_moved: !resumed
                 && !k_changed
                 && chain.sweeps_done() > 0

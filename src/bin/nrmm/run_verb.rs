@@ -148,7 +148,7 @@ fn finish(
         return Ok(Status::Interrupted);
     }
     let summary = summary_of(std::slice::from_ref(run), None)?;
-    summary.write(&run.dir, run_record(run, &model, columns, wall_seconds))?;
+    summary.write(&run.dir, run_record(run, model, columns, wall_seconds))?;
     output::stdout(|out| {
         summary.print(out)?;
         writeln!(out, "wrote {}", run.dir.display())
