@@ -85,6 +85,7 @@ impl DataSource {
 
     /// The true labels of the data's `n` points: those of the file `labels` when given, else,
     /// when the source names no file, those of the built-in [`Builtin::Toy`] set; else `None`.
+    /// Cost: reading the labels file, or drawing the built-in set (O(n)).
     pub fn truth(&self, labels: Option<&Path>, n: usize) -> Result<Option<Vec<i64>>> {
         Ok(match (labels, &self.data) {
             (Some(path), _) => Some(load::load_labels(path, n)?),

@@ -375,6 +375,7 @@ impl Budget {
     /// in `d` dimensions, if they give one: a sweep count; `auto`, or `max_sweeps` alone, as
     /// [`AutoBudget::for_data`] bounded by `max_sweeps`; else a time (`sweeps` wins over
     /// `seconds`). Errors when `max_sweeps` comes with a sweep count, which it cannot bound.
+    /// Cost: O(1).
     pub fn of_limits(
         sweeps: Option<SweepCount>,
         seconds: Option<f64>,
