@@ -150,9 +150,28 @@ pub fn rename_in_text(text: &str, rename: &dyn Fn(&str) -> Option<String>) -> St
     out
 }
 
+/// `message` folded onto one line: lines trimmed, blank lines dropped, the rest joined by a
+/// space, so that a front end reports every failure and note as exactly one line whatever
+/// produced it. Cost: O(length).
+pub fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_folds_lines_and_drops_blanks() {
+        assert_eq!(one_line("a\n\n  b  \nc\n"), "a b c");
+        assert_eq!(one_line("single"), "single");
+        assert_eq!(one_line(""), "");
+    }
 
     fn flag(name: &str) -> Option<String> {
         (name == "nu" || name == "burn_in").then(|| format!("--{}", name.replace('_', "-")))

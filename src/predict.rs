@@ -5,42 +5,16 @@
 use crate::data::Dataset;
 use crate::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
 use crate::error::{Error, Result};
-use crate::kernel::{HyperKernel, KernelHyper};
+use crate::kernel::HyperKernel;
 use crate::math::ln_add_exp;
 use crate::model::{AnyKernel, Model};
 use crate::partition::Partition;
-use crate::prior::{NrmPrior, Prior, PriorHyper};
-use crate::run::{RunDir, Summary};
-use std::collections::BTreeMap;
-
-/// Hyperparameter values of a draw by name, as its draws file recorded them.
-pub type HyperValues = BTreeMap<String, f64>;
-
-/// The hyperparameters a draw was made with, typed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DrawHyper {
-    /// The prior's.
-    pub prior: PriorHyper,
-    /// The kernel's when the run resampled them (kernel hyperpriors); `None` when the model's
-    /// kernel applies.
-    pub kernel: Option<KernelHyper>,
-}
-
-impl DrawHyper {
-    /// The values a draw recorded by column name, typed for `model`; those it does not record
-    /// are the model's. Where a draw's names become values.
-    pub fn of(model: &Model, record: &HyperValues) -> Self {
-        DrawHyper {
-            prior: model.prior.hyperparameters().with_columns(record),
-            kernel: crate::with_kernel!(&model.kernel, |k| k.hyperparameters())
-                .with_columns(record),
-        }
-    }
-}
+use crate::prior::Prior;
+use crate::run::{HyperState, RunDir, Summary};
 
 /// A partition of the training points (any integer labels) with the hyperparameters it was
 /// drawn with.
-pub type LabelledDraw<L> = (Vec<L>, DrawHyper);
+pub type LabelledDraw<L> = (Vec<L>, HyperState);
 
 /// What [`predict`] finds for the new points.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,7 +91,7 @@ pub fn check_new(kernel: &AnyKernel, new: &Dataset) -> Result<()> {
 pub fn predict<L: Copy + Ord>(
     model: &Model,
     new: &Dataset,
-    estimate: (&[L], &DrawHyper),
+    estimate: (&[L], &HyperState),
     draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
 ) -> Result<Predictions> {
     check_new(&model.kernel, new)?;
@@ -154,13 +128,10 @@ pub fn predict_run(
         ))
     })?;
     let draws = report.sources.iter().flat_map(|s| match s.read() {
-        Ok(d) => (d.into_iter())
-            .map(|d| Ok((d.labels, DrawHyper::of(model, &d.hyper))))
-            .collect(),
+        Ok(d) => (d.into_iter()).map(|d| Ok((d.labels, d.hyper))).collect(),
         Err(e) => vec![Err(e)],
     });
-    let hyper = DrawHyper::of(model, &estimate.hyper);
-    let rows = predict(model, new, (&estimate.labels, &hyper), draws)?;
+    let rows = predict(model, new, (&estimate.labels, &estimate.hyper), draws)?;
     Ok((rows, estimate.n_clusters))
 }
 
@@ -169,11 +140,11 @@ fn predict_with<K: PredictiveKernel + HyperKernel, L: Copy + Ord>(
     kernel: &K,
     base: &Prior,
     new: &K::NewData,
-    (labels, hyper): (&[L], &DrawHyper),
+    (labels, hyper): (&[L], &HyperState),
     draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
 ) -> Result<Predictions> {
     // Each draw's kernel and prior: the model's moved to the draw's values.
-    let at = |h: &DrawHyper| -> Result<(Option<K>, Prior)> {
+    let at = |h: &HyperState| -> Result<(Option<K>, Prior)> {
         Ok((
             h.kernel.map(|h| kernel.at(&h)).transpose()?,
             base.at(h.prior)?,

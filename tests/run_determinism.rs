@@ -61,8 +61,9 @@ impl From<&SweepRecord> for Row {
                 .collect(),
             hyper: r
                 .hyper
-                .iter()
-                .map(|(name, v)| (*name, v.to_bits()))
+                .columns()
+                .into_iter()
+                .map(|(name, v)| (name, v.to_bits()))
                 .collect(),
         }
     }

@@ -12,13 +12,15 @@ use crate::error::{rename, IntoPy};
 use nrmm::model::Model;
 use nrmm::run::pilot;
 use nrmm::run::{
-    chain_dir, AutoBudget, Budget, ChainMonitor, Monitor, MoveSettings, RunRecord, Runner,
+    chain_dir, AutoBudget, Budget, ChainMonitor, HyperState, Monitor, MoveSettings, RunRecord,
+    Runner,
     SamplerSpec, Start, Summary, SweepRecord, TraceColumns,
 };
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -295,14 +297,16 @@ fn results<'py>(
         .map_err(|e| PyValueError::new_err(format!("model: {e}")))?;
     out.set_item("model", recorded)?;
     out.set_item("labels", to_i64(&estimate.labels).into_pyarray(py))?;
-    out.set_item("hyper", estimate.hyper.clone())?;
+    // The hyperparameters become a dict by column name, which `predict` reads back.
+    let columns = |h: HyperState| BTreeMap::<String, f64>::from(h);
+    out.set_item("hyper", columns(estimate.hyper))?;
     let map = summary.map.as_ref().unwrap_or(estimate);
     out.set_item("map_labels", to_i64(&map.labels).into_pyarray(py))?;
-    out.set_item("map_hyper", map.hyper.clone())?;
+    out.set_item("map_hyper", columns(map.hyper))?;
     let mut draws = Vec::new();
     for source in &summary.sources {
         for d in py.detach(|| source.read()).py_err()? {
-            draws.push((to_i64(&d.labels).into_pyarray(py), d.hyper));
+            draws.push((to_i64(&d.labels).into_pyarray(py), columns(d.hyper)));
         }
     }
     out.set_item("draws", draws)?;

@@ -6,9 +6,11 @@ use crate::convert::{model_spec, Input};
 use crate::error::IntoPy;
 use nrmm::model::Model;
 use nrmm::partition::Partition;
-use nrmm::predict::{DrawHyper, LabelledDraw, Predictions};
+use nrmm::predict::{LabelledDraw, Predictions};
+use nrmm::run::HyperState;
 use nrmm::Result;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 
@@ -19,9 +21,11 @@ type PyDraw<'py> = (PyReadonlyArray1<'py, i64>, BTreeMap<String, f64>);
 /// Cluster log probabilities (m × (K + 1)) and log predictive densities (m).
 type PyPredictions<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
 
-/// A draw's labels and hyperparameter values by name.
-fn draw_of(d: &PyDraw<'_>) -> PyResult<(Vec<i64>, BTreeMap<String, f64>)> {
-    Ok((d.0.as_slice()?.to_vec(), d.1.clone()))
+/// A draw's labels and hyperparameters, typed from the values by name (the one place where
+/// Python's names become values). Errors name a missing hyperparameter.
+fn draw_of(d: &PyDraw<'_>) -> PyResult<LabelledDraw<i64>> {
+    let hyper = HyperState::try_from(d.1.clone()).map_err(PyValueError::new_err)?;
+    Ok((d.0.as_slice()?.to_vec(), hyper))
 }
 
 /// Predictions for the points of `new` under a model fitted on `train`: the log probability of
@@ -47,12 +51,8 @@ pub fn predict<'py>(
     } = py
         .detach(|| -> Result<_> {
             let model = Model::build(&spec, train)?;
-            // The draws' values by name become the model's typed hyperparameters.
-            let typed = |(labels, hyper): (Vec<i64>, _)| -> LabelledDraw<i64> {
-                (labels, DrawHyper::of(&model, &hyper))
-            };
-            let (labels, hyper) = typed(estimate);
-            let draws = draws.into_iter().map(|d| Ok(typed(d)));
+            let (labels, hyper) = estimate;
+            let draws = draws.into_iter().map(Ok);
             nrmm::predict::predict(&model, &new, (&labels, &hyper), draws)
         })
         .map_err(|e| {

@@ -1284,7 +1284,7 @@ pub fn load_dataset(path: impl AsRef<Path>, format: Option<Format>) -> Result<Da
 
 /// Writes through a temporary sibling file, then renames it over `path`, so that a reader
 /// never sees a partial file and a failed write leaves any old file intact.
-fn write_atomically(
+pub(crate) fn write_atomically(
     path: &Path,
     body: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>,
 ) -> Result<()> {
@@ -1380,6 +1380,12 @@ pub fn write_docword_to<W: Write>(out: &mut W, counts: &SparseCounts) -> io::Res
 /// Writes counts to `path` (see [`write_docword_to`]) via a temporary file and a rename.
 pub fn write_docword(path: impl AsRef<Path>, counts: &SparseCounts) -> Result<()> {
     write_atomically(path.as_ref(), |out| write_docword_to(out, counts))
+}
+
+/// Creates a directory and its parents (an existing directory is fine).
+pub fn create_dir(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path)
+        .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
 }
 
 #[cfg(test)]

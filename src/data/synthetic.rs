@@ -7,8 +7,9 @@ use super::generate::{
     bag_of_words, gaussian_mixture, partition_crp, partition_nggp, partition_uniform, DocLengths,
     NormalWishartSampler,
 };
-use super::Dataset;
+use super::{load, Dataset};
 use crate::error::{Error, Result};
+use std::path::Path;
 
 /// The kind of data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +112,31 @@ pub const DEFAULT_WORD_BETA: f64 = 0.1;
 
 /// Mean document length when none is given.
 const DEFAULT_DOC_LENGTH: f64 = 50.0;
+
+impl Synthetic {
+    /// Writes the data to `data` (dense text, or UCI docword for counts) and, when given, the
+    /// labels 1-based to `labels`, one per line; a missing parent directory is created first
+    /// (a parent that exists as something else is left to the write to report). Cost: O(size).
+    pub fn write(&self, data: &Path, labels: Option<&Path>) -> Result<()> {
+        for path in std::iter::once(data).chain(labels) {
+            if let Some(parent) = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+            {
+                load::create_dir(parent)?;
+            }
+        }
+        match &self.data {
+            Dataset::Dense(x) => load::write_dense(data, x)?,
+            Dataset::Counts(c) => load::write_docword(data, c)?,
+        }
+        if let Some(path) = labels {
+            let one_based: Vec<usize> = self.labels.iter().map(|l| l + 1).collect();
+            load::write_labels(path, &one_based)?;
+        }
+        Ok(())
+    }
+}
 
 impl SyntheticSpec {
     /// Values held at once for `k` clusters: the data plus, per cluster, a `d × d` precision

@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::data::load::Format;
 use crate::error::{Error, Result};
 use crate::model::{KernelKind, ModelSpec, NwDefaults};
+use crate::run::spec::SweepCount;
 use crate::run::{SamplerKind, Start};
 use crate::Choice;
 
@@ -189,6 +190,23 @@ pub fn refuse_under_mpi() -> Result<()> {
              spread one chain over them, or run without mpirun"
         ))),
         _ => Ok(()),
+    }
+}
+
+/// Sweeps a data-parallel run does without a `sweeps` count.
+pub const DEFAULT_SWEEPS: u64 = 1000;
+
+/// The sweeps of a data-parallel run: the count given, else [`DEFAULT_SWEEPS`]. Refuses
+/// `sweeps` auto, whose rounds compare several chains.
+pub fn sweeps(given: Option<SweepCount>) -> Result<u64> {
+    match given {
+        None => Ok(DEFAULT_SWEEPS),
+        Some(SweepCount::Count(n)) => Ok(n),
+        Some(SweepCount::Auto) => Err(Error::Usage(
+            "`sweeps` auto is not available with `data_parallel` (its rounds need several \
+             chains): give `sweeps` N"
+                .into(),
+        )),
     }
 }
 

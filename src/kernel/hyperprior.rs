@@ -78,7 +78,7 @@ impl LogNormalPrior {
 
 /// A kernel's own hyperparameters, typed: which kernel and its values. Names exist only where
 /// values become trace columns and come back from them ([`KernelHyper::columns`],
-/// [`KernelHyper::with_columns`]); the sampler moves the values as coordinates in a fixed
+/// [`KernelHyper::from_columns`]); the sampler moves the values as coordinates in a fixed
 /// order ([`KernelHyper::values`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum KernelHyper {
@@ -131,30 +131,41 @@ impl KernelHyper {
         self.names().iter().copied().zip(self.values()).collect()
     }
 
-    /// These values with those a record gives by column name (the others kept); `None` when
-    /// the record has none of them (a run without kernel hyperpriors).
-    pub fn with_columns(
-        mut self,
-        record: &std::collections::BTreeMap<String, f64>,
-    ) -> Option<Self> {
-        let names = self.names();
-        if !names.iter().any(|n| record.contains_key(*n)) {
-            return None;
-        }
-        let get = |j: usize, v: &mut f64| {
-            if let Some(&x) = record.get(names[j]) {
-                *v = x;
-            }
+    /// The hyperparameters that a record's columns give (`get` looks a column up by name):
+    /// those of the kernel whose columns it has, `None` when it has no kernel's (a run without
+    /// kernel hyperpriors). Errors naming a column of that kernel that the record lacks.
+    pub fn from_columns(
+        get: &dyn Fn(&str) -> Option<f64>,
+    ) -> std::result::Result<Option<Self>, String> {
+        // One of each kind, for its column names.
+        let kinds = [
+            KernelHyper::Nw {
+                s: 0.0,
+                r: 0.0,
+                nu: 0.0,
+            },
+            KernelHyper::Diag {
+                s: 0.0,
+                r: 0.0,
+                nu: 0.0,
+            },
+            KernelHyper::Md { beta: 0.0 },
+        ];
+        let Some(mut h) = kinds
+            .into_iter()
+            .find(|k| k.names().iter().any(|n| get(n).is_some()))
+        else {
+            return Ok(None);
         };
-        match &mut self {
+        let names = h.names();
+        let need = |j: usize| get(names[j]).ok_or_else(|| format!("no column \"{}\"", names[j]));
+        match &mut h {
             KernelHyper::Nw { s, r, nu } | KernelHyper::Diag { s, r, nu } => {
-                get(0, s);
-                get(1, r);
-                get(2, nu);
+                (*s, *r, *nu) = (need(0)?, need(1)?, need(2)?);
             }
-            KernelHyper::Md { beta } => get(0, beta),
+            KernelHyper::Md { beta } => *beta = need(0)?,
         }
-        Some(self)
+        Ok(Some(h))
     }
 }
 

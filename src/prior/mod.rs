@@ -79,7 +79,7 @@ pub trait NrmPrior: Clone + Send + Sync + std::fmt::Debug {
 
 /// The hyperparameters of a prior, typed: which prior it is and its values. Names exist only
 /// where values become trace columns and come back from them ([`PriorHyper::columns`],
-/// [`PriorHyper::with_columns`]).
+/// [`PriorHyper::from_columns`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PriorHyper {
     /// The Dirichlet process.
@@ -110,22 +110,22 @@ impl PriorHyper {
         }
     }
 
-    /// These values with those a record gives by column name (the others kept).
-    pub fn with_columns(mut self, record: &std::collections::BTreeMap<String, f64>) -> Self {
-        let get = |name: &str, v: &mut f64| {
-            if let Some(&x) = record.get(name) {
-                *v = x;
+    /// The hyperparameters that a record's columns give (`get` looks a column up by name):
+    /// NGGP's when it has `sigma` or `u`, else the DP's. Errors naming the first column of the
+    /// prior that the record lacks.
+    pub fn from_columns(get: &dyn Fn(&str) -> Option<f64>) -> std::result::Result<Self, String> {
+        let need = |name: &str| get(name).ok_or_else(|| format!("no column \"{name}\""));
+        Ok(if get("sigma").is_some() || get("u").is_some() {
+            PriorHyper::Nggp {
+                alpha: need("alpha")?,
+                sigma: need("sigma")?,
+                u: need("u")?,
             }
-        };
-        match &mut self {
-            PriorHyper::Dp { alpha } => get("alpha", alpha),
-            PriorHyper::Nggp { alpha, sigma, u } => {
-                get("alpha", alpha);
-                get("sigma", sigma);
-                get("u", u);
+        } else {
+            PriorHyper::Dp {
+                alpha: need("alpha")?,
             }
-        }
-        self
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! A sampler against the exact posterior of a tiny data set: the exact posterior over set
 //! partitions (hyperparameters fixed or integrated, MATH §7.1), and one chain's post-burn-in
 //! partitions compared with it (total variation against the noise floor of a perfect sampler
-//! with the chain's effective sample size).
+//! with the chain's effective sample size); and the log joint of a given clustering.
 
 use super::{Chain, SamplerSettings};
 use crate::diagnostics::effective_sample_size;
@@ -10,7 +10,7 @@ use crate::exact::{EmpiricalPartitions, ExactPosterior, SampleComparison};
 use crate::kernel::ConjugateKernel;
 use crate::model::Model;
 use crate::partition::Partition;
-use crate::prior::{PartitionPrior, PartitionPriorSpec, Prior};
+use crate::prior::{NrmPrior, PartitionPrior, PartitionPriorSpec, Prior};
 use crate::sampler::State;
 
 /// Most points the exact posterior enumerates: 12 points have 4,213,597 partitions (about a
@@ -23,6 +23,25 @@ pub const CHECK_MAX_POINTS: usize = 10;
 
 /// Fewest sweeps [`check_sampler`] accepts: below it the comparison is noise.
 pub const CHECK_MIN_SWEEPS: u64 = 100;
+
+/// The log joint of `model`'s data clustered by `labels` (any integers, one per point) at the
+/// model's initial hyperparameters (MATH §1.2), with the number of clusters. Errors if the
+/// labels do not fit the data, or if the value is not finite (saying what to rescale). Cost:
+/// building the partition's statistics, for Normal-Wishart O(n d² + K d³).
+pub fn log_joint<L: Copy + Ord>(model: &Model, labels: &[L]) -> Result<(f64, usize)> {
+    let (ln_joint, k) = crate::with_kernel!(&model.kernel, |k| {
+        let part = Partition::from_labels(k, labels)?;
+        (part.ln_joint(&model.prior), part.n_clusters())
+    });
+    if !ln_joint.is_finite() {
+        return Err(Error::Numerical(format!(
+            "{} is {ln_joint}: a value of the data or of the hyperparameters is too extreme for \
+             double precision; rescale the data (and `nw_xi`, `nw_psi`) to moderate magnitudes",
+            model.prior.joint_label()
+        )));
+    }
+    Ok((ln_joint, k))
+}
 
 /// The exact partition posterior targeted by samplers running `prior` over `kernel`'s data.
 fn posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> Result<ExactPosterior> {

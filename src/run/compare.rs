@@ -198,6 +198,20 @@ pub fn rows(
     Ok((rows, best))
 }
 
+/// What `summary.json` of one run of a comparison records besides its diagnostics: the command
+/// that made it, its seed, sampler, `model` (as built, see [`super::summary::model_record`])
+/// and budget.
+pub fn run_record(run: &RunDir, model: &crate::model::ModelSpec) -> serde_json::Value {
+    let s = &run.record.spec;
+    serde_json::json!({
+        "command": run.record.commands.last(),
+        "seed": s.seed,
+        "sampler": s.sampler.kind,
+        "model": super::summary::model_record(model),
+        "budget": s.budget,
+    })
+}
+
 /// The runs of a comparison, each with its name (`<sampler>-seed<seed>`): for each of
 /// `samplers` and each seed from 1 to `seeds`, one chain of `seconds` sampling seconds with
 /// the `moves` from `init`. Errors on no seed, a budget that is not a finite number of
@@ -312,6 +326,13 @@ impl Comparison {
             md.push_str(&format!("![{name}]({name})\n"));
         }
         md
+    }
+
+    /// Writes the report to `out`: `compare.md` ([`Comparison::markdown`] with the `plots`)
+    /// and `compare.csv` ([`run_csv`]), each atomically.
+    pub fn write(&self, out: &std::path::Path, plots: &[String]) -> Result<()> {
+        super::write_atomic(&out.join("compare.md"), self.markdown(plots).as_bytes())?;
+        super::write_atomic(&out.join("compare.csv"), run_csv(&self.rows).as_bytes())
     }
 
     /// Writes the headline (how many samplers and `seeds`, the budget, the best log joint

@@ -1,11 +1,10 @@
 //! Dahl's least-squares point estimate (Dahl 2006): the draw whose co-clustering matrix is
 //! closest in squared error to the posterior similarity matrix estimated from all draws.
 
-use super::{read_draws, Draw};
+use super::{read_draws, Draw, HyperState};
 use crate::diagnostics::{PairSample, SimilarityMatrix};
 use crate::error::Result;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Largest n for the dense posterior similarity matrix (`n²/2` `f32`s: 32 MB at 4,000); above
@@ -31,7 +30,7 @@ pub struct Estimate {
     /// Its number of clusters.
     pub n_clusters: usize,
     /// Hyperparameters of the draw.
-    pub hyper: BTreeMap<String, f64>,
+    pub hyper: HyperState,
     /// Draws it was chosen among.
     pub among: usize,
     /// Its canonical labels.

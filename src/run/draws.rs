@@ -10,12 +10,11 @@
 //! logarithmically in the chain's length. [`read_draws`] keeps the draws at multiples of the
 //! coarsest spacing in the file, which are evenly spaced over the chain.
 
-use super::{Observer, SweepRecord};
+use super::{HyperState, Observer, SweepRecord};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::prior::NrmPrior;
 use crate::sampler::State;
-use std::collections::BTreeMap;
 use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
 
@@ -26,8 +25,8 @@ pub struct Draw {
     pub sweep: u64,
     /// The log joint of the state.
     pub log_joint: f64,
-    /// Hyperparameter values by name.
-    pub hyper: BTreeMap<String, f64>,
+    /// Hyperparameter values (by column name in the file).
+    pub hyper: HyperState,
     /// Canonical labels (`0..K` in order of first appearance).
     pub labels: Vec<usize>,
 }
@@ -38,11 +37,7 @@ impl Draw {
         Draw {
             sweep: record.sweep,
             log_joint: record.ln_joint,
-            hyper: record
-                .hyper
-                .iter()
-                .map(|&(name, v)| (name.to_string(), v))
-                .collect(),
+            hyper: record.hyper,
             labels: state.partition.canonical_labels(),
         }
     }
@@ -265,7 +260,7 @@ mod tests {
     use crate::data::DenseData;
     use crate::kernel::{NormalWishart, NwHyper};
     use crate::partition::Partition;
-    use crate::prior::Dp;
+    use crate::prior::{Dp, PriorHyper};
     use std::sync::Arc;
 
     fn setup() -> (NormalWishart, State<NormalWishart, Dp>) {
@@ -289,7 +284,10 @@ mod tests {
             n_clusters: 2,
             ln_joint: -(sweep as f64 % 7.0),
             moves: Vec::new(),
-            hyper: vec![("alpha", 1.0)],
+            hyper: HyperState {
+                prior: PriorHyper::Dp { alpha: 1.0 },
+                kernel: None,
+            },
         }
     }
 
@@ -312,7 +310,7 @@ mod tests {
         // 192); after 192 the stride became 96, but no draw was recorded at it.
         assert_eq!(sweeps, vec![48, 96, 144, 192]);
         assert_eq!(all[0].labels, vec![0, 0, 1]);
-        assert_eq!(all[0].hyper["alpha"], 1.0);
+        assert_eq!(all[0].hyper.prior, PriorHyper::Dp { alpha: 1.0 });
         let lines = std::fs::read_to_string(&a).unwrap().lines().count();
         assert_eq!(lines, 12);
         let after = read_draws(&a, 100).unwrap();

@@ -14,7 +14,9 @@ mod dahl;
 pub mod draws;
 pub mod executor;
 pub mod header;
+pub mod hyper;
 pub mod pilot;
+pub mod progress;
 pub mod record;
 pub mod resume;
 pub mod runner;
@@ -22,13 +24,16 @@ mod schedule;
 pub mod spec;
 pub mod start;
 pub mod summary;
+pub mod svg;
 pub mod trace;
 
+pub use crate::data::load::create_dir;
 pub use checkpoint::{
     load_json, load_sealed, previous_path, save_json, save_sealed, write_atomic, ChainCheckpoint,
     Sealed, SealedError,
 };
 pub use draws::{read_draws, BestDraw, Draw, DrawStride, DrawWriter};
+pub use hyper::HyperState;
 pub use record::{chain_dir, DataSource, RunDir, RunRecord};
 pub use runner::{ChainEnd, ChainMonitor, Monitor, Outcome, Runner};
 pub use spec::{
@@ -38,7 +43,7 @@ pub use summary::Summary;
 pub use trace::{first_reaching, TraceColumns, TraceWriter};
 
 use crate::error::{Error, Result};
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, KernelHyper};
 use crate::partition::Partition;
 use crate::prior::NrmPrior;
 use crate::rng::NrmmRng;
@@ -61,7 +66,7 @@ pub struct SweepRecord {
     /// Per move, in schedule order: name and accumulated step information.
     pub moves: Vec<(&'static str, StepInfo)>,
     /// Hyperparameter values after the sweep.
-    pub hyper: Vec<(&'static str, f64)>,
+    pub hyper: HyperState,
 }
 
 /// Receives every sweep of a chain.
@@ -121,12 +126,18 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         &self.kernel
     }
 
-    /// The names and current values of the kernel's resampled hyperparameters; empty without
-    /// a kernel update.
-    pub fn kernel_hyper_values(&self) -> Vec<(&'static str, f64)> {
-        self.kernel_update
-            .as_ref()
-            .map_or_else(Vec::new, |u| u.values(&self.kernel))
+    /// The current values of the kernel's resampled hyperparameters; `None` without a kernel
+    /// update.
+    pub fn kernel_hyper(&self) -> Option<KernelHyper> {
+        self.kernel_update.as_ref().map(|u| u.hyper(&self.kernel))
+    }
+
+    /// The current hyperparameters of the state: the prior's and the resampled kernel's.
+    pub fn hyper(&self) -> HyperState {
+        HyperState {
+            prior: self.state.prior.hyperparameters(),
+            kernel: self.kernel_hyper(),
+        }
     }
 
     /// The current state.
@@ -168,11 +179,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             prior: self.state.prior.clone(),
             rng: self.rng.clone(),
             aux,
-            kernel_hyper: self
-                .kernel_hyper_values()
-                .into_iter()
-                .map(|(_, v)| v)
-                .collect(),
+            kernel_hyper: self.kernel_hyper().map(|h| h.values()).unwrap_or_default(),
         })
     }
 
@@ -270,8 +277,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
                 self.sweep
             )));
         }
-        let mut hyper = self.state.prior.hyper_values();
-        hyper.extend(self.kernel_hyper_values());
+        let hyper = self.hyper();
         Ok(SweepRecord {
             sweep: self.sweep,
             seconds: self.seconds,

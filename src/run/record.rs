@@ -53,6 +53,14 @@ pub struct DataSource {
     pub skip_columns: Vec<String>,
 }
 
+/// `path` made absolute against the working directory (not resolving links).
+pub fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// What [`DataSource::data`] names standard input with.
 pub const STDIN: &str = "-";
 
@@ -66,6 +74,36 @@ pub enum Builtin {
 }
 
 impl DataSource {
+    /// The source with its file made absolute (standard input stays `-`), as a run records
+    /// it, so that the run can be resumed or read from any directory.
+    pub fn absolute(mut self) -> Result<Self> {
+        if let Some(p) = self.data.as_mut().filter(|p| p.as_os_str() != STDIN) {
+            *p = absolute(p)?;
+        }
+        Ok(self)
+    }
+
+    /// The true labels of the data's `n` points: those of the file `labels` when given, else,
+    /// when the source names no file, those of the built-in [`Builtin::Toy`] set; else `None`.
+    /// Cost: reading the labels file, or drawing the built-in set (O(n)).
+    pub fn truth(&self, labels: Option<&Path>, n: usize) -> Result<Option<Vec<i64>>> {
+        Ok(match (labels, &self.data) {
+            (Some(path), _) => Some(load::load_labels(path, n)?),
+            (None, None) => Some(generate::toy_like(1).1.iter().map(|&l| l as i64).collect()),
+            (None, Some(_)) => None,
+        })
+    }
+
+    /// The source of another file, read as this one's is (the same header and skipped
+    /// columns), in `format` (detected when `None`).
+    pub fn other_file(&self, data: PathBuf, format: Option<Format>) -> DataSource {
+        DataSource {
+            data: Some(data),
+            data_format: format,
+            ..self.clone()
+        }
+    }
+
     /// The data: the file read as [`DataSource::load_options`] says (standard input for
     /// [`STDIN`]), or without a file the `builtin` data set. Errors if the file cannot be
     /// read, or if reading options are given without a file (the built-in set has none).

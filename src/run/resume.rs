@@ -54,8 +54,8 @@ pub struct EndState {
     pub n_clusters: usize,
     /// Log joint.
     pub log_joint: f64,
-    /// Hyperparameters by name (the trace's columns).
-    pub hyper: std::collections::BTreeMap<String, f64>,
+    /// Hyperparameters (by the trace's column names in the file).
+    pub hyper: super::HyperState,
     /// Whether the chain ended in the partition it started from without its number of
     /// clusters ever changing (a chain stuck at its start); false for a resumed chain, whose
     /// start this launch did not see.

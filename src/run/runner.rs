@@ -36,7 +36,9 @@ use super::spec::{AutoBudget, Budget, SamplerSpec};
 use super::start::Resolved;
 use super::summary::{chains_agree, Summary, ESS_WANTED, RHAT_LIMIT};
 use super::trace::TraceWriter;
-use super::{previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord};
+use super::{
+    create_dir, previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord,
+};
 use crate::data::load;
 use crate::error::{Error, Result};
 use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel};
@@ -315,12 +317,6 @@ fn remove_stale(path: &Path) -> Result<()> {
         }),
         _ => Ok(()),
     }
-}
-
-/// Creates a directory and its parents (an existing directory is fine).
-fn create_dir(path: &Path) -> Result<()> {
-    std::fs::create_dir_all(path)
-        .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
 }
 
 /// Sweep time (measured lower bound) above which a run is announced as slow before it starts.
@@ -820,13 +816,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             seconds: chain.seconds(),
             n_clusters: state.partition.n_clusters(),
             log_joint: state.ln_joint(),
-            hyper: state
-                .prior
-                .hyper_values()
-                .into_iter()
-                .chain(chain.kernel_hyper_values())
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            hyper: chain.hyper(),
             never_moved: !resumed
                 && !k_changed
                 && chain.sweeps_done() > 0

@@ -259,6 +259,39 @@ impl std::str::FromStr for Start {
     }
 }
 
+impl Start {
+    /// The start with a labels file made absolute, so that a resumed run finds it from any
+    /// directory.
+    pub fn absolute(&self) -> Result<Start> {
+        Ok(match self {
+            Start::Labels(p) => Start::Labels(super::record::absolute(p)?),
+            other => other.clone(),
+        })
+    }
+}
+
+/// A number of sweeps as a front end takes it: a count, or `auto` (until the chains agree).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepCount {
+    /// This many sweeps.
+    Count(u64),
+    /// Rounds of doubling length until the chains agree ([`AutoBudget`]).
+    Auto,
+}
+
+impl std::str::FromStr for SweepCount {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "auto" {
+            return Ok(SweepCount::Auto);
+        }
+        s.parse()
+            .map(SweepCount::Count)
+            .map_err(|_| format!("expected a number of sweeps or auto, got '{s}'"))
+    }
+}
+
 /// When a chain stops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -338,6 +371,34 @@ impl AutoBudget {
 }
 
 impl Budget {
+    /// The budget that a front end's `sweeps`, `seconds` and `max_sweeps` give for `n` points
+    /// in `d` dimensions, if they give one: a sweep count; `auto`, or `max_sweeps` alone, as
+    /// [`AutoBudget::for_data`] bounded by `max_sweeps`; else a time (`sweeps` wins over
+    /// `seconds`). Errors when `max_sweeps` comes with a sweep count, which it cannot bound.
+    /// Cost: O(1).
+    pub fn of_limits(
+        sweeps: Option<SweepCount>,
+        seconds: Option<f64>,
+        max_sweeps: Option<u64>,
+        (n, d): (usize, usize),
+    ) -> Result<Option<Budget>> {
+        let auto = || {
+            let budget = AutoBudget::for_data(n, d);
+            Budget::Auto(max_sweeps.map_or(budget, |max| budget.at_most(max)))
+        };
+        Ok(match (sweeps, seconds) {
+            (Some(SweepCount::Count(_)), _) if max_sweeps.is_some() => {
+                return Err(Error::Usage(
+                    "`max_sweeps` bounds `sweeps` auto: give one or the other".into(),
+                ))
+            }
+            (Some(SweepCount::Count(n)), _) => Some(Budget::Sweeps(n)),
+            (Some(SweepCount::Auto), _) => Some(auto()),
+            (None, Some(s)) => Some(Budget::Seconds(s)),
+            (None, None) => max_sweeps.is_some().then(auto),
+        })
+    }
+
     /// Whether a chain that has done `sweep` sweeps in `seconds` of sampling has used up its
     /// budget (for [`Budget::Auto`], its most sweeps: the runner ends earlier rounds).
     pub fn reached(self, sweep: u64, seconds: f64) -> bool {

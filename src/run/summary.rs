@@ -13,11 +13,51 @@ use super::spec::{SamplerKind, SamplerSettings};
 use super::{load_json, BestDraw, Draw, TraceColumns};
 use crate::diagnostics::{common_spacing, effective_sample_size, SeriesSummary};
 use crate::error::{Error, Result};
+use crate::model::ModelSpec;
 use crate::prior::NrmPrior;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
+
+/// A model as `summary.json` records it: every field of the spec, `kernel_hyperpriors` also
+/// when it is off.
+pub fn model_record(model: &ModelSpec) -> serde_json::Value {
+    let mut value = serde_json::json!(model);
+    value["kernel_hyperpriors"] = serde_json::json!(model.kernel_hyperpriors);
+    value
+}
+
+/// What `summary.json` of a finished run records besides its diagnostics: the commands that
+/// made it (the last and all), its seed, chain offset, sampler and settings, `model` (the
+/// model as built, its defaults resolved), budget, thinning, burn-in, checkpoint interval and
+/// `wall_seconds`, and the data's column names when a header gave them.
+pub fn run_record(
+    run: &RunDir,
+    model: &ModelSpec,
+    columns: Option<&[String]>,
+    wall_seconds: f64,
+) -> serde_json::Value {
+    let s = &run.record.spec;
+    let mut record = serde_json::json!({
+        "command": run.record.commands.last(),
+        "commands": run.record.commands,
+        "seed": s.seed,
+        "chain_offset": s.chain_offset,
+        "sampler": s.sampler.kind,
+        "sampler_settings": s.sampler,
+        "model": model_record(model),
+        "budget": s.budget,
+        "thin": s.thin,
+        "burn_in": s.burn_in,
+        "checkpoint_every": s.checkpoint_every,
+        "wall_seconds": wall_seconds,
+    });
+    if let Some(columns) = columns {
+        record["columns"] = serde_json::json!(columns);
+    }
+    record
+}
 
 /// Rows of a trace kept in memory per column (evenly spaced over the chain): 128 KiB per
 /// column, so that many chains can be merged.

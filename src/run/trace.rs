@@ -88,7 +88,7 @@ impl TraceWriter {
                     ",{name}_proposed,{name}_accepted,{name}_mean_ln_accept"
                 )?;
             }
-            for (name, _) in &r.hyper {
+            for (name, _) in r.hyper.columns() {
                 write!(self.out, ",{name}")?;
             }
             writeln!(self.out)?;
@@ -107,7 +107,7 @@ impl TraceWriter {
             };
             write!(self.out, ",{},{},{:.6}", info.proposed, info.accepted, mean)?;
         }
-        for (_, v) in &r.hyper {
+        for (_, v) in r.hyper.columns() {
             write!(self.out, ",{v:.10}")?;
         }
         writeln!(self.out)
@@ -367,7 +367,12 @@ mod tests {
                     ln_accept_sum: -0.5,
                 },
             )],
-            hyper: vec![("alpha", 1.0 + sweep as f64)],
+            hyper: super::super::HyperState {
+                prior: crate::prior::PriorHyper::Dp {
+                    alpha: 1.0 + sweep as f64,
+                },
+                kernel: None,
+            },
         }
     }
 

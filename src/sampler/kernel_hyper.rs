@@ -15,7 +15,7 @@
 //! clusters' statistics and the moves' own state ([`crate::run::Chain`]).
 
 use crate::error::{Error, Result};
-use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors};
+use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyper, KernelHyperPriors};
 use crate::partition::Partition;
 use crate::prior::SliceSampler;
 use crate::rng::NrmmRng;
@@ -33,8 +33,8 @@ pub trait KernelUpdate<K: ConjugateKernel>: Send {
         rng: &mut NrmmRng,
     ) -> Result<Option<K>>;
 
-    /// The names and current values of `kernel`'s hyperparameters (trace columns).
-    fn values(&self, kernel: &K) -> Vec<(&'static str, f64)>;
+    /// The current values of `kernel`'s hyperparameters, typed.
+    fn hyper(&self, kernel: &K) -> KernelHyper;
 
     /// `kernel` over the same data at `values` (a checkpoint's). Errors if they do not fit.
     fn rebuild(&self, kernel: &K, values: &[f64]) -> Result<K>;
@@ -146,8 +146,8 @@ impl<K: HyperKernel> KernelUpdate<K> for KernelHyperMove {
         kernel.with_hyper_values(&h).map(Some)
     }
 
-    fn values(&self, kernel: &K) -> Vec<(&'static str, f64)> {
-        kernel.hyperparameters().columns()
+    fn hyper(&self, kernel: &K) -> KernelHyper {
+        kernel.hyperparameters()
     }
 
     fn rebuild(&self, kernel: &K, values: &[f64]) -> Result<K> {

@@ -44,6 +44,22 @@ impl Default for PruneMerge {
     }
 }
 
+impl PruneMerge {
+    /// The settings given, each one not given at its default ([`PruneMerge::default`]).
+    pub fn given(
+        prune_threshold: Option<f64>,
+        merge_threshold: Option<f64>,
+        check_interval: Option<usize>,
+    ) -> Self {
+        let d = PruneMerge::default();
+        PruneMerge {
+            prune_threshold: prune_threshold.unwrap_or(d.prune_threshold),
+            merge_threshold: merge_threshold.unwrap_or(d.merge_threshold),
+            check_interval: check_interval.unwrap_or(d.check_interval),
+        }
+    }
+}
+
 impl SvaConfig {
     /// The default new-component threshold ε.
     pub const DEFAULT_EPSILON: f64 = 0.1;

@@ -143,9 +143,30 @@ impl SvaReport {
         self.ln_predictive.iter().sum::<f64>() / self.ln_predictive.len().max(1) as f64
     }
 
+    /// Writes `labels.txt` (each point's 0-based component) and `summary.json` (the report
+    /// with its settings, [`SvaReport::summary`]) to `dir`, creating it. Cost: O(n).
+    pub fn write(
+        &self,
+        dir: &std::path::Path,
+        config: &SvaConfig,
+        shuffle_seed: Option<u64>,
+        data: &std::path::Path,
+        on: &str,
+    ) -> Result<()> {
+        use crate::data::load;
+        load::create_dir(dir)?;
+        load::write_labels(dir.join("labels.txt"), &self.labels)?;
+        let summary = self.summary(config, shuffle_seed, data, on);
+        let text = serde_json::to_string_pretty(&summary)
+            .map_err(|e| Error::Numerical(format!("not representable as JSON: {e}")))?;
+        load::write_atomically(&dir.join("summary.json"), |out| {
+            std::io::Write::write_all(out, text.as_bytes())
+        })
+    }
+
     /// The report as `summary.json` holds it; `on` says where the predictive was evaluated
     /// (`heldout` or `training`), `data` names the data.
-    pub fn summary(
+    fn summary(
         &self,
         config: &SvaConfig,
         shuffle_seed: Option<u64>,

@@ -5,32 +5,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrmm::data::load::Format;
 use nrmm::data::synthetic::SyntheticKind;
 use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
+use nrmm::run::spec::SweepCount;
 use nrmm::run::{DataSource, MoveSettings, SamplerKind, SamplerSettings, Start};
 use nrmm::Choice;
 use std::path::PathBuf;
-use std::str::FromStr;
-
-/// `--sweeps`: a number of sweeps, or `auto` (until the chains agree).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SweepCount {
-    /// This many sweeps.
-    Count(u64),
-    /// Rounds of doubling length until the chains agree.
-    Auto,
-}
-
-impl FromStr for SweepCount {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s == "auto" {
-            return Ok(SweepCount::Auto);
-        }
-        s.parse()
-            .map(SweepCount::Count)
-            .map_err(|_| format!("expected a number of sweeps or auto, got '{s}'"))
-    }
-}
 
 /// Bayesian nonparametric mixture models on normalized random measures.
 ///

@@ -1,30 +1,24 @@
 //! The verbs on a model without a run: `loglik`, `exact`, `check-exact` and `generate`.
 
 use crate::args::*;
-use crate::common::{build, finite, flags, print_json};
+use crate::common::{build, flags, print_json};
 use crate::output;
 use nrmm::data::load;
 use nrmm::data::synthetic::{PartitionSource, SyntheticSpec};
-use nrmm::data::Dataset;
 use nrmm::model::{Model, PriorKind};
-use nrmm::partition::Partition;
 use nrmm::prior::NrmPrior;
-use nrmm::run::check::{check_sampler, exact_posterior};
+use nrmm::run::check::{check_sampler, exact_posterior, log_joint};
 use nrmm::run::record::Builtin;
-use nrmm::{with_kernel, Error, Result};
+use nrmm::{Error, Result};
 use serde_json::json;
 
 /// `nrmm loglik`: the log joint of the given labels under the model (MATH §1.2).
 pub fn loglik(a: LoglikArgs) -> Result<()> {
     let model = build(&a.data, &a.model, Builtin::Toy)?;
     let n = model.n_points();
-    let Model { kernel, prior, .. } = model;
     let labels = load::load_labels(&a.labels, n)?;
-    let (ln_joint, k) = with_kernel!(&kernel, |k| {
-        let part = Partition::from_labels(k, &labels)?;
-        (part.ln_joint(&prior), part.n_clusters())
-    });
-    let ln_joint = finite(ln_joint, prior.joint_label())?;
+    let (ln_joint, k) = log_joint(&model, &labels).map_err(flags)?;
+    let Model { kernel, prior, .. } = model;
     if a.json {
         return print_json(&json!({
             "log_joint": ln_joint,
@@ -85,24 +79,7 @@ pub fn generate(a: GenerateArgs) -> Result<()> {
         seed: a.seed,
     };
     let drawn = spec.generate().map_err(rename)?;
-    // `--out runs/x.txt` creates `runs/`; a parent that exists as something else is left to
-    // the write to report.
-    for path in std::iter::once(&a.out).chain(&a.labels_out) {
-        if let Some(parent) = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty() && !p.exists())
-        {
-            output::create_dir(parent)?;
-        }
-    }
-    match &drawn.data {
-        Dataset::Dense(x) => load::write_dense(&a.out, x)?,
-        Dataset::Counts(c) => load::write_docword(&a.out, c)?,
-    }
-    if let Some(path) = &a.labels_out {
-        let one_based: Vec<usize> = drawn.labels.iter().map(|l| l + 1).collect();
-        load::write_labels(path, &one_based)?;
-    }
+    drawn.write(&a.out, a.labels_out.as_deref())?;
     output::stdout(|out| {
         let (n, k) = (a.n, drawn.n_clusters);
         writeln!(

@@ -4,11 +4,9 @@
 use crate::args::{DataArgs, ModelArgs};
 use crate::output;
 use nrmm::model::{Model, ModelSpec};
-use nrmm::run::record::{Builtin, STDIN};
-use nrmm::run::{DataSource, RunDir, Start, Summary};
+use nrmm::run::record::Builtin;
+use nrmm::run::{DataSource, RunDir, Summary};
 use nrmm::{Error, Result};
-use serde_json::json;
-use std::path::{Path, PathBuf};
 
 /// How a verb that did not fail ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,55 +77,11 @@ pub fn print_json(value: &serde_json::Value) -> Result<()> {
     })
 }
 
-/// Writes `value` as pretty JSON to `path`, atomically.
-pub fn write_pretty_json(path: &Path, value: &serde_json::Value) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::Numerical(format!("not representable as JSON: {e}")))?;
-    nrmm::run::write_atomic(path, text.as_bytes())
-}
-
-/// `value` if it is finite; otherwise the error that no verb may print a non-finite result
-/// with success, saying what to change.
-pub fn finite(value: f64, what: &str) -> Result<f64> {
-    if value.is_finite() {
-        return Ok(value);
-    }
-    Err(Error::Numerical(format!(
-        "{what} is {value}: a value of the data or of the hyperparameters is too extreme for \
-         double precision; rescale the data (and --nw-xi, --nw-psi) to moderate magnitudes"
-    )))
-}
-
 /// The command line as typed (lossily for non-UTF-8 arguments), for the record.
 pub fn command_line() -> Vec<String> {
     std::env::args_os()
         .map(|s| s.to_string_lossy().into_owned())
         .collect()
-}
-
-/// `path` made absolute, so that a run can be resumed or read from any directory.
-pub fn absolute(path: &Path) -> Result<PathBuf> {
-    std::path::absolute(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// How a run records `--data`: a file by its absolute path, standard input as `-`.
-pub fn data_source(d: &DataArgs) -> Result<DataSource> {
-    let mut source = d.source();
-    if let Some(p) = source.data.as_mut().filter(|p| p.as_os_str() != STDIN) {
-        *p = absolute(p)?;
-    }
-    Ok(source)
-}
-
-/// `--init` with a labels file made absolute, so that a resumed run finds it.
-pub fn absolute_start(init: &Start) -> Result<Start> {
-    Ok(match init {
-        Start::Labels(p) => Start::Labels(absolute(p)?),
-        other => other.clone(),
-    })
 }
 
 /// A summary in the command line's words: its warnings name flags.
@@ -137,11 +91,4 @@ pub fn summary_of(runs: &[RunDir], burn_in: Option<u64>) -> Result<Summary> {
         *w = nrmm::error::rename_in_text(w, &flag);
     }
     Ok(summary)
-}
-
-/// A model as `summary.json` shows it: every field, `kernel_hyperpriors` also when off.
-pub fn model_record(model: &nrmm::model::ModelSpec) -> serde_json::Value {
-    let mut value = json!(model);
-    value["kernel_hyperpriors"] = json!(model.kernel_hyperpriors);
-    value
 }

@@ -3,38 +3,25 @@
 //! and drawn in plots.
 
 use crate::args::CompareArgs;
-use crate::common::{absolute_start, command_line, data_source, model_record, summary_of};
-use crate::common::{build_model, flags, Status};
-use crate::output::{self, create_dir};
-use crate::progress::Progress;
-use nrmm::data::load;
+use crate::common::{build_model, command_line, flag, flags, summary_of, Status};
+use crate::output;
 use nrmm::prior::NrmPrior;
 use nrmm::run::compare::{self, Comparison};
+use nrmm::run::progress::Progress;
 use nrmm::run::record::{Builtin, RUNS_FILE};
 use nrmm::run::runner::run_all;
 use nrmm::run::{Budget, Outcome, RunDir, Runner};
 use nrmm::Result;
-use std::path::Path;
 
 /// `nrmm compare`.
 pub fn compare(a: CompareArgs) -> Result<Status> {
     let (model, _) = build_model(&a.data.source(), &a.model.spec(), Builtin::Toy)?;
     let n = model.n_points();
-    let truth: Option<Vec<i64>> = match (&a.labels, &a.data.data) {
-        (Some(path), _) => Some(load::load_labels(path, n)?),
-        (None, None) => Some(
-            nrmm::data::generate::toy_like(1)
-                .1
-                .into_iter()
-                .map(|l| l as i64)
-                .collect(),
-        ),
-        (None, Some(_)) => None,
-    };
-    let init = absolute_start(&a.init)?;
-    let source = data_source(&a.data)?;
+    let truth = a.data.source().truth(a.labels.as_deref(), n)?;
+    let init = a.init.absolute()?;
+    let source = a.data.source().absolute()?;
     let budget = Budget::Seconds(a.seconds);
-    let progress = Progress::new(budget);
+    let progress = Progress::new(budget, flag);
     let plan = compare::plan(&a.samplers, a.seeds, a.seconds, &a.moves.settings(n), &init)
         .map_err(flags)?;
     let mut runners = Vec::new();
@@ -51,7 +38,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         );
     }
     let names: Vec<&String> = plan.iter().map(|(name, _)| name).collect();
-    create_dir(&a.out)?;
+    nrmm::run::create_dir(&a.out)?;
     nrmm::run::save_json(
         &a.out.join(RUNS_FILE),
         &serde_json::json!({ "runs": names, "command": command_line() }),
@@ -71,16 +58,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     let mut reports = Vec::new();
     for r in &runs {
         let report = summary_of(std::slice::from_ref(r), None)?;
-        report.write(
-            &r.dir,
-            serde_json::json!({
-                "command": command_line(),
-                "seed": r.record.spec.seed,
-                "sampler": r.record.spec.sampler.kind,
-                "model": model_record(&model.spec),
-                "budget": budget,
-            }),
-        )?;
+        report.write(&r.dir, compare::run_record(r, &model.spec))?;
         reports.push(report);
     }
     let names = a.samplers.iter().map(|s| s.to_string()).collect();
@@ -93,16 +71,12 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         a.seconds,
         joint,
     )?;
-    let (plots, notes) = crate::plot::draw(&runs, &a.out)?;
+    let (plots, notes) = nrmm::run::svg::draw(&runs, &a.out)?;
     let plots: Vec<String> = plots
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    write_text(&a.out.join("compare.md"), &comparison.markdown(&plots))?;
-    write_text(
-        &a.out.join("compare.csv"),
-        &compare::run_csv(&comparison.rows),
-    )?;
+    comparison.write(&a.out, &plots)?;
     output::stdout(|out| {
         comparison.print(out, a.seeds)?;
         let files = ["compare.md", "compare.csv"].map(String::from);
@@ -118,9 +92,4 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         Ok(())
     })?;
     Ok(Status::Done)
-}
-
-/// Writes a text file atomically.
-fn write_text(path: &Path, text: &str) -> Result<()> {
-    nrmm::run::write_atomic(path, text.as_bytes())
 }

@@ -7,7 +7,7 @@
 //! ([`request::check`]): a flag the data-parallel chain does not implement never goes
 //! unnoticed.
 
-use crate::args::{Cli, RunArgs, SweepCount};
+use crate::args::{Cli, RunArgs};
 use crate::common::{flags, Status};
 use crate::{interrupt, output};
 use clap::parser::ValueSource;
@@ -102,17 +102,7 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
     let shard = normal_wishart_shard(comm, points, layout)?;
     let cfg = RunConfig {
         seed: a.seed,
-        sweeps: match a.sweeps {
-            None => 1000,
-            Some(SweepCount::Count(n)) => n,
-            Some(SweepCount::Auto) => {
-                return Err(Error::Usage(
-                    "--sweeps auto is not available with --data-parallel (its rounds need \
-                     several chains): give --sweeps N"
-                        .into(),
-                ))
-            }
-        },
+        sweeps: request::sweeps(a.sweeps).map_err(flags)?,
         options: SubClusterOptions {
             launch_iters: a.sampler.moves.launch_scans,
             proposals: a

@@ -15,7 +15,6 @@ mod interrupt;
 mod output;
 mod plot;
 mod predict;
-mod progress;
 mod run_verb;
 mod sva_cmd;
 mod tree_cmd;

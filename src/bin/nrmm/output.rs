@@ -1,9 +1,9 @@
 //! Where results and failures go: results to standard output, the one-line error report to
 //! standard error, and failures to write a file reported as such.
 
+use nrmm::error::one_line;
 use nrmm::{Error, Result};
 use std::io::{self, Write};
-use std::path::Path;
 
 /// Writes what `body` produces to standard output through one buffer, then flushes.
 ///
@@ -21,23 +21,6 @@ pub fn stdout(body: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()>
     }
 }
 
-/// Creates a directory and its parents (an existing directory is fine).
-pub fn create_dir(path: &Path) -> Result<()> {
-    std::fs::create_dir_all(path)
-        .map_err(|e| Error::Usage(format!("cannot create directory {}: {e}", path.display())))
-}
-
-/// `message` folded onto one line: lines trimmed, blank lines dropped, the rest joined by a
-/// space, so that every failure is exactly one line whatever produced it.
-pub fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Prints `error: MESSAGE` as one line on standard error. A failure to write it is ignored:
 /// there is nowhere left to report it, and the exit status still tells.
 pub fn report_error(message: &str) {
@@ -48,16 +31,4 @@ pub fn report_error(message: &str) {
 /// (an interruption and how to go on from it).
 pub fn report_line(message: &str) {
     let _ = writeln!(io::stderr().lock(), "{}", one_line(message));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_line_folds_lines_and_drops_blanks() {
-        assert_eq!(one_line("a\n\n  b  \nc\n"), "a b c");
-        assert_eq!(one_line("single"), "single");
-        assert_eq!(one_line(""), "");
-    }
 }

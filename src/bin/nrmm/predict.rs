@@ -6,7 +6,7 @@ use crate::args::PredictArgs;
 use crate::common::{build_model, flag};
 use crate::output;
 use nrmm::run::record::Builtin;
-use nrmm::run::{DataSource, RunDir};
+use nrmm::run::RunDir;
 use nrmm::Result;
 
 /// `nrmm predict`.
@@ -14,14 +14,10 @@ pub fn predict(a: PredictArgs) -> Result<()> {
     let run = RunDir::open(&a.run)?;
     let source = &run.record.source;
     let (built, _) = build_model(source, &run.record.model, Builtin::Toy)?;
-    // The new points are read like the run's data: the same header and skipped columns.
-    let new = DataSource {
-        data: Some(a.data.clone()),
-        data_format: a.format,
-        ..source.clone()
-    }
-    .load(Builtin::Toy)?
-    .dataset;
+    let new = source
+        .other_file(a.data.clone(), a.format)
+        .load(Builtin::Toy)?
+        .dataset;
     let file = a.data.display().to_string();
     let (rows, k) = nrmm::predict::predict_run(&run, &built, &new, a.burn_in).map_err(|e| {
         e.rename_parameters(&|n| (n == "new").then(|| file.clone()).or_else(|| flag(n)))

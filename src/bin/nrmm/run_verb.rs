@@ -2,17 +2,15 @@
 //! (the summary of any set of run directories): the command line translated for the library's
 //! [`Runner`] and [`Summary`].
 
-use crate::args::{DiagnoseArgs, RunArgs, SweepCount};
-use crate::common::{
-    absolute_start, build_model, command_line, data_source, flags, model_record, print_json,
-    summary_of, Status,
-};
-use crate::output::{self, create_dir};
-use crate::progress::Progress;
+use crate::args::{DiagnoseArgs, RunArgs};
+use crate::common::{build_model, command_line, flags, print_json, summary_of, Status};
+use crate::output;
 use nrmm::run::pilot::{self, Settled};
+use nrmm::run::progress::Progress;
 use nrmm::run::record::Builtin;
 use nrmm::run::runner::check_target;
 use nrmm::run::spec::DRAWS_PER_CHAIN;
+use nrmm::run::summary::run_record;
 use nrmm::run::SamplerSpec;
 use nrmm::run::{AutoBudget, Budget, ChainEnd, Outcome, RunDir, RunRecord, Runner};
 use nrmm::{Error, Result};
@@ -23,37 +21,20 @@ use std::time::Instant;
 /// The budget given by `--sweeps` / `--seconds` / `--max-sweeps`, if any, for `n` points in
 /// `d` dimensions.
 fn budget_flags(a: &RunArgs, n: usize, d: usize) -> Result<Option<Budget>> {
-    let auto = || {
-        let budget = AutoBudget::for_data(n, d);
-        Budget::Auto(a.max_sweeps.map_or(budget, |max| budget.at_most(max)))
-    };
-    Ok(match (a.sweeps, a.seconds) {
-        (Some(SweepCount::Count(_)), _) if a.max_sweeps.is_some() => {
-            return Err(Error::Usage(
-                "--max-sweeps bounds --sweeps auto: give one or the other".into(),
-            ))
-        }
-        (Some(SweepCount::Count(n)), _) => Some(Budget::Sweeps(n)),
-        (Some(SweepCount::Auto), _) => Some(auto()),
-        (None, Some(s)) => Some(Budget::Seconds(s)),
-        (None, None) => a.max_sweeps.is_some().then(auto),
-    })
+    Budget::of_limits(a.sweeps, a.seconds, a.max_sweeps, (n, d)).map_err(flags)
 }
 
 /// The spec of a new run from its command line, for `n` points in `d` dimensions.
 fn new_spec(a: &RunArgs, n: usize, d: usize) -> Result<SamplerSpec> {
-    let budget = match budget_flags(a, n, d)? {
-        Some(b) => b,
-        None => Budget::Auto(AutoBudget::for_data(n, d)),
-    };
+    let budget = budget_flags(a, n, d)?;
     Ok(SamplerSpec {
         sampler: a.sampler.settings(n),
         seed: a.seed,
         chain_offset: a.chain_offset,
         chains: a.chains,
-        init: absolute_start(&a.init)?,
+        init: a.init.absolute()?,
         thin: a.thin,
-        budget,
+        budget: budget.unwrap_or(Budget::Auto(AutoBudget::for_data(n, d))),
         burn_in: a.burn_in,
         checkpoint_every: a.checkpoint_every,
         draws_per_chain: DRAWS_PER_CHAIN,
@@ -116,7 +97,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
             // are set once they are.
             let spec = new_spec(&a, 0, 0)?;
             spec.validate().map_err(flags)?;
-            (a.model.spec(), data_source(&a.data)?, out, Some(spec))
+            (a.model.spec(), a.data.source().absolute()?, out, Some(spec))
         }
     };
     let (model, columns) = build_model(&source, &model_spec, Builtin::Toy)?;
@@ -155,21 +136,22 @@ pub fn run(a: RunArgs) -> Result<Status> {
     let runner = runner.invocation(command_line());
     let header = nrmm::run::header::header(&model, &runner.record().spec);
     output::report_line(&nrmm::error::rename_in_text(&header, &crate::common::flag));
-    let progress = Progress::new(runner.record().spec.budget);
+    let progress = Progress::new(runner.record().spec.budget, crate::common::flag);
     let outcome = runner
         .interrupt(&crate::interrupt::REQUESTED)
         .monitor(&progress)
         .run()
         .map_err(flags)?;
-    finish(&outcome, columns, model.spec, wall.elapsed().as_secs_f64())
+    let wall = wall.elapsed().as_secs_f64();
+    finish(&outcome, columns.as_deref(), &model.spec, wall)
 }
 
 /// Writes and prints the summary of a run that ended, or says how to go on after an
 /// interruption.
 fn finish(
     outcome: &Outcome,
-    columns: Option<Vec<String>>,
-    model: nrmm::model::ModelSpec,
+    columns: Option<&[String]>,
+    model: &nrmm::model::ModelSpec,
     wall_seconds: f64,
 ) -> Result<Status> {
     let run = &outcome.run;
@@ -179,25 +161,7 @@ fn finish(
         return Ok(Status::Interrupted);
     }
     let summary = summary_of(std::slice::from_ref(run), None)?;
-    let s = &run.record.spec;
-    let mut record = json!({
-        "command": run.record.commands.last(),
-        "commands": run.record.commands,
-        "seed": s.seed,
-        "chain_offset": s.chain_offset,
-        "sampler": s.sampler.kind,
-        "sampler_settings": s.sampler,
-        "model": model_record(&model),
-        "budget": s.budget,
-        "thin": s.thin,
-        "burn_in": s.burn_in,
-        "checkpoint_every": s.checkpoint_every,
-        "wall_seconds": wall_seconds,
-    });
-    if let Some(columns) = &columns {
-        record["columns"] = json!(columns);
-    }
-    summary.write(&run.dir, record)?;
+    summary.write(&run.dir, run_record(run, model, columns, wall_seconds))?;
     output::stdout(|out| {
         summary.print(out)?;
         writeln!(out, "wrote {}", run.dir.display())
@@ -210,7 +174,7 @@ pub fn diagnose(a: DiagnoseArgs) -> Result<()> {
     let runs = RunDir::resolve(&a.dirs)?;
     let summary = summary_of(&runs, a.burn_in)?;
     if let Some(out) = &a.out {
-        create_dir(out)?;
+        nrmm::run::create_dir(out)?;
         let dirs: Vec<String> = runs.iter().map(|r| r.dir.display().to_string()).collect();
         summary.write(out, json!({ "runs": dirs, "burn_in": a.burn_in }))?;
     }

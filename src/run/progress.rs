@@ -1,29 +1,38 @@
-//! What the user sees of a running launch: one progress bar per chain on standard error, drawn
-//! only when standard error is a terminal, so that pipes, files and tests see nothing; and the
-//! runner's notes, one line each, in the command line's words.
+//! What a user at a terminal sees of a running launch ([`Progress`], a [`Monitor`]): one
+//! progress bar per chain on standard error, drawn only when standard error is a terminal, so
+//! that pipes, files and tests see nothing; and the runner's notes on standard error, one line
+//! each, in the front end's words.
 
+use super::spec::Budget;
+use super::{ChainMonitor, Monitor, SweepRecord};
+use crate::error::{one_line, rename_in_text};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use nrmm::run::{Budget, ChainMonitor, Monitor, SweepRecord};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 /// How often a bar's position and message are refreshed: formatting the message allocates, so
 /// it is done at most this often rather than every sweep.
 const REFRESH: Duration = Duration::from_millis(100);
 
-/// The bars of one `run`, or nothing when standard error is not a terminal.
+/// The bars of one launch, or nothing when standard error is not a terminal.
 pub struct Progress {
     multi: Option<MultiProgress>,
     budget: Budget,
+    rename: fn(&str) -> Option<String>,
 }
 
 impl Progress {
-    /// Bars for chains running to `budget`, drawn only if standard error is a terminal.
-    pub fn new(budget: Budget) -> Self {
+    /// Bars for chains running to `budget`, drawn only if standard error is a terminal; notes
+    /// name parameters as `rename` spells them ([`rename_in_text`]).
+    pub fn new(budget: Budget, rename: fn(&str) -> Option<String>) -> Self {
         let multi = std::io::stderr()
             .is_terminal()
             .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
-        Progress { multi, budget }
+        Progress {
+            multi,
+            budget,
+            rename,
+        }
     }
 
     /// The bar of the chain named `label`. Sweep budgets show sweeps done of the total with an
@@ -60,8 +69,11 @@ impl Progress {
 }
 
 impl Monitor for Progress {
+    /// Prints the note as one line on standard error; a failure to write it is ignored, as
+    /// there is nowhere left to report it.
     fn note(&self, line: &str) {
-        crate::output::report_line(&nrmm::error::rename_in_text(line, &crate::common::flag));
+        let line = one_line(&rename_in_text(line, &self.rename));
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
 
     fn chain(&self, _chain: u64, label: &str) -> Box<dyn ChainMonitor + '_> {
