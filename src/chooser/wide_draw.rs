@@ -101,6 +101,160 @@ multiversion! {
     }
 }
 
+/// Points of a [`BlockDraws`]: one per lane of a vector of 8 doubles.
+pub(crate) const POINTS: usize = 8;
+
+/// The draws of up to [`POINTS`] points prepared together, each the draw of
+/// [`draw_log_weights`] from its own weights, bit for bit, up to its uniform.
+///
+/// A sweep that weighs the next points of its order against one state (with the points in
+/// vector lanes, `ln_w[e · POINTS + b]` the weight of point `b` against entry `e`) prepares
+/// their draws at once: the maximum, the shifted exponentials, the lane and group sums, the
+/// total and its logarithm, each the same operations in the same order as
+/// [`draw_log_weights`] makes them, one point per lane; so what one point's draw computes as
+/// a chain of dependent operations, a block computes at the arithmetic's throughput. The walk
+/// to the target, which needs the point's uniform, is left to [`BlockDraws::pick`], drawn in
+/// the sweep's order. Cost of [`BlockDraws::prepare`]: one exponential per (point, entry) in
+/// vectors, O(entries) vector additions.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BlockDraws {
+    /// Groups of [`LANES`] entries.
+    groups: usize,
+    /// The shifted exponentials `p[e · POINTS + b]`, entries padded with zeros to whole groups.
+    p: Vec<f64>,
+    /// The pairwise sum of each group, `sums[g · POINTS + b]`.
+    sums: Vec<f64>,
+    /// Each point's total of the shifted exponentials.
+    total: [f64; POINTS],
+    /// Each point's log normaliser (largest weight plus the logarithm of the total), NaN
+    /// for a point whose weights cannot be drawn from.
+    ln_total: [f64; POINTS],
+}
+
+impl BlockDraws {
+    /// Prepares the draws of the points in the lanes of `ln_w` (`entries` weights per point,
+    /// laid out as `ln_w[e · POINTS + b]`), at the CPU's best [`crate::simd::Level`].
+    pub(crate) fn prepare(&mut self, ln_w: &[f64], entries: usize) {
+        debug_assert_eq!(ln_w.len(), entries * POINTS);
+        self.groups = entries.div_ceil(LANES);
+        self.p.resize(self.groups * LANES * POINTS, 0.0);
+        self.sums.resize(self.groups * POINTS, 0.0);
+        prepare_block(
+            ln_w,
+            &mut self.p,
+            &mut self.sums,
+            &mut self.total,
+            &mut self.ln_total,
+        );
+    }
+
+    /// The draw of point `b` from the open uniform `u`: the index and log probability that
+    /// [`draw_log_weights`] gives for the point's weights (`ln_w` as given to
+    /// [`BlockDraws::prepare`]) and `u`, or `None` where it gives `None`. Cost: O(groups +
+    /// [`LANES`]).
+    pub(crate) fn pick(&self, ln_w: &[f64], b: usize, u: f64) -> Option<(usize, f64)> {
+        let ln_total = self.ln_total[b];
+        if ln_total.is_nan() {
+            return None;
+        }
+        let target = u * self.total[b];
+        let mut acc = 0.0;
+        let mut last_positive_group = 0;
+        let mut found = None;
+        for g in 0..self.groups {
+            let s = self.sums[g * POINTS + b];
+            if s > 0.0 {
+                last_positive_group = g;
+                if target < acc + s {
+                    found = Some(g);
+                    break;
+                }
+                acc += s;
+            }
+        }
+        let g = found.unwrap_or(last_positive_group);
+        let mut pick = None;
+        for e in g * LANES..(g + 1) * LANES {
+            let p = self.p[e * POINTS + b];
+            if p > 0.0 {
+                acc += p;
+                pick = Some(e);
+                if found.is_some() && target < acc {
+                    break;
+                }
+            }
+        }
+        let i = pick.expect("a group with a positive sum has a positive weight");
+        Some((i, ln_w[i * POINTS + b] - ln_total))
+    }
+}
+
+multiversion! {
+    /// The body of [`BlockDraws::prepare`]: `p` and `sums` sized for whole groups.
+    fn prepare_block(
+        ln_w: &[f64],
+        p: &mut [f64],
+        sums: &mut [f64],
+        total: &mut [f64; POINTS],
+        ln_total: &mut [f64; POINTS],
+    ) {
+        // Arrays of one value per point, so that every loop over the points is one vector
+        // operation without bounds checks.
+        let (ln_w, _) = ln_w.as_chunks::<POINTS>();
+        let (p, _) = p.as_chunks_mut::<POINTS>();
+        let (sums, _) = sums.as_chunks_mut::<POINTS>();
+        let mut max = [f64::NEG_INFINITY; POINTS];
+        for w in ln_w {
+            for b in 0..POINTS {
+                max[b] = if w[b] > max[b] { w[b] } else { max[b] };
+            }
+        }
+        for (w, p) in ln_w.iter().zip(p.iter_mut()) {
+            for b in 0..POINTS {
+                p[b] = w[b] - max[b];
+            }
+        }
+        p[ln_w.len()..].fill([f64::NEG_INFINITY; POINTS]);
+        // One flat loop, as in `draw_log_weights`, so that the compiler vectorises it (a loop
+        // over the points of each entry is compiled as scalar code with a branch around each
+        // exponential).
+        for v in p.as_flattened_mut() {
+            let x = *v;
+            let y = vecmath::exp_shifted(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
+            *v = if x < NEGLIGIBLE { 0.0 } else { y };
+        }
+        let mut lane_sum = [[0.0f64; POINTS]; LANES];
+        for (e, p) in p[..ln_w.len()].iter().enumerate() {
+            let lane = &mut lane_sum[e % LANES];
+            for b in 0..POINTS {
+                lane[b] += p[b];
+            }
+        }
+        for (v, sum) in p.chunks_exact(LANES).zip(sums.iter_mut()) {
+            for b in 0..POINTS {
+                sum[b] = ((v[0][b] + v[1][b]) + (v[2][b] + v[3][b]))
+                    + ((v[4][b] + v[5][b]) + (v[6][b] + v[7][b]));
+            }
+        }
+        for b in 0..POINTS {
+            let s = |l: usize| lane_sum[l][b];
+            total[b] = ((s(0) + s(1)) + (s(2) + s(3))) + ((s(4) + s(5)) + (s(6) + s(7)));
+        }
+        // The logarithm of every lane, then selects: a branch on a total of exactly 1 would
+        // keep the loop from being one vector operation.
+        let mut ln_t = [0.0f64; POINTS];
+        for b in 0..POINTS {
+            ln_t[b] = vecmath::ln_at_least_one(total[b]);
+        }
+        for b in 0..POINTS {
+            let ln = if total[b] == 1.0 { max[b] } else { max[b] + ln_t[b] };
+            // The cases in which `draw_log_weights` refuses the weights.
+            let refused = !max[b].is_finite() || total[b].is_nan();
+            ln_total[b] = if refused { f64::NAN } else { ln };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +334,52 @@ mod tests {
             &[],
         ] {
             assert!(draw_log_weights(bad, &mut e, 0.5).is_none());
+        }
+    }
+
+    /// A block's prepared draws are [`draw_log_weights`]'s, index and log probability to the
+    /// bit, for every lane, at every level: weights of many magnitudes with `-∞` entries,
+    /// lengths across group boundaries, uniforms at the edges, and refused weights (all
+    /// `-∞`, NaN, `+∞`) in some lanes.
+    #[test]
+    fn block_draws_are_the_single_draws() {
+        let mut rng = SeedPlan::new(11).chain(0);
+        let mut e = Vec::new();
+        let mut block = BlockDraws::default();
+        for round in 0..1500 {
+            let entries = 1 + round % 37;
+            let mut ln_w = vec![0.0; entries * POINTS];
+            for (k, w) in ln_w.iter_mut().enumerate() {
+                *w = match (k / POINTS) % 7 {
+                    3 => f64::NEG_INFINITY,
+                    5 => 10.0 * (uniform_open01(&mut rng) - 0.5),
+                    _ => 800.0 * (uniform_open01(&mut rng) - 0.5),
+                };
+            }
+            match round % 5 {
+                1 => (0..entries).for_each(|k| ln_w[k * POINTS + 2] = f64::NEG_INFINITY),
+                2 => ln_w[(entries / 2) * POINTS + 5] = f64::NAN,
+                3 => ln_w[(entries - 1) * POINTS + 7] = f64::INFINITY,
+                _ => {}
+            }
+            for level in Level::ALL {
+                with_level(level, || block.prepare(&ln_w, entries));
+                for b in 0..POINTS {
+                    let u = match (round + b) % 3 {
+                        0 => f64::EPSILON / 4.0,
+                        1 => 1.0 - f64::EPSILON / 4.0,
+                        _ => uniform_open01(&mut rng),
+                    };
+                    let column: Vec<f64> = ln_w.iter().skip(b).step_by(POINTS).copied().collect();
+                    let want = with_level(Level::Portable, || draw_log_weights(&column, &mut e, u));
+                    let got = block.pick(&ln_w, b, u);
+                    assert_eq!(
+                        got.map(|(i, lp)| (i, lp.to_bits())),
+                        want.map(|(i, lp)| (i, lp.to_bits())),
+                        "{level:?}, round {round}, lane {b}"
+                    );
+                }
+            }
         }
     }
 }
