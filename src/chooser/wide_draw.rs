@@ -158,33 +158,37 @@ impl BlockDraws {
             return None;
         }
         let target = u * self.total[b];
-        let mut acc = 0.0;
-        let mut last_positive_group = 0;
-        let mut found = None;
-        for g in 0..self.groups {
-            let s = self.sums[g * POINTS + b];
-            if s > 0.0 {
-                last_positive_group = g;
-                if target < acc + s {
-                    found = Some(g);
-                    break;
-                }
-                acc += s;
-            }
+        // The walk of `draw_log_weights` without its branches, which the target's random
+        // place makes unpredictable. Its running sums add the group sums (then the weights)
+        // in order, skipping zeros, whose addition would leave them unchanged anyway; so they
+        // never decrease, and the first sum past the target is at the count of those at or
+        // below it, which is never at a zero term.
+        let (mut acc, mut start, mut g, mut last_positive_group) = (0.0, 0.0, 0, 0);
+        for k in 0..self.groups {
+            let s = self.sums[k * POINTS + b];
+            let next = acc + s;
+            let below = next <= target;
+            g += below as usize;
+            start = if below { next } else { start };
+            last_positive_group = if s > 0.0 { k } else { last_positive_group };
+            acc = next;
         }
-        let g = found.unwrap_or(last_positive_group);
-        let mut pick = None;
-        for e in g * LANES..(g + 1) * LANES {
-            let p = self.p[e * POINTS + b];
-            if p > 0.0 {
-                acc += p;
-                pick = Some(e);
-                if found.is_some() && target < acc {
-                    break;
-                }
-            }
+        let found = g < self.groups;
+        let g = if found { g } else { last_positive_group };
+        let (mut acc, mut l, mut last_positive) = (start, 0, None);
+        for (k, p) in self.p[g * LANES * POINTS..].chunks(POINTS).take(LANES).enumerate() {
+            acc += p[b];
+            l += (acc <= target) as usize;
+            last_positive = if p[b] > 0.0 { Some(k) } else { last_positive };
         }
-        let i = pick.expect("a group with a positive sum has a positive weight");
+        // Rounding can leave the target at or past the last sum: the last positive weight
+        // (of the last group with one) is then the draw, as in `draw_log_weights`.
+        let l = if found && l < LANES {
+            l
+        } else {
+            last_positive.expect("a group with a positive sum has a positive weight")
+        };
+        let i = g * LANES + l;
         Some((i, ln_w[i * POINTS + b] - ln_total))
     }
 }
@@ -214,11 +218,12 @@ multiversion! {
                 p[b] = w[b] - max[b];
             }
         }
-        p[ln_w.len()..].fill([f64::NEG_INFINITY; POINTS]);
+        // The padding to a whole group weighs zero, as `draw_log_weights`'s does.
+        p[ln_w.len()..].fill([0.0; POINTS]);
         // One flat loop, as in `draw_log_weights`, so that the compiler vectorises it (a loop
         // over the points of each entry is compiled as scalar code with a branch around each
         // exponential).
-        for v in p.as_flattened_mut() {
+        for v in p[..ln_w.len()].as_flattened_mut() {
             let x = *v;
             let y = vecmath::exp_shifted(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
             *v = if x < NEGLIGIBLE { 0.0 } else { y };
