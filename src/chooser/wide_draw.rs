@@ -124,6 +124,12 @@ pub(crate) struct BlockDraws {
     p: Vec<f64>,
     /// The pairwise sum of each group, `sums[g · POINTS + b]`.
     sums: Vec<f64>,
+    /// The walk's running sum after each group, `ends[g · POINTS + b]`: the group sums added
+    /// in order.
+    ends: Vec<f64>,
+    /// The walk's running sum after each entry within its group, `runs[e · POINTS + b]`: the
+    /// running sum before the group plus the group's weights, added in order.
+    runs: Vec<f64>,
     /// Each point's total of the shifted exponentials.
     total: [f64; POINTS],
     /// Each point's log normaliser (largest weight plus the logarithm of the total), NaN
@@ -138,13 +144,19 @@ impl BlockDraws {
         debug_assert_eq!(ln_w.len(), entries * POINTS);
         self.groups = entries.div_ceil(LANES);
         self.p.resize(self.groups * LANES * POINTS, 0.0);
+        self.runs.resize(self.groups * LANES * POINTS, 0.0);
         self.sums.resize(self.groups * POINTS, 0.0);
+        self.ends.resize(self.groups * POINTS, 0.0);
         prepare_block(
             ln_w,
-            &mut self.p,
-            &mut self.sums,
-            &mut self.total,
-            &mut self.ln_total,
+            Prepared {
+                p: &mut self.p,
+                runs: &mut self.runs,
+                sums: &mut self.sums,
+                ends: &mut self.ends,
+                total: &mut self.total,
+                ln_total: &mut self.ln_total,
+            },
         );
     }
 
@@ -158,55 +170,64 @@ impl BlockDraws {
             return None;
         }
         let target = u * self.total[b];
-        // The walk of `draw_log_weights` without its branches, which the target's random
-        // place makes unpredictable. Its running sums add the group sums (then the weights)
-        // in order, skipping zeros, whose addition would leave them unchanged anyway; so they
-        // never decrease, and the first sum past the target is at the count of those at or
-        // below it, which is never at a zero term.
-        let (mut acc, mut start, mut g, mut last_positive_group) = (0.0, 0.0, 0, 0);
-        for k in 0..self.groups {
-            let s = self.sums[k * POINTS + b];
-            let next = acc + s;
-            let below = next <= target;
-            g += below as usize;
-            start = if below { next } else { start };
-            last_positive_group = if s > 0.0 { k } else { last_positive_group };
-            acc = next;
-        }
-        let found = g < self.groups;
-        let g = if found { g } else { last_positive_group };
-        let (mut acc, mut l, mut last_positive) = (start, 0, None);
-        for (k, p) in self.p[g * LANES * POINTS..].chunks(POINTS).take(LANES).enumerate() {
-            acc += p[b];
-            l += (acc <= target) as usize;
-            last_positive = if p[b] > 0.0 { Some(k) } else { last_positive };
-        }
-        // Rounding can leave the target at or past the last sum: the last positive weight
-        // (of the last group with one) is then the draw, as in `draw_log_weights`.
-        let l = if found && l < LANES {
-            l
-        } else {
-            last_positive.expect("a group with a positive sum has a positive weight")
+        // The walk of `draw_log_weights`, its running sums prepared in lanes. They add the
+        // group sums (then the weights) in order, skipping zeros, whose addition would leave
+        // them unchanged anyway; so they never decrease, and the first sum past the target
+        // is at the count of those at or below it (never at a zero term): no branch on the
+        // target's random place.
+        let count = |sums: &[f64], n: usize| {
+            (0..n)
+                .map(|k| (sums[k * POINTS + b] <= target) as usize)
+                .sum::<usize>()
         };
+        let g = count(&self.ends, self.groups);
+        if g < self.groups {
+            let l = count(&self.runs[g * LANES * POINTS..], LANES);
+            if l < LANES {
+                let i = g * LANES + l;
+                return Some((i, ln_w[i * POINTS + b] - ln_total));
+            }
+        }
+        // Rounding left the target at or past the last sum (of all, or of the group): the
+        // last positive weight (of the last group with one) is then the draw.
+        let g = if g < self.groups {
+            g
+        } else {
+            (0..self.groups)
+                .rev()
+                .find(|&k| self.sums[k * POINTS + b] > 0.0)
+                .expect("the largest weight is positive")
+        };
+        let l = (0..LANES)
+            .rev()
+            .find(|&l| self.p[(g * LANES + l) * POINTS + b] > 0.0)
+            .expect("a group with a positive sum has a positive weight");
         let i = g * LANES + l;
         Some((i, ln_w[i * POINTS + b] - ln_total))
     }
 }
 
+/// The buffers [`prepare_block`] fills (see [`BlockDraws`]), sized for whole groups.
+struct Prepared<'a> {
+    p: &'a mut [f64],
+    runs: &'a mut [f64],
+    sums: &'a mut [f64],
+    ends: &'a mut [f64],
+    total: &'a mut [f64; POINTS],
+    ln_total: &'a mut [f64; POINTS],
+}
+
 multiversion! {
-    /// The body of [`BlockDraws::prepare`]: `p` and `sums` sized for whole groups.
-    fn prepare_block(
-        ln_w: &[f64],
-        p: &mut [f64],
-        sums: &mut [f64],
-        total: &mut [f64; POINTS],
-        ln_total: &mut [f64; POINTS],
-    ) {
+    /// The body of [`BlockDraws::prepare`].
+    fn prepare_block(ln_w: &[f64], out: Prepared<'_>) {
+        let Prepared { p, runs, sums, ends, total, ln_total } = out;
         // Arrays of one value per point, so that every loop over the points is one vector
         // operation without bounds checks.
         let (ln_w, _) = ln_w.as_chunks::<POINTS>();
         let (p, _) = p.as_chunks_mut::<POINTS>();
         let (sums, _) = sums.as_chunks_mut::<POINTS>();
+        let (runs, _) = runs.as_chunks_mut::<POINTS>();
+        let (ends, _) = ends.as_chunks_mut::<POINTS>();
         let mut max = [f64::NEG_INFINITY; POINTS];
         for w in ln_w {
             for b in 0..POINTS {
@@ -235,11 +256,28 @@ multiversion! {
                 lane[b] += p[b];
             }
         }
-        for (v, sum) in p.chunks_exact(LANES).zip(sums.iter_mut()) {
+        let mut acc = [0.0f64; POINTS];
+        for (((v, run), sum), end) in p
+            .chunks_exact(LANES)
+            .zip(runs.chunks_exact_mut(LANES))
+            .zip(sums.iter_mut())
+            .zip(ends.iter_mut())
+        {
             for b in 0..POINTS {
                 sum[b] = ((v[0][b] + v[1][b]) + (v[2][b] + v[3][b]))
                     + ((v[4][b] + v[5][b]) + (v[6][b] + v[7][b]));
             }
+            let mut within = acc;
+            for (v, run) in v.iter().zip(run.iter_mut()) {
+                for b in 0..POINTS {
+                    within[b] += v[b];
+                }
+                *run = within;
+            }
+            for b in 0..POINTS {
+                acc[b] += sum[b];
+            }
+            *end = acc;
         }
         for b in 0..POINTS {
             let s = |l: usize| lane_sum[l][b];
