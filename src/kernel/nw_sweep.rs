@@ -198,7 +198,12 @@ impl SweepCache<NwStat> for NwSweepCache {
         // Every value is written below.
         out.resize((self.slots + 1) * BLOCK, 0.0);
         // Lanes without a point repeat the first point: finite values, never read.
-        for (b, &i) in points.iter().chain(std::iter::repeat(&points[0])).take(BLOCK).enumerate() {
+        for (b, &i) in points
+            .iter()
+            .chain(std::iter::repeat(&points[0]))
+            .take(BLOCK)
+            .enumerate()
+        {
             for (j, y) in self.block_y.iter_mut().enumerate() {
                 y[b] = self.centred[i * d + j];
             }
@@ -415,11 +420,11 @@ fn points_any(
         let at = |t: usize| group[t][e % LANES];
         let mut q = [0.0f64; BLOCK];
         let mut t = 0;
-        for j in 0..d {
+        for (j, yj) in y.iter().enumerate() {
             let centre = at(strict + d + j);
             let mut acc = [0.0f64; BLOCK];
             for b in 0..BLOCK {
-                acc[b] = y[j][b] - centre;
+                acc[b] = yj[b] - centre;
             }
             let (solved, rest) = z.split_at_mut(j);
             for zk in solved.iter() {

@@ -107,6 +107,11 @@ pub(crate) struct PointUpdate {
     /// Each point of a block: its slot and its own weight, as [`PointUpdate::take_out`]
     /// finds them at the block's start.
     block_own: [(Slot, Option<f64>); POINTS],
+    /// The points of the block.
+    block_points: [usize; POINTS],
+    /// The prepared block, as its first position in the caller's order and its length;
+    /// `None` once a cluster has changed since it was prepared.
+    block: Option<(usize, usize)>,
 }
 
 // A block's weights come from the sweep cache in the lanes that its draws are prepared in.
@@ -122,6 +127,7 @@ impl PointUpdate {
         state: &State<K, P>,
         empty: &K::Stat,
     ) {
+        self.block = None;
         let capacity = state.partition.slot_capacity();
         self.ln_join.clear();
         self.ln_join.resize(capacity, f64::NAN);
@@ -141,6 +147,8 @@ impl PointUpdate {
     /// entry of the sweep cache.
     #[inline]
     fn refresh<K: ConjugateKernel, P: NrmPrior>(&mut self, state: &State<K, P>, slot: Slot) {
+        // A changed cluster changes weights a prepared block holds.
+        self.block = None;
         let cluster = state.partition.cluster(slot);
         if let Some(c) = cluster {
             if slot >= self.ln_join.len() {
@@ -248,121 +256,108 @@ impl PointUpdate {
         })
     }
 
-    /// The single-site update of every point of `order`, in that order, with the draws of
-    /// [`PointUpdate::draw`] and [`PointUpdate::apply`] point by point, bit for bit.
+    /// [`PointUpdate::draw`] of the point `order[t]`, for a caller that updates the points
+    /// of `order` in that order ([`PointUpdate::apply`] after each draw, no other change to
+    /// the partition in between): the same draw, bit for bit, from the same stream position.
     ///
-    /// With a sweep cache the points are taken in blocks of up to [`POINTS`]: each block is
-    /// weighed against the state at its start with the points in vector lanes
-    /// ([`crate::kernel::SweepCache::weigh_block`]), each point's own cluster given its
-    /// weight without the point, and the block's draws are prepared in the same lanes
-    /// ([`BlockDraws`]). Then the points are drawn in order, each from its uniform taken
-    /// where the point-by-point sweep takes it ([`Chooser::wide_uniform`]), up to the first
-    /// whose update changes a cluster: the weights of the points after it are stale, and
-    /// the next block starts there. A point that stays in its cluster changes only the
-    /// member order, which no weight reads, so at equilibrium, where few points move, a block
-    /// is nearly always whole. Cost per point: as [`PointUpdate::draw`], without its chain
-    /// of dependent operations; the points after a move in its block are weighed twice.
-    pub fn sweep<K: ConjugateKernel, P: NrmPrior>(
+    /// With a sweep cache the points are weighed and their draws prepared in blocks of up
+    /// to [`POINTS`] ([`PointUpdate::prepare`]): a block holds the weights of the next points
+    /// of `order` against the state at its start, with the points in vector lanes, so that a
+    /// point's chain of dependent operations (its weights, their maximum, exponentials and
+    /// sums) becomes one lane of vector operations. A block stays valid while the points
+    /// stay in their clusters (a requeue changes only the member order, which no weight
+    /// reads); the first update that changes a cluster ends it, and the next point starts a
+    /// new one. At equilibrium few points move, so nearly every block is used whole. Cost
+    /// per point: as [`PointUpdate::draw`], without its latency; the points of a block after
+    /// a move are weighed again.
+    pub fn draw_at<K: ConjugateKernel, P: NrmPrior>(
         &mut self,
         kernel: &K,
         state: &mut State<K, P>,
         empty: &K::Stat,
         order: &[usize],
+        t: usize,
         chooser: &mut dyn Chooser,
-    ) -> Result<()> {
-        if self.cache.get::<K::Stat>().is_none() {
-            for &i in order {
-                let placed = self.draw(kernel, state, empty, i, chooser)?;
-                self.apply(kernel, state, i, placed);
+    ) -> Result<Placement> {
+        let i = order[t];
+        let b = match self.block {
+            Some((t0, len)) if (t0..t0 + len).contains(&t) && self.block_points[t - t0] == i => {
+                t - t0
             }
-            return Ok(());
+            _ => {
+                if self.cache.get::<K::Stat>().is_none() || !self.prepare(kernel, state, order, t) {
+                    return self.draw(kernel, state, empty, i, chooser);
+                }
+                0
+            }
+        };
+        let (old, own) = self.block_own[b];
+        if own.is_none() {
+            // The point is alone: taking it out frees its slot, which its weights already
+            // have at `-∞`, and ends the block for the points after it.
+            state.partition.remove(kernel, i);
+            self.refresh(state, old);
         }
-        let mut t = 0;
-        while t < order.len() {
-            let block = &order[t..(t + POINTS).min(order.len())];
-            t += self.block(kernel, state, empty, block, chooser)?;
-        }
-        Ok(())
+        let entries = self.block_w.len() / POINTS;
+        let pick = match chooser.wide_uniform() {
+            Some(u) => self.draws.pick(&self.block_w, b, u).map(|(pick, _)| pick),
+            None => None,
+        };
+        let pick = match pick {
+            Some(pick) => pick,
+            None => {
+                // The chooser draws for itself, or the weights are refused: the draw (or the
+                // error) of `draw`, from the point's weights.
+                self.ln_w.clear();
+                self.ln_w
+                    .extend(self.block_w.iter().skip(b).step_by(POINTS).take(entries));
+                chooser.choose_log_wide(&self.ln_w)?.0
+            }
+        };
+        Ok(Placement {
+            old,
+            target: (pick + 1 < entries).then_some(pick),
+            in_place: own.is_some(),
+        })
     }
 
-    /// Updates the points of `block` in order against weights prepared together (see
-    /// [`PointUpdate::sweep`]), up to and including the first that changes a cluster;
-    /// returns how many it updated.
-    fn block<K: ConjugateKernel, P: NrmPrior>(
+    /// Weighs the points of `order` from `t` on (at most [`POINTS`]) against every entry of
+    /// the sweep cache, each point's own cluster with its weight without it, and prepares
+    /// their draws; the block ends before the first point whose own cluster the kernel
+    /// cannot weigh in place (it must be taken out before it is weighed, which changes that
+    /// cluster's weight). Returns false, preparing nothing, when that is the point at `t`.
+    fn prepare<K: ConjugateKernel, P: NrmPrior>(
         &mut self,
         kernel: &K,
-        state: &mut State<K, P>,
-        empty: &K::Stat,
-        block: &[usize],
-        chooser: &mut dyn Chooser,
-    ) -> Result<usize> {
-        let cache = self.cache.get::<K::Stat>().expect("a sweep cache");
-        let entries = cache.slots() + 1;
-        let mut block_w = std::mem::take(&mut self.block_w);
-        cache.weigh_block(block, &mut block_w);
-        let mut len = block.len();
-        for (b, &i) in block.iter().enumerate() {
+        state: &State<K, P>,
+        order: &[usize],
+        t: usize,
+    ) -> bool {
+        let points = &order[t..(t + POINTS).min(order.len())];
+        let mut len = points.len();
+        for (b, &i) in points.iter().enumerate() {
             let old = state.partition.slot_of(i);
             let own = self.own_weight(kernel, state, i, old);
             if own.is_none() && state.partition.cluster(old).is_some_and(|c| c.size() >= 2) {
-                // The kernel cannot weigh the point's cluster without it in place: the point
-                // is taken out before it is weighed, which changes that cluster's weight.
                 len = b;
                 break;
             }
-            // Without an own weight the point is alone, and taking it out frees its slot.
-            block_w[old * POINTS + b] = own.unwrap_or(f64::NEG_INFINITY);
             self.block_own[b] = (old, own);
+            self.block_points[b] = i;
         }
         if len == 0 {
-            self.block_w = block_w;
-            let placed = self.draw(kernel, state, empty, block[0], chooser)?;
-            self.apply(kernel, state, block[0], placed);
-            return Ok(1);
+            return false;
         }
-        self.draws.prepare(&block_w, entries);
-        let mut result = Ok(len);
-        for (b, &i) in block[..len].iter().enumerate() {
-            let (old, own) = self.block_own[b];
-            if own.is_none() {
-                state.partition.remove(kernel, i);
-                self.refresh(state, old);
-            }
-            let pick = match chooser.wide_uniform() {
-                Some(u) => self.draws.pick(&block_w, b, u).map(|(pick, _)| pick),
-                None => None,
-            };
-            let pick = match pick {
-                Some(pick) => pick,
-                None => {
-                    // The chooser draws for itself, or the weights are refused: the draw (or
-                    // the error) of the point-by-point sweep, from the point's weights.
-                    self.ln_w.clear();
-                    self.ln_w
-                        .extend(block_w.iter().skip(b).step_by(POINTS).take(entries));
-                    match chooser.choose_log_wide(&self.ln_w) {
-                        Ok((pick, _)) => pick,
-                        Err(e) => {
-                            result = Err(e);
-                            break;
-                        }
-                    }
-                }
-            };
-            let placed = Placement {
-                old,
-                target: (pick + 1 < entries).then_some(pick),
-                in_place: own.is_some(),
-            };
-            let stays = placed.in_place && placed.target == Some(old);
-            self.apply(kernel, state, i, placed);
-            if !stays {
-                result = Ok(b + 1);
-                break;
-            }
+        let cache = self.cache.get::<K::Stat>().expect("a sweep cache");
+        let entries = cache.slots() + 1;
+        cache.weigh_block(&points[..len], &mut self.block_w);
+        for (b, &(old, own)) in self.block_own[..len].iter().enumerate() {
+            // Without an own weight the point is alone, and taking it out frees its slot.
+            self.block_w[old * POINTS + b] = own.unwrap_or(f64::NEG_INFINITY);
         }
-        self.block_w = block_w;
-        result
+        self.draws.prepare(&self.block_w, entries);
+        self.block = Some((t, len));
+        true
     }
 
     /// Moves point `i` where `placed` says (a requeue if it stays in place) and refreshes the
@@ -428,7 +423,13 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for Gibbs {
         }
         let empty = kernel.empty_stat();
         self.point.begin(kernel, state, &empty);
-        let result = self.point.sweep(kernel, state, &empty, &order, chooser);
+        let result = (0..order.len()).try_for_each(|t| {
+            let placed = self
+                .point
+                .draw_at(kernel, state, &empty, &order, t, chooser)?;
+            self.point.apply(kernel, state, order[t], placed);
+            Ok(())
+        });
         self.order = order;
         result.map(|()| StepInfo::default())
     }
@@ -499,7 +500,10 @@ mod tests {
             "the chain split"
         );
         for level in Level::ALL {
-            assert!(trace(level, 12, true) == want, "{level:?} differs from portable");
+            assert!(
+                trace(level, 12, true) == want,
+                "{level:?} differs from portable"
+            );
         }
     }
 
