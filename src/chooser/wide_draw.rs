@@ -110,12 +110,13 @@ pub(crate) const POINTS: usize = 8;
 /// A sweep that weighs the next points of its order against one state (with the points in
 /// vector lanes, `ln_w[e · POINTS + b]` the weight of point `b` against entry `e`) prepares
 /// their draws at once: the maximum, the shifted exponentials, the lane and group sums, the
-/// total and its logarithm, each the same operations in the same order as
-/// [`draw_log_weights`] makes them, one point per lane; so what one point's draw computes as
-/// a chain of dependent operations, a block computes at the arithmetic's throughput. The walk
-/// to the target, which needs the point's uniform, is left to [`BlockDraws::pick`], drawn in
-/// the sweep's order. Cost of [`BlockDraws::prepare`]: one exponential per (point, entry) in
-/// vectors, O(entries) vector additions.
+/// total and its logarithm, and the running sums of the walk, each the same operations in
+/// the same order as [`draw_log_weights`] makes them, one point per lane; so what one
+/// point's draw computes as a chain of dependent operations, a block computes at the
+/// arithmetic's throughput. Only the comparison with the target, which needs the point's
+/// uniform, is left to [`BlockDraws::pick`], called in the sweep's order. Cost of
+/// [`BlockDraws::prepare`]: one exponential per (point, entry) in vectors and O(entries)
+/// vector additions; of a pick, O(groups + [`LANES`]) comparisons without branches.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct BlockDraws {
     /// Groups of [`LANES`] entries.
