@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::math::log_sum_exp;
 use crate::rng::{uniform_index, uniform_open01, NrmmRng};
 use wide_draw::draw_log_weights;
+pub(crate) use wide_draw::{BlockDraws, POINTS};
 
 /// Source of the discrete random decisions of a move.
 pub trait Chooser {
@@ -30,6 +31,16 @@ pub trait Chooser {
     /// default calls `choose_log`, so an enumeration sees the same decision tree.
     fn choose_log_wide(&mut self, ln_w: &[f64]) -> Result<(usize, f64)> {
         self.choose_log(ln_w)
+    }
+
+    /// The open uniform of the next [`Chooser::choose_log_wide`], for a sampler that
+    /// prepared its weights' draw ahead (a Gibbs sweep working over blocks of points) and
+    /// finishes it from the uniform at the point in its order where `choose_log_wide` would
+    /// be called: the same choice from the same stream position. `None` (the default) when
+    /// the chooser's wide draw is not that draw from one uniform; the sampler then calls
+    /// `choose_log_wide`, so an enumeration sees the same decision tree.
+    fn wide_uniform(&mut self) -> Option<f64> {
+        None
     }
 
     /// Chooses an index with probability proportional to the linear weight `w[i] ≥ 0`;
@@ -176,6 +187,11 @@ impl Chooser for RngChooser<'_> {
         let u = uniform_open01(self.rng);
         draw_log_weights(ln_w, &mut self.weights, u)
             .ok_or_else(|| crate::math::bad_log_weights(ln_w))
+    }
+
+    /// The uniform that `choose_log_wide` draws first.
+    fn wide_uniform(&mut self) -> Option<f64> {
+        Some(uniform_open01(self.rng))
     }
 
     /// One open-interval uniform and a cumulative walk that never stops on a zero weight;

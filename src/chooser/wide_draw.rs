@@ -101,6 +101,204 @@ multiversion! {
     }
 }
 
+/// Points of a [`BlockDraws`]: one per lane of a vector of 8 doubles.
+pub(crate) const POINTS: usize = 8;
+
+/// The draws of up to [`POINTS`] points prepared together, each the draw of
+/// [`draw_log_weights`] from its own weights, bit for bit, up to its uniform.
+///
+/// A sweep that weighs the next points of its order against one state (with the points in
+/// vector lanes, `ln_w[e · POINTS + b]` the weight of point `b` against entry `e`) prepares
+/// their draws at once: the maximum, the shifted exponentials, the lane and group sums, the
+/// total and its logarithm, and the running sums of the walk, each the same operations in
+/// the same order as [`draw_log_weights`] makes them, one point per lane; so what one
+/// point's draw computes as a chain of dependent operations, a block computes at the
+/// arithmetic's throughput. Only the comparison with the target, which needs the point's
+/// uniform, is left to [`BlockDraws::pick`], called in the sweep's order. Cost of
+/// [`BlockDraws::prepare`]: one exponential per (point, entry) in vectors and O(entries)
+/// vector additions; of a pick, O(groups + [`LANES`]) comparisons without branches.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BlockDraws {
+    /// Groups of [`LANES`] entries.
+    groups: usize,
+    /// The shifted exponentials `p[e · POINTS + b]`, entries padded with zeros to whole groups.
+    p: Vec<f64>,
+    /// The pairwise sum of each group, `sums[g · POINTS + b]`.
+    sums: Vec<f64>,
+    /// The walk's running sum after each group, `ends[g · POINTS + b]`: the group sums added
+    /// in order.
+    ends: Vec<f64>,
+    /// The walk's running sum after each entry within its group, `runs[e · POINTS + b]`: the
+    /// running sum before the group plus the group's weights, added in order.
+    runs: Vec<f64>,
+    /// Each point's total of the shifted exponentials.
+    total: [f64; POINTS],
+    /// Each point's log normaliser (largest weight plus the logarithm of the total), NaN
+    /// for a point whose weights cannot be drawn from.
+    ln_total: [f64; POINTS],
+}
+
+impl BlockDraws {
+    /// Prepares the draws of the points in the lanes of `ln_w` (`entries` weights per point,
+    /// laid out as `ln_w[e · POINTS + b]`), at the CPU's best [`crate::simd::Level`].
+    pub(crate) fn prepare(&mut self, ln_w: &[f64], entries: usize) {
+        debug_assert_eq!(ln_w.len(), entries * POINTS);
+        self.groups = entries.div_ceil(LANES);
+        self.p.resize(self.groups * LANES * POINTS, 0.0);
+        self.runs.resize(self.groups * LANES * POINTS, 0.0);
+        self.sums.resize(self.groups * POINTS, 0.0);
+        self.ends.resize(self.groups * POINTS, 0.0);
+        prepare_block(
+            ln_w,
+            Prepared {
+                p: &mut self.p,
+                runs: &mut self.runs,
+                sums: &mut self.sums,
+                ends: &mut self.ends,
+                total: &mut self.total,
+                ln_total: &mut self.ln_total,
+            },
+        );
+    }
+
+    /// The draw of point `b` from the open uniform `u`: the index and log probability that
+    /// [`draw_log_weights`] gives for the point's weights (`ln_w` as given to
+    /// [`BlockDraws::prepare`]) and `u`, or `None` where it gives `None`. Cost: O(groups +
+    /// [`LANES`]).
+    pub(crate) fn pick(&self, ln_w: &[f64], b: usize, u: f64) -> Option<(usize, f64)> {
+        let ln_total = self.ln_total[b];
+        if ln_total.is_nan() {
+            return None;
+        }
+        let target = u * self.total[b];
+        // The walk of `draw_log_weights`, its running sums prepared in lanes. They add the
+        // group sums (then the weights) in order, skipping zeros, whose addition would leave
+        // them unchanged anyway; so they never decrease, and the first sum past the target
+        // is at the count of those at or below it (never at a zero term): no branch on the
+        // target's random place.
+        let count = |sums: &[f64], n: usize| {
+            (0..n)
+                .map(|k| (sums[k * POINTS + b] <= target) as usize)
+                .sum::<usize>()
+        };
+        let g = count(&self.ends, self.groups);
+        if g < self.groups {
+            let l = count(&self.runs[g * LANES * POINTS..], LANES);
+            if l < LANES {
+                let i = g * LANES + l;
+                return Some((i, ln_w[i * POINTS + b] - ln_total));
+            }
+        }
+        // Rounding left the target at or past the last sum (of all, or of the group): the
+        // last positive weight (of the last group with one) is then the draw.
+        let g = if g < self.groups {
+            g
+        } else {
+            (0..self.groups)
+                .rev()
+                .find(|&k| self.sums[k * POINTS + b] > 0.0)
+                .expect("the largest weight is positive")
+        };
+        let l = (0..LANES)
+            .rev()
+            .find(|&l| self.p[(g * LANES + l) * POINTS + b] > 0.0)
+            .expect("a group with a positive sum has a positive weight");
+        let i = g * LANES + l;
+        Some((i, ln_w[i * POINTS + b] - ln_total))
+    }
+}
+
+/// The buffers [`prepare_block`] fills (see [`BlockDraws`]), sized for whole groups.
+struct Prepared<'a> {
+    p: &'a mut [f64],
+    runs: &'a mut [f64],
+    sums: &'a mut [f64],
+    ends: &'a mut [f64],
+    total: &'a mut [f64; POINTS],
+    ln_total: &'a mut [f64; POINTS],
+}
+
+multiversion! {
+    /// The body of [`BlockDraws::prepare`].
+    fn prepare_block(ln_w: &[f64], out: Prepared<'_>) {
+        let Prepared { p, runs, sums, ends, total, ln_total } = out;
+        // Arrays of one value per point, so that every loop over the points is one vector
+        // operation without bounds checks.
+        let (ln_w, _) = ln_w.as_chunks::<POINTS>();
+        let (p, _) = p.as_chunks_mut::<POINTS>();
+        let (sums, _) = sums.as_chunks_mut::<POINTS>();
+        let (runs, _) = runs.as_chunks_mut::<POINTS>();
+        let (ends, _) = ends.as_chunks_mut::<POINTS>();
+        let mut max = [f64::NEG_INFINITY; POINTS];
+        for w in ln_w {
+            for b in 0..POINTS {
+                max[b] = if w[b] > max[b] { w[b] } else { max[b] };
+            }
+        }
+        for (w, p) in ln_w.iter().zip(p.iter_mut()) {
+            for b in 0..POINTS {
+                p[b] = w[b] - max[b];
+            }
+        }
+        // The padding to a whole group weighs zero, as `draw_log_weights`'s does.
+        p[ln_w.len()..].fill([0.0; POINTS]);
+        // One flat loop, as in `draw_log_weights`, so that the compiler vectorises it (a loop
+        // over the points of each entry is compiled as scalar code with a branch around each
+        // exponential).
+        for v in p[..ln_w.len()].as_flattened_mut() {
+            let x = *v;
+            let y = vecmath::exp_shifted(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
+            *v = if x < NEGLIGIBLE { 0.0 } else { y };
+        }
+        let mut lane_sum = [[0.0f64; POINTS]; LANES];
+        for (e, p) in p[..ln_w.len()].iter().enumerate() {
+            let lane = &mut lane_sum[e % LANES];
+            for b in 0..POINTS {
+                lane[b] += p[b];
+            }
+        }
+        let mut acc = [0.0f64; POINTS];
+        for (((v, run), sum), end) in p
+            .chunks_exact(LANES)
+            .zip(runs.chunks_exact_mut(LANES))
+            .zip(sums.iter_mut())
+            .zip(ends.iter_mut())
+        {
+            for b in 0..POINTS {
+                sum[b] = ((v[0][b] + v[1][b]) + (v[2][b] + v[3][b]))
+                    + ((v[4][b] + v[5][b]) + (v[6][b] + v[7][b]));
+            }
+            let mut within = acc;
+            for (v, run) in v.iter().zip(run.iter_mut()) {
+                for b in 0..POINTS {
+                    within[b] += v[b];
+                }
+                *run = within;
+            }
+            for b in 0..POINTS {
+                acc[b] += sum[b];
+            }
+            *end = acc;
+        }
+        for b in 0..POINTS {
+            let s = |l: usize| lane_sum[l][b];
+            total[b] = ((s(0) + s(1)) + (s(2) + s(3))) + ((s(4) + s(5)) + (s(6) + s(7)));
+        }
+        // The logarithm of every lane, then selects: a branch on a total of exactly 1 would
+        // keep the loop from being one vector operation.
+        let mut ln_t = [0.0f64; POINTS];
+        for b in 0..POINTS {
+            ln_t[b] = vecmath::ln_at_least_one(total[b]);
+        }
+        for b in 0..POINTS {
+            let ln = if total[b] == 1.0 { max[b] } else { max[b] + ln_t[b] };
+            // The cases in which `draw_log_weights` refuses the weights.
+            let refused = !max[b].is_finite() || total[b].is_nan();
+            ln_total[b] = if refused { f64::NAN } else { ln };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +378,52 @@ mod tests {
             &[],
         ] {
             assert!(draw_log_weights(bad, &mut e, 0.5).is_none());
+        }
+    }
+
+    /// A block's prepared draws are [`draw_log_weights`]'s, index and log probability to the
+    /// bit, for every lane, at every level: weights of many magnitudes with `-∞` entries,
+    /// lengths across group boundaries, uniforms at the edges, and refused weights (all
+    /// `-∞`, NaN, `+∞`) in some lanes.
+    #[test]
+    fn block_draws_are_the_single_draws() {
+        let mut rng = SeedPlan::new(11).chain(0);
+        let mut e = Vec::new();
+        let mut block = BlockDraws::default();
+        for round in 0..1500 {
+            let entries = 1 + round % 37;
+            let mut ln_w = vec![0.0; entries * POINTS];
+            for (k, w) in ln_w.iter_mut().enumerate() {
+                *w = match (k / POINTS) % 7 {
+                    3 => f64::NEG_INFINITY,
+                    5 => 10.0 * (uniform_open01(&mut rng) - 0.5),
+                    _ => 800.0 * (uniform_open01(&mut rng) - 0.5),
+                };
+            }
+            match round % 5 {
+                1 => (0..entries).for_each(|k| ln_w[k * POINTS + 2] = f64::NEG_INFINITY),
+                2 => ln_w[(entries / 2) * POINTS + 5] = f64::NAN,
+                3 => ln_w[(entries - 1) * POINTS + 7] = f64::INFINITY,
+                _ => {}
+            }
+            for level in Level::ALL {
+                with_level(level, || block.prepare(&ln_w, entries));
+                for b in 0..POINTS {
+                    let u = match (round + b) % 3 {
+                        0 => f64::EPSILON / 4.0,
+                        1 => 1.0 - f64::EPSILON / 4.0,
+                        _ => uniform_open01(&mut rng),
+                    };
+                    let column: Vec<f64> = ln_w.iter().skip(b).step_by(POINTS).copied().collect();
+                    let want = with_level(Level::Portable, || draw_log_weights(&column, &mut e, u));
+                    let got = block.pick(&ln_w, b, u);
+                    assert_eq!(
+                        got.map(|(i, lp)| (i, lp.to_bits())),
+                        want.map(|(i, lp)| (i, lp.to_bits())),
+                        "{level:?}, round {round}, lane {b}"
+                    );
+                }
+            }
         }
     }
 }

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use super::normal_wishart::{NormalWishart, NwStat};
-use super::sweep_cache::{SweepCache, LANES};
+use super::sweep_cache::{SweepCache, BLOCK, LANES};
 use crate::simd::multiversion;
 use crate::vecmath;
 
@@ -43,6 +43,10 @@ pub(crate) struct NwSweepCache {
     scratch: Vec<f64>,
     /// The solution `z` of the general-dimension solve, one vector per coordinate.
     z: Vec<[f64; LANES]>,
+    /// A block's points, one vector per coordinate (point `b` in lane `b`).
+    block_y: Vec<[f64; BLOCK]>,
+    /// The solution `z` of the general-dimension solve of a block.
+    block_z: Vec<[f64; BLOCK]>,
 }
 
 impl NwSweepCache {
@@ -60,6 +64,8 @@ impl NwSweepCache {
             new_entry,
             scratch: vec![0.0; items],
             z: vec![[0.0; LANES]; d],
+            block_y: vec![[0.0; BLOCK]; d],
+            block_z: vec![[0.0; BLOCK]; d],
         }
     }
 
@@ -185,6 +191,31 @@ impl SweepCache<NwStat> for NwSweepCache {
         weigh_groups(groups, self.items, y, &mut self.z, out);
         out.truncate(entries);
     }
+
+    fn weigh_block(&mut self, points: &[usize], out: &mut Vec<f64>) {
+        debug_assert!(points.len() <= BLOCK);
+        let d = self.d;
+        // Every value is written below.
+        out.resize((self.slots + 1) * BLOCK, 0.0);
+        // Lanes without a point repeat the first point: finite values, never read.
+        for (b, &i) in points
+            .iter()
+            .chain(std::iter::repeat(&points[0]))
+            .take(BLOCK)
+            .enumerate()
+        {
+            for (j, y) in self.block_y.iter_mut().enumerate() {
+                y[b] = self.centred[i * d + j];
+            }
+        }
+        weigh_points(
+            &self.table,
+            self.items,
+            &self.block_y,
+            &mut self.block_z,
+            out,
+        );
+    }
 }
 
 multiversion! {
@@ -296,6 +327,125 @@ fn weigh_any(
     }
 }
 
+multiversion! {
+    /// The weights of the points in the lanes of `y` (one vector per coordinate) against
+    /// every entry, entry `e` into `out[e · BLOCK..(e + 1) · BLOCK]`, at the CPU's best level:
+    /// each entry's values broadcast, the same operations per (point, entry) as
+    /// [`weigh_groups`].
+    fn weigh_points(
+        groups: &[[f64; LANES]],
+        items: usize,
+        y: &[[f64; BLOCK]],
+        z: &mut [[f64; BLOCK]],
+        out: &mut [f64],
+    ) {
+        match y.len() {
+            1 => points_fixed::<1>(groups, items, y, out),
+            2 => points_fixed::<2>(groups, items, y, out),
+            3 => points_fixed::<3>(groups, items, y, out),
+            4 => points_fixed::<4>(groups, items, y, out),
+            5 => points_fixed::<5>(groups, items, y, out),
+            6 => points_fixed::<6>(groups, items, y, out),
+            7 => points_fixed::<7>(groups, items, y, out),
+            8 => points_fixed::<8>(groups, items, y, out),
+            _ => points_any(groups, items, y, z, out),
+        }
+    }
+}
+
+/// The weight of each point from its `q`: [`finish`] with the entry's values broadcast.
+#[inline(always)]
+fn finish_points(offset: f64, power: f64, scale: f64, q: &[f64; BLOCK], out: &mut [f64; BLOCK]) {
+    for b in 0..BLOCK {
+        let t = scale.mul_add(q[b], 1.0);
+        out[b] = (-power).mul_add(vecmath::ln_at_least_one(t), offset);
+    }
+}
+
+/// [`weigh_points`] for the dimension `D`: the points and `z` in registers.
+#[inline(always)]
+fn points_fixed<const D: usize>(
+    groups: &[[f64; LANES]],
+    items: usize,
+    y: &[[f64; BLOCK]],
+    out: &mut [f64],
+) {
+    let strict = D * (D - 1) / 2;
+    let y: [[f64; BLOCK]; D] = std::array::from_fn(|j| y[j]);
+    for (e, out) in out.as_chunks_mut::<BLOCK>().0.iter_mut().enumerate() {
+        let group = &groups[e / LANES * items..(e / LANES + 1) * items];
+        let at = |t: usize| group[t][e % LANES];
+        let mut z = [[0.0f64; BLOCK]; D];
+        let mut q = [0.0f64; BLOCK];
+        let mut t = 0;
+        for j in 0..D {
+            let centre = at(strict + D + j);
+            let mut acc = [0.0f64; BLOCK];
+            for b in 0..BLOCK {
+                acc[b] = y[j][b] - centre;
+            }
+            for zk in z.iter().take(j) {
+                let ljk = at(t);
+                for b in 0..BLOCK {
+                    acc[b] = (-ljk).mul_add(zk[b], acc[b]);
+                }
+                t += 1;
+            }
+            let inv = at(strict + j);
+            for b in 0..BLOCK {
+                let zj = acc[b] * inv;
+                z[j][b] = zj;
+                q[b] = zj.mul_add(zj, q[b]);
+            }
+        }
+        let tail = strict + 2 * D;
+        finish_points(at(tail), at(tail + 1), at(tail + 2), &q, out);
+    }
+}
+
+/// [`weigh_points`] for any dimension, with `z` in memory (the same operations in the same
+/// order as [`points_fixed`]).
+#[inline(always)]
+fn points_any(
+    groups: &[[f64; LANES]],
+    items: usize,
+    y: &[[f64; BLOCK]],
+    z: &mut [[f64; BLOCK]],
+    out: &mut [f64],
+) {
+    let d = y.len();
+    let strict = d * (d - 1) / 2;
+    for (e, out) in out.as_chunks_mut::<BLOCK>().0.iter_mut().enumerate() {
+        let group = &groups[e / LANES * items..(e / LANES + 1) * items];
+        let at = |t: usize| group[t][e % LANES];
+        let mut q = [0.0f64; BLOCK];
+        let mut t = 0;
+        for (j, yj) in y.iter().enumerate() {
+            let centre = at(strict + d + j);
+            let mut acc = [0.0f64; BLOCK];
+            for b in 0..BLOCK {
+                acc[b] = yj[b] - centre;
+            }
+            let (solved, rest) = z.split_at_mut(j);
+            for zk in solved.iter() {
+                let ljk = at(t);
+                for b in 0..BLOCK {
+                    acc[b] = (-ljk).mul_add(zk[b], acc[b]);
+                }
+                t += 1;
+            }
+            let inv = at(strict + j);
+            for b in 0..BLOCK {
+                let zj = acc[b] * inv;
+                rest[0][b] = zj;
+                q[b] = zj.mul_add(zj, q[b]);
+            }
+        }
+        let tail = strict + 2 * d;
+        finish_points(at(tail), at(tail + 1), at(tail + 2), &q, out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,8 +479,8 @@ mod tests {
 
     /// Every entry weighs as `ln_a + ln_predictive`, to rounding, for every dimension form
     /// (unrolled up to 8, general beyond), with free slots at `-∞`, a table grown slot by
-    /// slot past several groups, and the new cluster's entry last; and every level gives the
-    /// same bits.
+    /// slot past several groups, and the new cluster's entry last; every level gives the same
+    /// bits, and so does a block of points.
     #[test]
     fn weights_are_the_kernels_predictives_at_every_level() {
         for d in [1, 2, 3, 6, 8, 9, 11] {
@@ -370,6 +520,26 @@ mod tests {
                     with_level(level, || cache.weigh(i, &mut again));
                     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&again), bits(&out), "d {d}, {level:?}");
+                }
+            }
+            // Blocks of every length up to BLOCK, each lane the point's own weights.
+            for len in 1..=BLOCK {
+                let points: Vec<usize> = (0..len).map(|b| (7 * b + len) % 60).collect();
+                for level in Level::ALL {
+                    let mut block = Vec::new();
+                    with_level(level, || cache.weigh_block(&points, &mut block));
+                    assert_eq!(block.len(), 15 * BLOCK);
+                    for (b, &i) in points.iter().enumerate() {
+                        let mut out = Vec::new();
+                        with_level(level, || cache.weigh(i, &mut out));
+                        for (s, &w) in out.iter().enumerate() {
+                            assert_eq!(
+                                block[s * BLOCK + b].to_bits(),
+                                w.to_bits(),
+                                "d {d}, {level:?}, block of {len}, point {i}, slot {s}"
+                            );
+                        }
+                    }
                 }
             }
         }

@@ -15,6 +15,10 @@ use std::any::Any;
 /// AVX2 registers).
 pub const LANES: usize = 8;
 
+/// Points weighed together by [`SweepCache::weigh_block`]: one vector of 8 doubles, one
+/// point per lane.
+pub const BLOCK: usize = 8;
+
 /// The log weights `a_e + ln p(x_i | S_e)` of one point against a table of entries `e`, each a
 /// statistic `S_e` with an additive term `a_e` (a cluster's join weight): entries `0..slots`
 /// are indexed by the partition's slots (an entry without a cluster weighs `-∞`), and entry
@@ -43,6 +47,17 @@ pub trait SweepCache<S>: Send + Sync + std::fmt::Debug {
     /// resizes to `slots() + 1`. Cost: for Normal-Wishart, `(slots + 1) · d²/2`
     /// multiply-adds and as many logarithms, in vectors of [`LANES`].
     fn weigh(&mut self, i: usize, out: &mut Vec<f64>);
+
+    /// [`SweepCache::weigh`] for up to [`BLOCK`] points at once: writes the weight of point
+    /// `points[b]` against entry `e` into `out[e · BLOCK + b]` for every entry (`slots() + 1`
+    /// of them), resizing `out` to `(slots() + 1) · BLOCK`; lanes past `points.len()` hold
+    /// unspecified values. Each weight has the same bits as [`SweepCache::weigh`] gives it.
+    ///
+    /// A sweep that works ahead over the next points of its order against one state uses it:
+    /// with the points in vector lanes and each entry's values broadcast, the cost is the
+    /// arithmetic's throughput rather than the latency of one point's chain of dependent
+    /// operations. Cost: as [`SweepCache::weigh`] per point, without its latency.
+    fn weigh_block(&mut self, points: &[usize], out: &mut Vec<f64>);
 }
 
 /// A sweep's cache for a kernel's statistic type, held without naming that type (the moves

@@ -474,12 +474,14 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
         }
         let empty = self.empty.get_or_insert_with(|| kernel.empty_stat());
         self.point.begin(kernel, state, empty);
-        for &i in &self.local {
+        for (t, &i) in self.local.iter().enumerate() {
             let leaf = forest
                 .leaf_of(i)
                 .ok_or_else(|| Error::Numerical(format!("point {i} has no leaf")))?;
             let alone = forest.node(leaf).expect("live leaf").parent().is_none();
-            let placed = self.point.draw(kernel, state, empty, i, chooser)?;
+            let placed = self
+                .point
+                .draw_at(kernel, state, empty, &self.local, t, chooser)?;
             match placed.target {
                 Some(s) if s == placed.old => {}
                 Some(s) => {
