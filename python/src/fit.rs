@@ -13,8 +13,7 @@ use nrmm::model::Model;
 use nrmm::run::pilot;
 use nrmm::run::{
     chain_dir, AutoBudget, Budget, ChainMonitor, HyperState, Monitor, MoveSettings, RunRecord,
-    Runner,
-    SamplerSpec, Start, Summary, SweepRecord, TraceColumns,
+    Runner, SamplerSpec, Start, Summary, SweepRecord, TraceColumns,
 };
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
