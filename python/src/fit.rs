@@ -10,7 +10,7 @@
 use crate::convert::{model_spec, overlay, Input};
 use crate::error::{rename, IntoPy};
 use nrmm::model::Model;
-use nrmm::run::pilot;
+use nrmm::run::pilot::{self, Settled};
 use nrmm::run::{
     chain_dir, AutoBudget, Budget, ChainMonitor, HyperState, Monitor, MoveSettings, RunRecord,
     Runner, SamplerSpec, Start, Summary, SweepRecord, TraceColumns,
@@ -182,10 +182,15 @@ pub fn fit<'py>(
         .map(|json| sampler_spec(json, n, d))
         .transpose()?;
     let seed = new_run.as_ref().map(|s| s.seed);
-    let model = py
-        .detach(|| with_pilot(model, seed, &run_dir))
-        .map_err(rename)
-        .py_err()?;
+    let model = match with_pilot(py, model, seed, &run_dir)? {
+        Some(model) => model,
+        None => {
+            return Err(PyKeyboardInterrupt::new_err(
+                "fit interrupted during the pilot run that chooses the cluster scale: nothing \
+                 was run yet",
+            ))
+        }
+    };
     let budget: Option<Budget> = budget_json
         .map(|json| {
             let value = serde_json::from_str(json)
@@ -259,18 +264,54 @@ pub fn fit<'py>(
     results(py, &model, &summary, &outcome.run.dir, &spec, &watch)
 }
 
-/// The model a run uses: for a new run (of seed `seed`), the pilot's cluster scale
-/// when the model asks for one ([`pilot::settle`], uninterruptible: it is short); for a
-/// resumed run, the scale its pilot chose as the run recorded it.
-fn with_pilot(model: Model, seed: Option<u64>, run_dir: &std::path::Path) -> nrmm::Result<Model> {
+/// The model a run uses: for a new run (of seed `seed`), the pilot's cluster scale when the
+/// model asks for one ([`pilot::settle`], on a worker thread while this one watches for
+/// Ctrl-C, which stops it: `None`); for a resumed run, the scale its pilot chose as the run
+/// recorded it.
+fn with_pilot(
+    py: Python<'_>,
+    model: Model,
+    seed: Option<u64>,
+    run_dir: &std::path::Path,
+) -> PyResult<Option<Model>> {
     let Some(seed) = seed else {
-        let recorded = RunRecord::load(run_dir)?.model;
+        let recorded = RunRecord::load(run_dir).map_err(rename).py_err()?.model;
         return match (recorded.nw_psi, recorded.pilot) {
-            (Some(psi), Some(scale)) if pilot::is_due(&model) => model.with_pilot_scale(psi, scale),
-            _ => Ok(model),
+            (Some(psi), Some(scale)) if pilot::is_due(&model) => model
+                .with_pilot_scale(psi, scale)
+                .map(Some)
+                .map_err(rename)
+                .py_err(),
+            _ => Ok(Some(model)),
         };
     };
-    pilot::settled(model, seed)
+    if !pilot::is_due(&model) {
+        return Ok(Some(model));
+    }
+    let stop = AtomicBool::new(false);
+    let settled = py.detach(|| {
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| pilot::settle(&model, seed, Some(&stop)));
+            while !worker.is_finished() {
+                std::thread::sleep(POLL);
+                Python::attach(|py| {
+                    if py.check_signals().is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                });
+            }
+            worker.join()
+        })
+    });
+    let settled = match settled {
+        Ok(result) => result.map_err(rename).py_err()?,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    Ok(match settled {
+        Settled::Scaled(m) => Some(*m),
+        Settled::NotDue | Settled::Kept(_) => Some(model),
+        Settled::Interrupted => None,
+    })
 }
 
 /// The dict [`fit`] returns.
