@@ -26,14 +26,9 @@ fn model() -> Model {
     Model::build(&ModelSpec::default(), Dataset::Dense(data())).unwrap()
 }
 
-/// A fresh directory under Cargo's scratch space.
+/// A fresh directory for this file's test `name`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("run_auto-{name}-{}", std::process::id()));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-    dir
+    crate::support::scratch("run_auto", name)
 }
 
 fn spec(budget: Budget) -> SamplerSpec {

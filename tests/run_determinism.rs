@@ -122,13 +122,9 @@ fn library_chain_is_reproducible() {
     }
 }
 
-/// A fresh directory under Cargo's scratch space for integration tests.
+/// A fresh directory for this file's test `name`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("run_determinism-{name}-{}", std::process::id()));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+    let dir = crate::support::scratch("run_determinism", name);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }

@@ -10,7 +10,7 @@ use nrmm::rng::SeedPlan;
 use nrmm::run::pilot::{pooled_within, settle, Settled};
 use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec};
 use rand_distr::{Distribution, StandardNormal};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// 150 points in 3-D, three clusters whose means lie along one axis, each with covariance
 /// diag(1, 4, 0.25) (the spread between the clusters is mostly along the first axis, so the
@@ -138,13 +138,9 @@ fn run_labels(m: &Model, name: &str) -> (Vec<String>, PathBuf) {
     (labels, dir)
 }
 
+/// A fresh directory for this file's test `name`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("run_pilot-{name}-{}", std::process::id()));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-    dir
+    crate::support::scratch("run_pilot", name)
 }
 
 #[test]

@@ -209,41 +209,29 @@ pub fn fit<'py>(
     let watch = Progress::new(&spec);
     let stop = AtomicBool::new(false);
     let runner = runner.interrupt(&stop).monitor(&watch);
-    let mut interrupted = false;
     let mut callback_error = None;
     let callback: Option<Py<PyAny>> = progress.as_ref().map(|p| p.clone().unbind());
-    let outcome = py.detach(|| {
-        std::thread::scope(|s| {
-            let worker = s.spawn(|| runner.run());
-            let mut last = None;
-            while !worker.is_finished() {
-                std::thread::sleep(POLL);
-                Python::attach(|py| {
-                    if py.check_signals().is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                        interrupted = true;
+    let mut last = None;
+    let (outcome, interrupted) = watched(
+        py,
+        &stop,
+        || runner.run(),
+        |py| {
+            let status = watch.status(spec.budget);
+            if let Some(cb) = &callback {
+                if last != Some(status) && callback_error.is_none() {
+                    if let Err(e) = cb.bind(py).call1(status) {
+                        callback_error = Some(e);
                     }
-                    let status = watch.status(spec.budget);
-                    if let Some(cb) = &callback {
-                        if last != Some(status) && callback_error.is_none() {
-                            if let Err(e) = cb.bind(py).call1(status) {
-                                callback_error = Some(e);
-                            }
-                        }
-                    }
-                    last = Some(status);
-                });
+                }
             }
-            worker.join()
-        })
-    });
+            last = Some(status);
+        },
+    );
     if let Some(cb) = &progress {
         cb.call1((py.None(),))?;
     }
-    let outcome = match outcome {
-        Ok(result) => result.map_err(rename).py_err()?,
-        Err(panic) => std::panic::resume_unwind(panic),
-    };
+    let outcome = outcome.map_err(rename).py_err()?;
     if let Some(e) = callback_error {
         return Err(e);
     }
@@ -262,6 +250,39 @@ pub fn fit<'py>(
     }
     let summary = py.detach(|| outcome.summary()).map_err(rename).py_err()?;
     results(py, &model, &summary, &outcome.run.dir, &spec, &watch)
+}
+
+/// Runs `work` on a worker thread with the interpreter's lock released, while this thread
+/// wakes every [`POLL`] to let Python handle signals (a `KeyboardInterrupt` sets `stop`, which
+/// `work` watches) and to call `tick`; returns what `work` returned and whether Ctrl-C came.
+/// A panic of `work` is resumed here.
+fn watched<T: Send>(
+    py: Python<'_>,
+    stop: &AtomicBool,
+    work: impl FnOnce() -> T + Send,
+    mut tick: impl FnMut(Python<'_>) + Send,
+) -> (T, bool) {
+    let mut interrupted = false;
+    let result = py.detach(|| {
+        std::thread::scope(|s| {
+            let worker = s.spawn(work);
+            while !worker.is_finished() {
+                std::thread::sleep(POLL);
+                Python::attach(|py| {
+                    if py.check_signals().is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                        interrupted = true;
+                    }
+                    tick(py);
+                });
+            }
+            worker.join()
+        })
+    });
+    match result {
+        Ok(value) => (value, interrupted),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// The model a run uses: for a new run (of seed `seed`), the pilot's cluster scale when the
@@ -289,25 +310,13 @@ fn with_pilot(
         return Ok(Some(model));
     }
     let stop = AtomicBool::new(false);
-    let settled = py.detach(|| {
-        std::thread::scope(|s| {
-            let worker = s.spawn(|| pilot::settle(&model, seed, Some(&stop)));
-            while !worker.is_finished() {
-                std::thread::sleep(POLL);
-                Python::attach(|py| {
-                    if py.check_signals().is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                });
-            }
-            worker.join()
-        })
-    });
-    let settled = match settled {
-        Ok(result) => result.map_err(rename).py_err()?,
-        Err(panic) => std::panic::resume_unwind(panic),
-    };
-    Ok(match settled {
+    let (settled, _) = watched(
+        py,
+        &stop,
+        || pilot::settle(&model, seed, Some(&stop)),
+        |_| {},
+    );
+    Ok(match settled.map_err(rename).py_err()? {
         Settled::Scaled(m) => Some(*m),
         Settled::NotDue | Settled::Kept(_) => Some(model),
         Settled::Interrupted => None,

@@ -126,9 +126,11 @@ pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Set
     if clusters < 2 {
         return kept("one cluster");
     }
-    let (x, diagonal) = match &model.kernel {
-        AnyKernel::Nw(k) => (k.data(), false),
-        AnyKernel::Diag(k) => (k.data(), true),
+    // What the scale is made from: the data, the degrees of freedom, the scaled default's
+    // scale (the unit of the flatness check), and whether the kernel is the diagonal one.
+    let (x, nu, default, diagonal) = match &model.kernel {
+        AnyKernel::Nw(k) => (k.data(), k.hyper().nu(), k.hyper().psi(), false),
+        AnyKernel::Diag(k) => (k.data(), k.hyper().nu(), k.hyper().psi(), true),
         AnyKernel::Md(_) => return Ok(Settled::NotDue),
     };
     let d = x.d();
@@ -139,33 +141,21 @@ pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Set
             x.n()
         ));
     }
-    let Some(within) = pooled_within(x, &labels, clusters) else {
-        unreachable!("n > clusters was checked");
-    };
-    let psi: Vec<f64> = match &model.kernel {
+    let within = pooled_within(x, &labels, clusters).expect("n > clusters was checked");
+    let psi: Vec<f64> = if diagonal {
         // The diagonal kernel's expected variance of dimension j is ψ_j / (ν - 2).
-        AnyKernel::Diag(k) => (0..d)
-            .map(|a| (k.hyper().nu() - 2.0) * within[a * d + a])
-            .collect(),
+        (0..d).map(|a| (nu - 2.0) * within[a * d + a]).collect()
+    } else {
         // The Normal-Wishart's expected covariance is Ψ / (ν - d - 1).
-        AnyKernel::Nw(k) => {
-            let factor = k.hyper().nu() - d as f64 - 1.0;
-            within.iter().map(|w| factor * w).collect()
-        }
-        AnyKernel::Md(_) => return Ok(Settled::NotDue),
-    };
-    let default = match &model.kernel {
-        AnyKernel::Diag(k) => k.hyper().psi().to_vec(),
-        AnyKernel::Nw(k) => k.hyper().psi().to_vec(),
-        AnyKernel::Md(_) => return Ok(Settled::NotDue),
+        within.iter().map(|w| (nu - d as f64 - 1.0) * w).collect()
     };
     let smallest = if diagonal {
         psi.iter()
-            .zip(&default)
+            .zip(default)
             .map(|(p, q)| p / q)
             .fold(f64::INFINITY, f64::min)
     } else {
-        smallest_relative_eigenvalue(&psi, &default, d)
+        smallest_relative_eigenvalue(&psi, default, d)
     };
     // NaN (a scale that is not finite) fails too.
     if smallest.is_nan() || smallest < MIN_RELATIVE_VARIANCE {

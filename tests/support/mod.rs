@@ -330,3 +330,14 @@ pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// A fresh (absent) directory `<test>-<name>-<pid>` under Cargo's scratch space for
+/// integration tests: whatever an earlier run left there is removed.
+pub fn scratch(test: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{test}-{name}-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    dir
+}
