@@ -18,12 +18,14 @@ fn main() -> common::Result<()> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     slugs.sort();
-    let mut all = Table::new(&["paper", "claim", "paper's figure", "ours", "ratio"]);
+    let mut all = Table::new(&["paper", "claim", "paper's figure", "ours", "ratio", "run"]);
     for slug in &slugs {
         let t = Table::read_csv(&papers.join(slug).join("results").join("claims.csv"))?;
         for r in t.rows {
             let mut row = vec![format!("[{slug}]({slug}/README.md)")];
             row.extend(r);
+            // Claims written before runs were stamped have no run column.
+            row.resize(all.header.len(), String::new());
             all.push(row);
         }
     }

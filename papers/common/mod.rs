@@ -167,20 +167,100 @@ pub struct Claim {
     pub ours: String,
     /// Ours against the reference code on the same machine (e.g. "12.3x faster"), or "—".
     pub ratio: String,
+    /// The run that measured "ours": its date and the commit of the code ([`this_run`]).
+    pub run: String,
 }
 
-/// Writes `<results>/claims.csv`.
-pub fn write_claims(results: &Path, claims: &[Claim]) -> Result<()> {
-    let mut t = Table::new(&["claim", "paper", "ours", "ratio"]);
+/// The claims as a table with columns claim, paper, ours, ratio, run.
+pub fn claims_table(claims: &[Claim]) -> Table {
+    let mut t = Table::new(&["claim", "paper", "ours", "ratio", "run"]);
     for c in claims {
         t.push(vec![
             c.claim.clone(),
             c.paper.clone(),
             c.ours.clone(),
             c.ratio.clone(),
+            c.run.clone(),
         ]);
     }
-    t.write_csv(&results.join("claims.csv"))
+    t
+}
+
+/// Writes `<results>/claims.csv`.
+pub fn write_claims(results: &Path, claims: &[Claim]) -> Result<()> {
+    claims_table(claims).write_csv(&results.join("claims.csv"))
+}
+
+/// This run's date (UTC) and the commit of the code it runs, e.g. `2026-11-26, 49b8bd4`, so
+/// that every figure says which code measured it and when. The commit gains `+changes` when
+/// the library, the build files or a reproduction's code differ from it (the results and
+/// READMEs a run rewrites do not count), and reads `commit unknown` outside a git checkout.
+/// Computed once per process, at its first call.
+pub fn this_run() -> String {
+    static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| format!("{}, {}", today_utc(), commit()))
+        .clone()
+}
+
+/// The short hash of `HEAD`, with `+changes` when the code differs from it.
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(crate_root())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(head) = git(&["rev-parse", "--short", "HEAD"]) else {
+        return "commit unknown".into();
+    };
+    let code = [
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        "src",
+        "Cargo.toml",
+        "Cargo.lock",
+        "examples",
+        ":(glob)papers/**/*.rs",
+    ];
+    match git(&code) {
+        Some(changes) if changes.is_empty() => head,
+        _ => format!("{head}+changes"),
+    }
+}
+
+/// Today's date in UTC as `YYYY-MM-DD`, from the system clock (civil-from-days, H. Hinnant).
+fn today_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Rewrites the `run` section of `readme` (if it exists): the commands that produced its
+/// figures, with this run's date and commit.
+pub fn record_run(readme: &Path, commands: &str) -> Result<()> {
+    update_readme(
+        readme,
+        "run",
+        &format!(
+            "Every figure below comes from {commands}, run on {} (date, commit).\n",
+            this_run()
+        ),
+    )
 }
 
 /// Rewrites the text between `<!-- BEGIN name -->` and `<!-- END name -->` in `readme` with

@@ -499,6 +499,7 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
             paper: paper.to_string(),
             ours: race(&traces),
             ratio: "—".to_string(),
+            run: common::this_run(),
         });
     }
     if !scaling_table.rows.is_empty() {
@@ -512,6 +513,7 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
             paper: "806.9 s on 1 core, 417.2 s on 2 (1.93x), 84.9 s on 8".into(),
             ours: format!("{sp:.2}x on 2 threads (2 vCPU, shared machine)"),
             ratio: "—".into(),
+            run: common::this_run(),
         });
     }
     if let Some(sp) = sub_speedup {
@@ -520,6 +522,7 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
             paper: "71.4 s on 1 core, 35.7 s on 2 (2.00x)".into(),
             ours: format!("subcluster-dpmm {sp:.2}x on 2 threads (2 vCPU, shared machine)"),
             ratio: "—".into(),
+            run: common::this_run(),
         });
     }
     let headline_path = results.join("headline.csv");
@@ -551,12 +554,14 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
             paper: "75.7 s (report table: 71.39 s), K = 6".into(),
             ours: format!("1 thread, {}", desc("1")),
             ratio: "—".into(),
+            run: common::this_run(),
         });
         claims.push(Claim {
             claim: "100 sub-cluster iterations, N = 1M, d = 2, K = 6, several CPUs".into(),
             paper: "12.8 s on 8 CPUs (report table: 35.74 s on 2, 11.36 s on 8)".into(),
             ours: format!("2 threads (2 vCPU), {}", desc("2")),
             ratio: "—".into(),
+            run: common::this_run(),
         });
     } else {
         claims.push(Claim {
@@ -564,6 +569,7 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
             paper: "75.7 s on 1 CPU, 12.8 s on 8".into(),
             ours: "not run (pass --headline)".into(),
             ratio: "—".into(),
+            run: common::this_run(),
         });
     }
     let mut tv = Table::new(&["sampler", "TV data set A", "TV data set B", "verdict"]);
@@ -590,6 +596,7 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
         paper: "no exactness check reported".into(),
         ours: "TV to the exact posterior on 7-point sets A / B: subcluster-dpmm 0.24 / 0.58, direct 0.22 / 0.14, quasi-collapsed 0.10 / 0.14, quasi-direct 0.063 / 0.127 (perfect: 0.02 / 0.03); exact subcluster and collapsed Gibbs within 2 E[TV]".into(),
         ratio: "—".into(),
+        run: common::this_run(),
     });
     let mut machine = Vec::new();
     if let Some(m) = machine_text(results, "machine.csv", "Convergence runs") {
@@ -612,6 +619,11 @@ pub fn write(out: &Path, results: &Path, figures: &Path, smoke: bool) -> common:
         ]);
     }
     update_readme(&readme, "claims", &ct.markdown())?;
+    common::record_run(
+        &readme,
+        "`cargo run --release --example paper-dpmm-jl -- --headline` and \
+         `cargo run --release --example paper-dpmm-jl`",
+    )?;
     if smoke {
         eprintln!("smoke run: results in {}", results.display());
     }

@@ -574,12 +574,14 @@ fn main() -> common::Result<()> {
             paper: "faster by roughly a factor of d (O(d^2) vs O(d^3))".into(),
             ours: format!("{speedup_full:.1}x faster ({} s vs {} s CPU)", last[2], last[1]),
             ratio: "—".into(),
+            run: common::this_run(),
         },
         Claim {
             claim: "the speed-up grows with the dimension".into(),
             paper: "O(d)".into(),
             ours: format!("{s_lo:.1}x at d = {d_lo}, {s_hi:.1}x at d = {d_hi}"),
             ratio: "—".into(),
+            run: common::this_run(),
         },
         Claim {
             claim: "same predictive and same chain as the naive computation".into(),
@@ -589,6 +591,7 @@ fn main() -> common::Result<()> {
                 if all_same { "identical" } else { "diverge (see table)" }
             ),
             ratio: "—".into(),
+            run: common::this_run(),
         },
     ];
     common::write_claims(&results, &claims)?;
@@ -619,6 +622,10 @@ fn main() -> common::Result<()> {
         }
     );
     common::update_readme(&readme, "verdict", &verdict)?;
+    common::record_run(
+        &readme,
+        "`cargo run --release --example paper-fast-collapsed-gibbs`",
+    )?;
     println!("{}\n{}\n{}", t1.markdown(), t2.markdown(), t3.markdown());
     Ok(())
 }

@@ -851,6 +851,7 @@ fn claims(outcomes: &[(Variant, Outcome)]) -> Vec<Claim> {
                 med(runs, best_sampler, |r| r.seconds)
             ),
             ratio: "—".into(),
+            run: common::this_run(),
         });
         if *variant == Variant::Separated {
             // The fastest sampler to the truth, not the best at the end: the claim is about time.
@@ -873,6 +874,7 @@ fn claims(outcomes: &[(Variant, Outcome)]) -> Vec<Claim> {
                     }
                 ),
                 ratio: "—".into(),
+                run: common::this_run(),
             });
         }
         out.push(Claim {
@@ -883,6 +885,7 @@ fn claims(outcomes: &[(Variant, Outcome)]) -> Vec<Claim> {
                 med(runs, PM, |r| r.ari)
             ),
             ratio: "—".into(),
+            run: common::this_run(),
         });
     }
     out
@@ -908,6 +911,10 @@ fn update_docs(
         t.push(vec![c.claim.clone(), c.paper.clone(), c.ours.clone()]);
     }
     update_readme(&readme, "claims", &t.markdown())?;
+    common::record_run(
+        &readme,
+        "`cargo run --release --example paper-sva-nips2013`",
+    )?;
     Ok(())
 }
 

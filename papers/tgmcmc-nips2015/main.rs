@@ -810,10 +810,10 @@ fn settings() -> common::Result<Settings> {
             ten_k_dir,
             corpus,
             toy_runs: 10,
-            toy_seconds: 3.0,
+            toy_seconds: 10.0,
             grid_runs: 5,
-            grid_seconds: 3.0,
-            ten_k_runs: 2,
+            grid_seconds: 10.0,
+            ten_k_runs: 3,
             ten_k_seconds: 60.0,
             bow_runs: 3,
             bow_seconds: 15.0,
@@ -994,6 +994,7 @@ fn toy(s: &Settings, pool: &rayon::ThreadPool, out: &mut Output) -> common::Resu
             ),
             _ => "—".into(),
         },
+        run: common::this_run(),
     });
     let rate = |prior: PriorKind, want: fn(&Sampler) -> bool| {
         rates
@@ -1025,6 +1026,7 @@ fn toy(s: &Settings, pool: &rayon::ThreadPool, out: &mut Output) -> common::Resu
             paper: format!("reference code: {reference}"),
             ours: f(ours, 1),
             ratio: format!("{:.1}x faster", ours / reference),
+            run: common::this_run(),
         });
     }
     Ok(())
@@ -1246,6 +1248,7 @@ fn ten_k(s: &Settings, pool: &rayon::ThreadPool, out: &mut Output) -> common::Re
             max(&paper_best) + 73444.0,
             max(&exact_best) + 73444.0
         ),
+        run: common::this_run(),
     });
     out.claims.push(Claim {
         claim: "10k, NGGP: final K and ARI against the true labels (119 clusters)".into(),
@@ -1259,6 +1262,7 @@ fn ten_k(s: &Settings, pool: &rayon::ThreadPool, out: &mut Output) -> common::Re
             range(&gibbs_ari, 3)
         ),
         ratio: "—".into(),
+        run: common::this_run(),
     });
     for (what, ours, reference) in [
         ("tgMCMC paper mode", paper_rate, 7.9),
@@ -1269,6 +1273,7 @@ fn ten_k(s: &Settings, pool: &rayon::ThreadPool, out: &mut Output) -> common::Re
             paper: format!("reference code: {reference}"),
             ours: f(ours, 2),
             ratio: format!("{:.1}x faster", ours / reference),
+            run: common::this_run(),
         });
     }
     Ok(())
@@ -1389,6 +1394,7 @@ fn bag(s: &Settings, pool: &rayon::ThreadPool, out: &mut Output) -> common::Resu
             .into(),
         ours: show.join("; "),
         ratio: "—".into(),
+        run: common::this_run(),
     });
     Ok(())
 }
@@ -1557,12 +1563,14 @@ fn exactness(s: &Settings, pool: &rayon::ThreadPool, out: &mut Output) -> common
             a_dp.expected_tv.max(b_dp.expected_tv).max(b_nggp.expected_tv)
         ),
         ratio: format!("{:.2}x the reference code's TV on B, DP", b_dp.tv / 0.372),
+        run: common::this_run(),
     });
     out.claims.push(Claim {
         claim: "the exact tgMCMC is at the noise floor on data sets A and B, DP and NGGP".into(),
         paper: "— (the paper's sampler is biased; MATH §5.4)".into(),
         ours: format!("TV / floor at most {exact_ratio:.2} over the four settings"),
         ratio: "—".into(),
+        run: common::this_run(),
     });
     Ok(())
 }
@@ -1609,16 +1617,8 @@ fn main() -> common::Result<()> {
             "bag_of_words" => bag(&s, &pool, &mut out)?,
             _ => unreachable!("EXPERIMENTS lists the experiments"),
         }
-        let mut t = Table::new(&["claim", "paper", "ours", "ratio"]);
-        for c in &out.claims {
-            t.push(vec![
-                c.claim.clone(),
-                c.paper.clone(),
-                c.ours.clone(),
-                c.ratio.clone(),
-            ]);
-        }
-        t.write_csv(&out.results.join(format!("claims_{name}.csv")))?;
+        common::claims_table(&out.claims)
+            .write_csv(&out.results.join(format!("claims_{name}.csv")))?;
     }
     // The claims of every experiment, those not rerun read back from their last run.
     let mut all = Vec::new();
@@ -1631,20 +1631,14 @@ fn main() -> common::Result<()> {
                     paper: r[1].clone(),
                     ours: r[2].clone(),
                     ratio: r[3].clone(),
+                    run: r.get(4).cloned().unwrap_or_default(),
                 });
             }
         }
     }
     common::write_claims(&out.results, &all)?;
-    let mut claims = Table::new(&["claim", "paper / reference", "ours", "ratio"]);
-    for c in &all {
-        claims.push(vec![
-            c.claim.clone(),
-            c.paper.clone(),
-            c.ours.clone(),
-            c.ratio.clone(),
-        ]);
-    }
+    let mut claims = common::claims_table(&all);
+    claims.header[1] = "paper / reference".into();
     out.section("claims", &claims.markdown())?;
     out.section(
         "setup",
@@ -1665,6 +1659,17 @@ fn main() -> common::Result<()> {
             s.tv_chains,
             s.tv_sweeps,
         ),
+    )?;
+    common::record_run(
+        &out.readme,
+        &match &s.only {
+            None => "`cargo run --release --example paper-tgmcmc-nips2015`".to_string(),
+            Some(o) => format!(
+                "`cargo run --release --example paper-tgmcmc-nips2015 -- --only {}` (the \
+                 other experiments' claims from their last runs, dated in the claims table)",
+                o.join(",")
+            ),
+        },
     )?;
     eprintln!("wall time: {:.0} s", start.elapsed().as_secs_f64());
     println!("{}", claims.markdown());
