@@ -41,6 +41,12 @@ pub(crate) struct NwSweepCache {
     new_entry: Vec<f64>,
     /// One entry's values, as [`NwSweepCache::values`] writes them.
     scratch: Vec<f64>,
+    /// A group of entries without a cluster, copied into new room: kept, because at high
+    /// dimension a group is hundreds of kilobytes, and allocating it on every growth (every
+    /// sweep's reset) cost page faults comparable to the sweep's arithmetic.
+    empty_group: Vec<[f64; LANES]>,
+    /// One entry without a cluster.
+    empty_entry: Vec<f64>,
     /// The solution `z` of the general-dimension solve, one vector per coordinate.
     z: Vec<[f64; LANES]>,
     /// A block's points, one vector per coordinate (point `b` in lane `b`).
@@ -55,6 +61,8 @@ impl NwSweepCache {
         let items = d * (d - 1) / 2 + 2 * d + 3;
         let mut new_entry = vec![0.0; items];
         write_empty(&mut new_entry);
+        let empty_entry = new_entry.clone();
+        let empty_group = empty_entry.iter().map(|&x| [x; LANES]).collect();
         NwSweepCache {
             d,
             centred: kernel.centred_data().clone(),
@@ -63,6 +71,8 @@ impl NwSweepCache {
             table: Vec::new(),
             new_entry,
             scratch: vec![0.0; items],
+            empty_group,
+            empty_entry,
             z: vec![[0.0; LANES]; d],
             block_y: vec![[0.0; BLOCK]; d],
             block_z: vec![[0.0; BLOCK]; d],
@@ -107,14 +117,8 @@ impl NwSweepCache {
     fn grow_to(&mut self, entries: usize) {
         if entries > self.capacity() {
             let groups = entries.div_ceil(LANES);
-            let mut empty = vec![[0.0; LANES]; self.items];
-            let mut values = vec![0.0; self.items];
-            write_empty(&mut values);
-            for (v, &x) in empty.iter_mut().zip(&values) {
-                *v = [x; LANES];
-            }
             while self.table.len() < groups * self.items {
-                self.table.extend_from_slice(&empty);
+                self.table.extend_from_slice(&self.empty_group);
             }
         }
     }
@@ -143,9 +147,9 @@ impl SweepCache<NwStat> for NwSweepCache {
             // The new cluster's entry moves behind the last slot; the entries between stay
             // without a cluster.
             self.grow_to(slot + 2);
-            let mut values = vec![0.0; self.items];
-            write_empty(&mut values);
-            self.write(self.slots, &values);
+            let empty = std::mem::take(&mut self.empty_entry);
+            self.write(self.slots, &empty);
+            self.empty_entry = empty;
             self.slots = slot + 1;
             let new_entry = std::mem::take(&mut self.new_entry);
             self.write(self.slots, &new_entry);
@@ -159,10 +163,9 @@ impl SweepCache<NwStat> for NwSweepCache {
                 self.scratch = values;
             }
             None => {
-                let mut values = std::mem::take(&mut self.scratch);
-                write_empty(&mut values);
-                self.write(slot, &values);
-                self.scratch = values;
+                let empty = std::mem::take(&mut self.empty_entry);
+                self.write(slot, &empty);
+                self.empty_entry = empty;
             }
         }
     }
