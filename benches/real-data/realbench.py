@@ -322,6 +322,7 @@ class Config:
     work: Path
     folds: int
     timeout: float
+    max_folds: int | None  # evaluate only the first folds of the split (time); None: all
     classifier_sweeps: int | None  # nrmm's sweeps per chain on each digit (None: the default)
 
 
@@ -333,6 +334,8 @@ def bench_set(ds: DataSet, cfg: Config) -> list[dict]:
     n, d = ds.x.shape
     folds = KFold(cfg.folds, shuffle=True, random_state=SEED).split(ds.x)
     for f, (tr, te) in enumerate(folds):
+        if cfg.max_folds is not None and f >= cfg.max_folds:
+            break
         train_file, test_file = wd / f"fold{f}.train.txt", wd / f"fold{f}.test.txt"
         write_matrix(train_file, ds.x[tr])
         write_matrix(test_file, ds.x[te])
@@ -739,6 +742,9 @@ def main() -> int:
     ap.add_argument("--big-sweeps", type=int, default=BIG_SWEEPS,
                     help=f"nrmm's sweeps per chain on MNIST PCA-50 and 10k (default {BIG_SWEEPS}; 0: nrmm's own default)")
     ap.add_argument("--example-sweeps", type=int, default=None, help="sweeps of the crate's MNIST example (default 100)")
+    ap.add_argument("--max-folds", type=int, default=None,
+                    help="evaluate only the first N folds of the split (each still trains on "
+                         "4/5 of the data; for the big sets when time is short)")
     ap.add_argument("--peer-threads", type=int, default=1,
                     help="BLAS threads of the peers (default 1, as nrmm's one chain; on a shared machine "
                     "OpenBLAS's spinning threads made iris 15x slower with 2)")
@@ -758,6 +764,7 @@ def main() -> int:
         folds=3 if quick else FOLDS,
         timeout=300.0 if quick else 1800.0,
         classifier_sweeps=a.classifier_sweeps,
+        max_folds=a.max_folds,
     )
     if not Path(cfg.nrmm).exists():
         print(f"error: the nrmm binary {cfg.nrmm} does not exist: build it with `cargo build --release`",
@@ -799,7 +806,8 @@ def main() -> int:
             "branch": branch,
             "subject": subject,
             "minutes": None,  # set at the end: a report without it is of an unfinished run
-            "mode": "--quick" if quick else "full run",
+            "mode": ("--quick" if quick else "full run")
+            + (f", the first {a.max_folds} of {cfg.folds} folds" if a.max_folds else ""),
             "versions": f"scikit-learn {sklearn.__version__}, numpy {np.__version__}",
             "sets": names,
             "classifier": "skipped (--skip classifier)" if "classifier" in skip else "not run yet",

@@ -504,7 +504,7 @@ fn main() -> common::Result<()> {
          and should not be read as a count of styles.\n\
          * **Against the blog:** {overall:.2}% here against its {BLOG_ACCURACY:.0}% on the full \
          MNIST split, {shortfall:.2} points short, with {n_train} training images instead of \
-         60,000 (a sixth of the data per digit, so fewer and broader clusters) and the \
+         60,000 (7.5 times fewer per digit, so fewer and broader clusters) and the \
          reference hyperparameters shared by all digits; per digit in the table above. The \
          blog's other baselines (a finite mixture per digit with K by BIC, scikit-learn's DP \
          mixture per digit) are measured on this same split by the real-data benchmark \
