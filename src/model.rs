@@ -164,6 +164,11 @@ pub struct PilotScale {
     pub chains: usize,
     /// Clusters of the partition whose pooled within-cluster covariance set the scale.
     pub clusters: usize,
+    /// When the pilot chose the diagonal kernel over the default full-covariance one by
+    /// evidence ([`crate::run::pilot`]), by how many nats (rounded) its log joint at its best
+    /// partition was above the full kernel's at its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagonal_by: Option<i64>,
 }
 
 impl Default for ModelSpec {

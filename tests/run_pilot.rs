@@ -5,7 +5,7 @@
 //! the chosen scale so that resuming uses it.
 
 use nrmm::data::{Dataset, DenseData};
-use nrmm::model::{AnyKernel, Model, ModelSpec, NwDefaults};
+use nrmm::model::{AnyKernel, KernelKind, Model, ModelSpec, NwDefaults};
 use nrmm::rng::SeedPlan;
 use nrmm::run::pilot::{pooled_within, settle, Settled};
 use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec};
@@ -30,8 +30,90 @@ fn clustered() -> (DenseData, Vec<usize>) {
     (DenseData::new(150, 3, values).unwrap(), labels)
 }
 
+/// The default model with the Normal-Wishart kernel asked for, so that the pilot sets its
+/// scale and does not weigh the diagonal kernel against it.
 fn model(x: DenseData) -> Model {
-    Model::build(&ModelSpec::default(), Dataset::Dense(x)).unwrap()
+    let spec = ModelSpec {
+        kernel: Some(KernelKind::Nw),
+        ..ModelSpec::default()
+    };
+    Model::build(&spec, Dataset::Dense(x)).unwrap()
+}
+
+/// `k` clusters of `per` points in `d` dimensions, centres 40 apart along the axes (cluster
+/// `c` at 40 in coordinate `c`), each cluster's covariance `cov_of(d)` given by a factor
+/// `F` (points `centre + F z`, F row-major d × d).
+fn separated(k: usize, per: usize, d: usize, factor: &[f64], seed: u64) -> DenseData {
+    let mut rng = SeedPlan::new(seed).chain(0);
+    let mut values = Vec::with_capacity(k * per * d);
+    for c in 0..k {
+        for _ in 0..per {
+            let z: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut rng)).collect();
+            for a in 0..d {
+                let centre = if a == c { 40.0 } else { 0.0 };
+                let noise: f64 = (0..d).map(|b| factor[a * d + b] * z[b]).sum();
+                values.push(centre + noise);
+            }
+        }
+    }
+    DenseData::new(k * per, d, values).unwrap()
+}
+
+fn identity(d: usize) -> Vec<f64> {
+    (0..d * d).map(|i| f64::from(i % (d + 1) == 0)).collect()
+}
+
+/// The default model's pilot (the kernel not asked for).
+fn settled_default(x: DenseData, seed: u64) -> Model {
+    let m = Model::build(&ModelSpec::default(), Dataset::Dense(x)).unwrap();
+    match settle(&m, seed, None).unwrap() {
+        Settled::Scaled(m) => *m,
+        other => panic!("expected the pilot to set the scale, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_pilot_takes_the_diagonal_kernel_where_its_evidence_is_higher() {
+    // Six spherical clusters of 50 points in 30 dimensions: 465 covariance parameters per
+    // cluster for the full kernel, 30 for the diagonal one.
+    let m = settled_default(separated(6, 50, 30, &identity(30), 7), 1);
+    assert!(
+        matches!(m.kernel, AnyKernel::Diag(_)),
+        "{:?}",
+        m.spec.kernel
+    );
+    let pilot = m.spec.pilot.expect("recorded");
+    assert_eq!(pilot.clusters, 6);
+    assert!(pilot.diagonal_by.is_some_and(|by| by > 0), "{pilot:?}");
+    assert_eq!(m.requested.kernel, Some(KernelKind::Diag));
+    assert!(m.kernel_note.is_some());
+}
+
+#[test]
+fn correlated_clusters_keep_the_full_kernel() {
+    // Three clusters in 3-D whose coordinates are strongly correlated within each cluster.
+    let f = [1.0, 0.0, 0.0, 0.95, 0.3, 0.0, 0.9, 0.2, 0.3];
+    let m = settled_default(separated(3, 60, 3, &f, 8), 1);
+    assert!(matches!(m.kernel, AnyKernel::Nw(_)), "{:?}", m.spec.kernel);
+    assert_eq!(m.spec.pilot.expect("recorded").diagonal_by, None);
+}
+
+#[test]
+fn the_kernel_choice_does_not_depend_on_column_units() {
+    let x = separated(6, 50, 30, &identity(30), 9);
+    let values: Vec<f64> = (0..x.n())
+        .flat_map(|i| {
+            x.row(i)
+                .iter()
+                .enumerate()
+                .map(|(a, v)| v * (1.0 + a as f64) - 3.0 * a as f64)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let y = DenseData::new(x.n(), x.d(), values).unwrap();
+    let (mx, my) = (settled_default(x, 3), settled_default(y, 3));
+    assert_eq!(mx.spec.kernel, my.spec.kernel);
+    assert_eq!(mx.spec.pilot, my.spec.pilot);
 }
 
 fn settled(x: DenseData, seed: u64) -> Model {
@@ -178,6 +260,26 @@ fn a_run_records_the_pilots_scale_and_resumes_with_it() {
         Settled::NotDue
     ));
     assert_eq!(psi(&rebuilt), psi(&m));
+    Runner::resume(&rebuilt, &dir)
+        .unwrap()
+        .budget(Budget::Sweeps(90))
+        .run()
+        .unwrap();
+}
+
+#[test]
+fn a_run_on_the_diagonal_kernel_the_pilot_chose_resumes_from_the_default_settings() {
+    let x = separated(6, 50, 30, &identity(30), 7);
+    let m = settled_default(x.clone(), 1);
+    assert!(matches!(m.kernel, AnyKernel::Diag(_)));
+    let (_, dir) = run_labels(&m, "record-diag");
+    let record = RunRecord::load(&dir).unwrap();
+    // A front end that rebuilds the model from its own (default) settings gets the kernel and
+    // the scale the pilot chose back from the record.
+    let fresh = Model::build(&ModelSpec::default(), Dataset::Dense(x)).unwrap();
+    let rebuilt = nrmm::run::pilot::recorded(fresh, &record.model).unwrap();
+    assert!(matches!(rebuilt.kernel, AnyKernel::Diag(_)));
+    assert_eq!(rebuilt.spec, m.spec);
     Runner::resume(&rebuilt, &dir)
         .unwrap()
         .budget(Budget::Sweeps(90))

@@ -287,8 +287,8 @@ fn watched<T: Send>(
 
 /// The model a run uses: for a new run (of seed `seed`), the pilot's cluster scale when the
 /// model asks for one ([`pilot::settle`], on a worker thread while this one watches for
-/// Ctrl-C, which stops it: `None`); for a resumed run, the scale its pilot chose as the run
-/// recorded it.
+/// Ctrl-C, which stops it: `None`); for a resumed run, the kernel and scale its pilot chose
+/// as the run recorded them.
 fn with_pilot(
     py: Python<'_>,
     model: Model,
@@ -297,14 +297,10 @@ fn with_pilot(
 ) -> PyResult<Option<Model>> {
     let Some(seed) = seed else {
         let recorded = RunRecord::load(run_dir).map_err(rename).py_err()?.model;
-        return match (recorded.nw_psi, recorded.pilot) {
-            (Some(psi), Some(scale)) if pilot::is_due(&model) => model
-                .with_pilot_scale(psi, scale)
-                .map(Some)
-                .map_err(rename)
-                .py_err(),
-            _ => Ok(Some(model)),
-        };
+        return pilot::recorded(model, &recorded)
+            .map(Some)
+            .map_err(rename)
+            .py_err();
     };
     if !pilot::is_due(&model) {
         return Ok(Some(model));

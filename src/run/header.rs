@@ -24,8 +24,11 @@ pub fn header(model: &Model, spec: &SamplerSpec) -> String {
     let pilot;
     let defaults = match (m.pilot, m.nw_defaults) {
         (Some(p), _) => {
+            let chosen = p.diagonal_by.map_or(String::new(), |by| {
+                format!("chosen over the full covariance by {by} nats of evidence; ")
+            });
             pilot = format!(
-                "scale from a pilot's {} clusters, {} chains of {} sweeps",
+                "{chosen}scale from a pilot's {} clusters, {} chains of {} sweeps",
                 p.clusters, p.chains, p.sweeps
             );
             pilot.as_str()
