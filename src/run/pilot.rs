@@ -126,14 +126,9 @@ pub fn recorded(model: Model, record: &ModelSpec) -> Result<Model> {
     if !is_due(&model) {
         return Ok(model);
     }
-    let model = match (record.kernel, &model.kernel) {
-        (Some(KernelKind::Diag), AnyKernel::Nw(k)) => {
-            let spec = ModelSpec {
-                kernel: Some(KernelKind::Diag),
-                ..model.requested.clone()
-            };
-            Model::build(&spec, Dataset::Dense(k.data().as_ref().clone()))?
-        }
+    // The pilot chose the diagonal kernel where the model has the Normal-Wishart one.
+    let model = match record.kernel {
+        Some(KernelKind::Diag) => diagonal_of(&model).transpose()?.unwrap_or(model),
         _ => model,
     };
     model.with_pilot_scale(psi.clone(), scale)
@@ -150,14 +145,10 @@ pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Set
     if !weighs_kernels(model) || matches!(full.settled, Settled::Interrupted) {
         return Ok(full.settled);
     }
-    let AnyKernel::Nw(k) = &model.kernel else {
+    let Some(diagonal) = diagonal_of(model) else {
         return Ok(full.settled);
     };
-    let spec = ModelSpec {
-        kernel: Some(KernelKind::Diag),
-        ..model.requested.clone()
-    };
-    let diagonal = Model::build(&spec, Dataset::Dense(k.data().as_ref().clone()))?;
+    let diagonal = diagonal?;
     let other = settle_kernel(&diagonal, seed, stop)?;
     Ok(match (other.settled, other.score, full.score) {
         (Settled::Interrupted, _, _) => Settled::Interrupted,
@@ -180,6 +171,22 @@ pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Set
         }
         _ => full.settled,
     })
+}
+
+/// `model`'s settings over its data with the diagonal kernel, when its kernel is the
+/// Normal-Wishart (`None` otherwise). Cost: a copy of the data and the kernel's construction.
+fn diagonal_of(model: &Model) -> Option<Result<Model>> {
+    let AnyKernel::Nw(k) = &model.kernel else {
+        return None;
+    };
+    let spec = ModelSpec {
+        kernel: Some(KernelKind::Diag),
+        ..model.requested.clone()
+    };
+    Some(Model::build(
+        &spec,
+        Dataset::Dense(k.data().as_ref().clone()),
+    ))
 }
 
 /// Whether the pilot weighs the diagonal kernel against the full one: the kernel was not
