@@ -82,5 +82,22 @@ class Tables(unittest.TestCase):
         self.assertIn("| no |", low_ari)
 
 
+class SyntheticSet(unittest.TestCase):
+    def test_six_separated_clusters_in_50_dimensions(self):
+        # Made here, not read: the same draw every time, its clusters far apart against their
+        # spread (the set's point: an answer no method can miss by the data alone).
+        sets, skipped = rb.load_sets(["gauss6_50d"])
+        self.assertEqual(skipped, [])
+        (ds,) = sets
+        self.assertEqual(ds.x.shape, (1000, 50))
+        self.assertEqual(sorted(set(ds.y.tolist())), list(range(6)))
+        again, _ = rb.six_clusters_50d()
+        np.testing.assert_array_equal(again, ds.x)
+        centres = np.array([ds.x[ds.y == k].mean(0) for k in range(6)])
+        gaps = [np.linalg.norm(a - b) for i, a in enumerate(centres) for b in centres[i + 1:]]
+        spread = np.sqrt(((ds.x - centres[ds.y]) ** 2).sum(1)).mean()
+        self.assertGreater(min(gaps), 3 * spread)
+
+
 if __name__ == "__main__":
     unittest.main()
