@@ -147,8 +147,12 @@ fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len() as f64
 }
 
-/// Unbiased sample variance.
+/// Unbiased sample variance; exactly zero for a constant sequence (the mean of equal values
+/// can round away from them, and R-hat divides by the within-chain variance).
 fn variance(x: &[f64]) -> f64 {
+    if x.iter().all(|&v| v == x[0]) {
+        return 0.0;
+    }
     let mu = mean(x);
     x.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0)
 }
@@ -265,6 +269,21 @@ mod tests {
         // A trend inside one chain is caught by splitting it.
         let trend: Vec<f64> = (0..5000).map(|i| i as f64 / 1000.0).collect();
         assert!(split_rhat(&[&trend]) > 1.5);
+    }
+
+    /// Chains each stuck at its own number of clusters (a run on 784-dimensional images kept
+    /// K = 8, 9, 9, 7): within-chain variance zero, between-chain variance not, so R-hat is
+    /// infinite, not a large finite number made of the rounding of a mean of equal values.
+    #[test]
+    fn chains_constant_at_different_values_have_infinite_rhat() {
+        let chains: Vec<Vec<f64>> = [8.0, 9.0, 9.0, 7.0].iter().map(|&k| vec![k; 500]).collect();
+        let refs: Vec<&[f64]> = chains.iter().map(Vec::as_slice).collect();
+        assert_eq!(split_rhat(&refs), f64::INFINITY);
+        // The same value in every chain: nothing disagrees.
+        let same = [vec![3.0; 500], vec![3.0; 500]];
+        assert_eq!(split_rhat(&[&same[0], &same[1]]), 1.0);
+        // A constant chain's variance is exactly zero whatever its value's rounding.
+        assert_eq!(variance(&[0.1; 7]), 0.0);
     }
 
     #[test]

@@ -21,7 +21,9 @@ pub struct SeriesSummary {
     pub ess_bulk: f64,
     /// Tail effective sample size (5% and 95% quantiles).
     pub ess_tail: f64,
-    /// Rank-normalised split R-hat (bulk and folded, the larger).
+    /// Rank-normalised split R-hat (bulk and folded, the larger); infinite when every chain
+    /// kept one value but not all the same one (`null` in JSON, with a warning in the run's
+    /// summary).
     pub rhat: f64,
 }
 

@@ -79,6 +79,26 @@ fn above(value: f64, limit: f64) -> String {
         .unwrap_or_else(|| value.to_string())
 }
 
+/// The warning for a quantity whose R-hat is above [`RHAT_LIMIT`], with the sweeps per chain
+/// to try; an infinite R-hat (each chain kept one value, not all the same) said in words.
+fn rhat_warning(name: &str, rhat: f64, try_sweeps: u64) -> Option<String> {
+    if rhat == f64::INFINITY {
+        Some(format!(
+            "R-hat of {name} is infinite: every chain kept one value of it after the burn-in, \
+             not all the same one; the chains have not mixed; run longer before trusting the \
+             estimates (try `sweeps` {try_sweeps})"
+        ))
+    } else if rhat > RHAT_LIMIT {
+        Some(format!(
+            "R-hat of {name} is {} > {RHAT_LIMIT}: the chains have not mixed; run longer \
+             before trusting the estimates (try `sweeps` {try_sweeps})",
+            above(rhat, RHAT_LIMIT)
+        ))
+    } else {
+        None
+    }
+}
+
 /// Bulk effective sample size of a series over all chains worth trusting (Vehtari et al.
 /// 2021 ask for 400 before reading R-hat).
 pub(crate) const ESS_WANTED: f64 = 400.0;
@@ -488,13 +508,8 @@ impl Summary {
             }
         }
         for (name, s) in &diagnostics {
-            if s.rhat > RHAT_LIMIT {
-                warnings.push(format!(
-                    "R-hat of {name} is {} > {RHAT_LIMIT}: the chains have not mixed; run \
-                     longer before trusting the estimates (try `sweeps` {})",
-                    above(s.rhat, RHAT_LIMIT),
-                    longer_run(&chains, s.ess_bulk)
-                ));
+            if let Some(w) = rhat_warning(name, s.rhat, longer_run(&chains, s.ess_bulk)) {
+                warnings.push(w);
             }
         }
         let seed = runs[0].record.spec.seed;
@@ -615,10 +630,13 @@ impl Summary {
             .diagnostics
             .keys()
             .filter(|k| !order.contains(&k.as_str()));
-        // Statistics that need more draws than there are print as a dash.
+        // Statistics that need more draws than there are print as a dash; an infinite R-hat
+        // (chains each constant at its own value) as `inf`.
         let num = |v: f64, digits: usize, width: usize| {
             if v.is_finite() {
                 format!("{v:>width$.digits$}")
+            } else if v == f64::INFINITY {
+                format!("{:>width$}", "inf")
             } else {
                 format!("{:>width$}", "-")
             }
@@ -675,5 +693,20 @@ mod tests {
         assert_eq!(above(1.0104, 1.01), "1.0104");
         assert_eq!(above(1.5, 1.01), "1.500");
         assert_eq!(above(1.0100001, 1.01), "1.0100001");
+    }
+
+    #[test]
+    fn rhat_warnings_name_the_value_and_what_to_try() {
+        assert_eq!(rhat_warning("log_joint", 1.005, 2000), None);
+        assert_eq!(rhat_warning("log_joint", f64::NAN, 2000), None);
+        let w = rhat_warning("log_joint", 1.2, 2000).unwrap();
+        assert!(w.starts_with("R-hat of log_joint is 1.200 > 1.01"), "{w}");
+        assert!(w.ends_with("(try `sweeps` 2000)"), "{w}");
+        let w = rhat_warning("n_clusters", f64::INFINITY, 10000).unwrap();
+        assert!(
+            w.starts_with("R-hat of n_clusters is infinite: every chain kept one value"),
+            "{w}"
+        );
+        assert!(w.ends_with("(try `sweeps` 10000)"), "{w}");
     }
 }
