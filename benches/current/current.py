@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The current figures of BENCHMARKS.md, all from one run of one commit.
 
-    python3 benches/current/current.py                      # about 25 min on 2 idle cores
+    python3 benches/current/current.py                      # about 15 min on 2 idle cores
     python3 benches/current/current.py --write-benchmarks   # and rewrite BENCHMARKS.md's section
     python3 benches/current/current.py --only tgmcmc_toy,sva --out DIR   # a few steps, elsewhere
 
