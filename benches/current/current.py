@@ -78,8 +78,8 @@ def git(*args: str) -> str:
 
 
 def this_run() -> dict:
-    """Date, commit and whether the working tree differs from it (this script's own folder and
-    BENCHMARKS.md aside: they are the report, not the code measured)."""
+    """Date, commit and whether the working tree differs from it (the benchmark scripts' folders
+    and BENCHMARKS.md aside: they are the reports, not the code measured)."""
     commit = git("rev-parse", "--short", "HEAD") or "commit unknown"
     dirty = git("status", "--porcelain", "--", ".", ":(exclude)benches/current",
                 ":(exclude)benches/real-data", ":(exclude)BENCHMARKS.md")
@@ -118,6 +118,7 @@ def run_step(step: Step, out: Path) -> dict:
     with open(log_path, "w") as f:
         p = subprocess.Popen(step.cmd, cwd=step.cwd, env=env, stdout=f, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(p.pid, 0)
+    # Reaped here (for its resource usage): tell the Popen, so it never waits for it again.
     p.returncode = os.waitstatus_to_exitcode(status)
     return {
         "key": step.key,

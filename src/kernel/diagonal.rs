@@ -310,37 +310,63 @@ pub fn full_covariance_problem(x: &DenseData) -> Option<String> {
 /// `Σ_j ln f(j)` for `j < d`, for positive `f(j)`, as the logarithm of products of eight
 /// factors: one `ln` per eight terms. A block whose product leaves the normal range of `f64`
 /// (or is not finite) is summed term by term instead, so the result is the sum of logarithms
-/// to rounding whatever the factors' sizes. The blocks' logarithms are taken together, up to
-/// [`LN_CHUNK`] at a time, by the branch-free [`crate::vecmath::ln`] in vector lanes at the
-/// CPU's best level ([`ln_blocks`]); the terms are added in block order, so every level gives
-/// the same bits. Cost: O(d), about d/8 logarithms, vectorised.
+/// to rounding whatever the factors' sizes. From [`LN_CHUNK`] blocks on (d ≥ 256) the blocks'
+/// logarithms are taken together, [`LN_CHUNK`] at a time, by the branch-free
+/// [`crate::vecmath::ln`] in vector lanes at the CPU's best level ([`ln_blocks`]), the terms
+/// added in block order, so every level gives the same bits. Below, each block's product
+/// goes to the C library's `ln`: there the buffers and the level dispatch cost more than they
+/// save (whole runs with the vector path at every d: 1.3-1.4 times slower at d = 13 and 30,
+/// even at d = 100, 17 % faster at d = 784; the threshold, one full chunk, lies between the
+/// last two and was not tuned). Cost: O(d), about d/8 logarithms.
 #[inline]
 pub(crate) fn ln_product(d: usize, f: impl Fn(usize) -> f64) -> f64 {
-    const BLOCK: usize = 8;
-    let mut products = [1.0; LN_CHUNK];
-    let mut logs = [0.0; LN_CHUNK];
     let mut total = 0.0;
     let mut j = 0;
+    if d < LN_CHUNK * LN_BLOCK {
+        while j < d {
+            let end = (j + LN_BLOCK).min(d);
+            let p = (j..end).fold(1.0, |p, k| p * f(k));
+            total += if in_range(p) {
+                p.ln()
+            } else {
+                (j..end).map(|k| f(k).ln()).sum::<f64>()
+            };
+            j = end;
+        }
+        return total;
+    }
+    let mut products = [1.0; LN_CHUNK];
+    let mut logs = [0.0; LN_CHUNK];
     while j < d {
-        let blocks = (d - j).div_ceil(BLOCK).min(LN_CHUNK);
+        let blocks = (d - j).div_ceil(LN_BLOCK).min(LN_CHUNK);
         for (b, p) in products[..blocks].iter_mut().enumerate() {
-            let start = j + b * BLOCK;
-            *p = (start..(start + BLOCK).min(d)).fold(1.0, |p, k| p * f(k));
+            let start = j + b * LN_BLOCK;
+            *p = (start..(start + LN_BLOCK).min(d)).fold(1.0, |p, k| p * f(k));
         }
         ln_blocks(&products[..blocks], &mut logs[..blocks]);
         for (b, (&p, &ln_p)) in products[..blocks].iter().zip(&logs[..blocks]).enumerate() {
-            total += if p.is_normal() && p < f64::MAX {
+            total += if in_range(p) {
                 ln_p
             } else {
-                let start = j + b * BLOCK;
-                (start..(start + BLOCK).min(d))
+                let start = j + b * LN_BLOCK;
+                (start..(start + LN_BLOCK).min(d))
                     .map(|k| crate::vecmath::ln(f(k)))
                     .sum::<f64>()
             };
         }
-        j += blocks * BLOCK;
+        j += blocks * LN_BLOCK;
     }
     total
+}
+
+/// Factors per block of [`ln_product`].
+const LN_BLOCK: usize = 8;
+
+/// Whether a block's product can stand for its factors: normal and finite (else its
+/// logarithm is taken term by term).
+#[inline(always)]
+fn in_range(p: f64) -> bool {
+    p.is_normal() && p < f64::MAX
 }
 
 /// Blocks' products whose logarithms [`ln_product`] takes in one call of [`ln_blocks`] (a
