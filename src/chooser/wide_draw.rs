@@ -166,6 +166,8 @@ impl BlockDraws {
     /// [`BlockDraws::prepare`]) and `u`, or `None` where it gives `None`. Cost: O(groups +
     /// [`LANES`]).
     pub(crate) fn pick(&self, ln_w: &[f64], b: usize, u: f64) -> Option<(usize, f64)> {
+        // Once, so that no lane index below needs a bounds check.
+        assert!(b < POINTS, "lane {b} of a block of {POINTS}");
         let ln_total = self.ln_total[b];
         if ln_total.is_nan() {
             return None;
@@ -176,14 +178,14 @@ impl BlockDraws {
         // them unchanged anyway; so they never decrease, and the first sum past the target
         // is at the count of those at or below it (never at a zero term): no branch on the
         // target's random place.
-        let count = |sums: &[f64], n: usize| {
-            (0..n)
-                .map(|k| (sums[k * POINTS + b] <= target) as usize)
+        let count = |sums: &[[f64; POINTS]]| {
+            sums.iter()
+                .map(|s| (s[b] <= target) as usize)
                 .sum::<usize>()
         };
-        let g = count(&self.ends, self.groups);
+        let g = count(&self.ends.as_chunks::<POINTS>().0[..self.groups]);
         if g < self.groups {
-            let l = count(&self.runs[g * LANES * POINTS..], LANES);
+            let l = count(&self.runs.as_chunks::<POINTS>().0[g * LANES..][..LANES]);
             if l < LANES {
                 let i = g * LANES + l;
                 return Some((i, ln_w[i * POINTS + b] - ln_total));
@@ -218,12 +220,43 @@ struct Prepared<'a> {
     ln_total: &'a mut [f64; POINTS],
 }
 
+/// One value per point of a block.
+type Lanes = [f64; POINTS];
+
+/// `a + b` per point (a loop the compiler makes one vector operation).
+#[inline(always)]
+fn add(a: &Lanes, b: &Lanes) -> Lanes {
+    let mut s = [0.0; POINTS];
+    for k in 0..POINTS {
+        s[k] = a[k] + b[k];
+    }
+    s
+}
+
+/// The pairwise sum of one group of [`LANES`] entries per point, as [`group_sum`] adds them.
+#[inline(always)]
+fn group_sum_lanes(v: &[Lanes]) -> Lanes {
+    add(
+        &add(&add(&v[0], &v[1]), &add(&v[2], &v[3])),
+        &add(&add(&v[4], &v[5]), &add(&v[6], &v[7])),
+    )
+}
+
+/// The shifted exponential of a draw, zero below `e^NEGLIGIBLE`, of every value of `v`.
+#[inline(always)]
+fn exp_weights<const N: usize>(v: &mut [f64; N]) {
+    for x in v.iter_mut() {
+        let y = vecmath::exp_shifted(if *x < NEGLIGIBLE { NEGLIGIBLE } else { *x });
+        *x = if *x < NEGLIGIBLE { 0.0 } else { y };
+    }
+}
+
 multiversion! {
-    /// The body of [`BlockDraws::prepare`].
+    /// The body of [`BlockDraws::prepare`]. Every loop runs over the points of a block (or
+    /// whole chunks of values), so that each is vector operations without bounds checks; a
+    /// point's values take the same operations in the same order as [`draw_log_weights`].
     fn prepare_block(ln_w: &[f64], out: Prepared<'_>) {
         let Prepared { p, runs, sums, ends, total, ln_total } = out;
-        // Arrays of one value per point, so that every loop over the points is one vector
-        // operation without bounds checks.
         let (ln_w, _) = ln_w.as_chunks::<POINTS>();
         let (p, _) = p.as_chunks_mut::<POINTS>();
         let (sums, _) = sums.as_chunks_mut::<POINTS>();
@@ -240,21 +273,20 @@ multiversion! {
                 p[b] = w[b] - max[b];
             }
         }
-        // The padding to a whole group weighs zero, as `draw_log_weights`'s does.
-        p[ln_w.len()..].fill([0.0; POINTS]);
-        // One flat loop, as in `draw_log_weights`, so that the compiler vectorises it (a loop
-        // over the points of each entry is compiled as scalar code with a branch around each
-        // exponential).
-        for v in p[..ln_w.len()].as_flattened_mut() {
-            let x = *v;
-            let y = vecmath::exp_shifted(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
-            *v = if x < NEGLIGIBLE { 0.0 } else { y };
+        // The padding to a whole group weighs zero, as `draw_log_weights`'s does: its
+        // exponentials below are zeros.
+        p[ln_w.len()..].fill([f64::NEG_INFINITY; POINTS]);
+        // Four vectors of exponentials at a time (a group is two such runs): their chains of
+        // multiply-adds are independent, and the processor overlaps them.
+        for v in p.as_flattened_mut().as_chunks_mut::<{ 4 * POINTS }>().0 {
+            exp_weights(v);
         }
+        // The lane sums of `draw_log_weights`, entry e into lane e mod LANES: group by group,
+        // the padding's zeros included, which leave a sum of non-negative terms unchanged.
         let mut lane_sum = [[0.0f64; POINTS]; LANES];
-        for (e, p) in p[..ln_w.len()].iter().enumerate() {
-            let lane = &mut lane_sum[e % LANES];
-            for b in 0..POINTS {
-                lane[b] += p[b];
+        for group in p.chunks_exact(LANES) {
+            for (s, v) in lane_sum.iter_mut().zip(group) {
+                *s = add(s, v);
             }
         }
         let mut acc = [0.0f64; POINTS];
@@ -264,38 +296,32 @@ multiversion! {
             .zip(sums.iter_mut())
             .zip(ends.iter_mut())
         {
-            for b in 0..POINTS {
-                sum[b] = ((v[0][b] + v[1][b]) + (v[2][b] + v[3][b]))
-                    + ((v[4][b] + v[5][b]) + (v[6][b] + v[7][b]));
-            }
+            *sum = group_sum_lanes(v);
             let mut within = acc;
             for (v, run) in v.iter().zip(run.iter_mut()) {
-                for b in 0..POINTS {
-                    within[b] += v[b];
-                }
+                within = add(&within, v);
                 *run = within;
             }
-            for b in 0..POINTS {
-                acc[b] += sum[b];
-            }
+            acc = add(&acc, sum);
             *end = acc;
         }
-        for b in 0..POINTS {
-            let s = |l: usize| lane_sum[l][b];
-            total[b] = ((s(0) + s(1)) + (s(2) + s(3))) + ((s(4) + s(5)) + (s(6) + s(7)));
-        }
+        // Local arrays, so that the loops below are vector operations.
+        let sum = group_sum_lanes(&lane_sum);
+        *total = sum;
         // The logarithm of every lane, then selects: a branch on a total of exactly 1 would
         // keep the loop from being one vector operation.
         let mut ln_t = [0.0f64; POINTS];
         for b in 0..POINTS {
-            ln_t[b] = vecmath::ln_at_least_one(total[b]);
+            ln_t[b] = vecmath::ln_at_least_one(sum[b]);
         }
+        let mut ln = [0.0f64; POINTS];
         for b in 0..POINTS {
-            let ln = if total[b] == 1.0 { max[b] } else { max[b] + ln_t[b] };
+            let l = if sum[b] == 1.0 { max[b] } else { max[b] + ln_t[b] };
             // The cases in which `draw_log_weights` refuses the weights.
-            let refused = !max[b].is_finite() || total[b].is_nan();
-            ln_total[b] = if refused { f64::NAN } else { ln };
+            let refused = !max[b].is_finite() || sum[b].is_nan();
+            ln[b] = if refused { f64::NAN } else { l };
         }
+        *ln_total = ln;
     }
 }
 

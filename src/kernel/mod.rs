@@ -22,7 +22,7 @@ pub use hyperprior::{HyperKernel, KernelHyper, KernelHyperPriors, LogNormalPrior
 pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
 pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
 pub use params::{ln_gamma_variate, DiagMoments, DiagParam, MdParam, NwParam, ParametricKernel};
-pub use sweep_cache::SweepCache;
+pub use sweep_cache::{EntryTerms, SweepCache};
 
 /// What a predictive evaluation leaves behind for adding the same point to the same
 /// statistic ([`ConjugateKernel::ln_predictive_probed`], [`ConjugateKernel::add_probed`]).

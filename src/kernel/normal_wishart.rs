@@ -367,6 +367,9 @@ pub struct NwStat {
     pred_scale: f64,
     /// `(ν_n + 1) / 2`, the predictive's exponent.
     pred_power: f64,
+    /// The member predictive's constants (see [`ConjugateKernel::ln_predictive_member`]):
+    /// `pc(n - 1) - ½ ln|Ψ_n|`, `ν_{n-1}/2` and `r_n / r_{n-1}`; NaN for `n < 2`.
+    member: [f64; 3],
     buf: Vec<f64>,
 }
 
@@ -380,6 +383,7 @@ impl Clone for NwStat {
             pred_offset: self.pred_offset,
             pred_scale: self.pred_scale,
             pred_power: self.pred_power,
+            member: self.member,
             buf: self.buf.clone(),
         }
     }
@@ -392,6 +396,7 @@ impl Clone for NwStat {
         self.pred_offset = source.pred_offset;
         self.pred_scale = source.pred_scale;
         self.pred_power = source.pred_power;
+        self.member = source.member;
         if self.buf.len() == source.buf.len() {
             // A copy of a length known at compile time for the common small dimensions is a
             // few register moves instead of a call to the library's memcpy; trees copy a
@@ -473,6 +478,12 @@ impl NwStat {
         )
     }
 
+    /// The member predictive's constants `[pc(n - 1) - ½ ln|Ψ_n|, ν_{n-1}/2, r_n / r_{n-1}]`:
+    /// `ln p(y | S∖{y}) = c₀ + c₁ ln(1 - c₂ ‖L_n⁻¹(y - ξ_n)‖²)`; NaN for `n < 2`.
+    pub(crate) fn member_constants(&self) -> [f64; 3] {
+        self.member
+    }
+
     /// The factor, the cached `ξ_n` and the cached `1 / L_jj`, for the dimension `d` given by
     /// the caller (a constant in the unrolled hot paths; it must equal `self.d`).
     #[inline(always)]
@@ -544,6 +555,10 @@ struct SizeFactors {
     remove_inv: f64,
     /// `(ν + n + 1) / 2`: the predictive's exponent.
     pred_power: f64,
+    /// `(ν + n - 1) / 2`: the member predictive's exponent.
+    member_power: f64,
+    /// `r_n / (r_n - 1)`: the member predictive's factor of the squared distance.
+    member_scale: f64,
 }
 
 impl SizeFactors {
@@ -561,6 +576,8 @@ impl SizeFactors {
             remove_weight: nf / (nf - 1.0),
             remove_inv: 1.0 / (nf - 1.0),
             pred_power: 0.5 * (hyper.nu + nf + 1.0),
+            member_power: 0.5 * (hyper.nu + nf - 1.0),
+            member_scale: rn / (rn - 1.0),
         }
     }
 }
@@ -860,6 +877,15 @@ impl NormalWishart {
         s.pred_offset = self.pred_const(s.n) - 0.5 * s.ln_det;
         s.pred_scale = f.pred_scale;
         s.pred_power = f.pred_power;
+        s.member = if s.n >= 2 {
+            [
+                self.pred_const(s.n - 1) - 0.5 * s.ln_det,
+                f.member_power,
+                f.member_scale,
+            ]
+        } else {
+            [f64::NAN; 3]
+        };
         f.shrink
     }
 
@@ -1076,6 +1102,7 @@ impl ConjugateKernel for NormalWishart {
             pred_offset: 0.0,
             pred_scale: 0.0,
             pred_power: 0.0,
+            member: [f64::NAN; 3],
             buf: vec![0.0; 3 * d + 2 * d * d],
         };
         self.reset(&mut s);
@@ -1207,15 +1234,12 @@ impl ConjugateKernel for NormalWishart {
             let (chol, centre, inv_diag) = s.predictive_parts(d);
             shifted_solve_norm2(chol, inv_diag, d, self.point_dim(i, d), centre)
         });
-        let n = s.n as f64;
-        let rn = self.hyper.r + n;
-        let rho2 = 1.0 - q * (rn / (rn - 1.0));
+        let [offset, power, scale] = s.member;
+        let rho2 = 1.0 - q * scale;
         if rho2.is_nan() || rho2 < DOWNDATE_MIN_DET_RATIO {
             return None;
         }
-        Some(
-            self.pred_const(s.n - 1) - 0.5 * s.ln_det + 0.5 * (self.hyper.nu + n - 1.0) * rho2.ln(),
-        )
+        Some(offset + power * rho2.ln())
     }
 
     /// Student-t predictive by the determinant lemma from the cached factor (MATH §2.1).
@@ -1289,16 +1313,12 @@ impl ConjugateKernel for NormalWishart {
                 self.ln_predictive_probed(i, other),
             );
         }
-        let n = own.n as f64;
-        let rn = self.hyper.r + n;
-        let c = [-(rn / (rn - 1.0)), other.pred_scale];
+        let [offset, power, scale] = own.member;
+        let c = [-scale, other.pred_scale];
         let y = self.point_dim(i, d);
         let [(rho2, ln_rho2), (_, ln_b)] =
             ln_pair(y, own.predictive_parts(d), other.predictive_parts(d), c);
-        let member = (rho2 >= DOWNDATE_MIN_DET_RATIO).then(|| {
-            self.pred_const(own.n - 1) - 0.5 * own.ln_det
-                + 0.5 * (self.hyper.nu + n - 1.0) * ln_rho2
-        });
+        let member = (rho2 >= DOWNDATE_MIN_DET_RATIO).then_some(offset + power * ln_rho2);
         (
             member,
             (

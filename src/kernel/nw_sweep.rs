@@ -7,23 +7,32 @@
 //! Entries (clusters) are grouped by [`LANES`]. A group is `items` vectors of [`LANES`]
 //! values, one per quantity: the strict lower triangle of the factor `L_n` by rows
 //! (`L_10, L_20, L_21, …`), the reciprocals `1 / L_jj`, the centre `ξ_n`, then the offset
-//! `a + pc(n) - ½ ln|Ψ_n|`, the power `(ν_n + 1)/2` and the scale `r_n/(r_n+1)`: `items =
-//! d(d-1)/2 + 2d + 3`. An entry without a cluster (a free slot, or padding) has a zero factor,
-//! centre, power and scale and an offset of `-∞`, so its weight is exactly `-∞`.
+//! `a + pc(n) - ½ ln|Ψ_n|`, the power `(ν_n + 1)/2` and the scale `r_n/(r_n+1)`, then the
+//! member predictive's offset `b + pc(n-1) - ½ ln|Ψ_n|`, power `ν_{n-1}/2` and scale
+//! `r_n/r_{n-1}`: `items = d(d-1)/2 + 2d + 6`. An entry without a cluster (a free slot, or
+//! padding) has a zero factor, centre, power and scale and an offset of `-∞`, so its weight
+//! is exactly `-∞`, and a member offset of NaN.
 //!
 //! # The solve
 //!
 //! Row-oriented forward substitution, `z_j = (y_j - ξ_j - Σ_{k<j} L_jk z_k) / L_jj`, each
 //! step a `mul_add` across the lanes, then `q = Σ z_j²` by `mul_add` and the weight
 //! `offset - power · ln(1 + scale · q)` with [`crate::vecmath::ln_at_least_one`]. For
-//! `d ≤ 8` the dimension is a compile-time constant and `z` lives in registers.
+//! `d ≤ 8` the dimension is a compile-time constant and `z` lives in registers. Each `q` is
+//! kept: for a member of the entry's cluster, the same `q` gives the predictive without it,
+//! `offset' + power' · ln(1 - scale' · q)` (the determinant lemma run backwards, MATH §2.1),
+//! so the member's own weight costs one logarithm, in vectors across a block's points.
 
 use std::sync::Arc;
 
+use super::cholesky::DOWNDATE_MIN_DET_RATIO;
 use super::normal_wishart::{NormalWishart, NwStat};
-use super::sweep_cache::{SweepCache, BLOCK, LANES};
+use super::sweep_cache::{EntryTerms, SweepCache, BLOCK, LANES};
 use crate::simd::multiversion;
 use crate::vecmath;
+
+/// Marks a slot without an entry in [`NwSweepCache::entry_of`].
+const NO_ENTRY: usize = usize::MAX;
 
 /// The Normal-Wishart sweep cache (see the module documentation).
 #[derive(Debug)]
@@ -33,11 +42,15 @@ pub(crate) struct NwSweepCache {
     centred: Arc<[f64]>,
     /// Values per entry.
     items: usize,
-    /// Slot entries; the new cluster's entry is entry `slots`.
-    slots: usize,
+    /// Cluster entries; the new cluster's entry is entry `entries`.
+    entries: usize,
+    /// The entry of each slot, [`NO_ENTRY`] for a slot without a cluster.
+    entry_of: Vec<usize>,
+    /// The slot of each cluster entry.
+    slot_at: Vec<usize>,
     /// Group-major table: value `t` of entry `e` at `table[(e / LANES) · items + t][e % LANES]`.
     table: Vec<[f64; LANES]>,
-    /// The new cluster's values, rewritten when the table grows past them.
+    /// The new cluster's values, rewritten when the entries before it change in number.
     new_entry: Vec<f64>,
     /// One entry's values, as [`NwSweepCache::values`] writes them.
     scratch: Vec<f64>,
@@ -49,6 +62,10 @@ pub(crate) struct NwSweepCache {
     empty_entry: Vec<f64>,
     /// The solution `z` of the general-dimension solve, one vector per coordinate.
     z: Vec<[f64; LANES]>,
+    /// The last weighed point's `q` against each entry (padded to whole groups).
+    q: Vec<f64>,
+    /// The last weighed block's `q`, `block_q[e · BLOCK + b]` for point `b` and entry `e`.
+    block_q: Vec<f64>,
     /// A block's points, one vector per coordinate (point `b` in lane `b`).
     block_y: Vec<[f64; BLOCK]>,
     /// The solution `z` of the general-dimension solve of a block.
@@ -58,7 +75,7 @@ pub(crate) struct NwSweepCache {
 impl NwSweepCache {
     pub(crate) fn new(kernel: &NormalWishart) -> Self {
         let d = kernel.dim();
-        let items = d * (d - 1) / 2 + 2 * d + 3;
+        let items = d * (d - 1) / 2 + 2 * d + 6;
         let mut new_entry = vec![0.0; items];
         write_empty(&mut new_entry);
         let empty_entry = new_entry.clone();
@@ -67,34 +84,30 @@ impl NwSweepCache {
             d,
             centred: kernel.centred_data().clone(),
             items,
-            slots: 0,
+            entries: 0,
+            entry_of: Vec::new(),
+            slot_at: Vec::new(),
             table: Vec::new(),
             new_entry,
             scratch: vec![0.0; items],
             empty_group,
             empty_entry,
             z: vec![[0.0; LANES]; d],
+            q: Vec::new(),
+            block_q: Vec::new(),
             block_y: vec![[0.0; BLOCK]; d],
             block_z: vec![[0.0; BLOCK]; d],
         }
     }
 
-    /// Entries the table has room for: the slots, the new cluster, padding to a full group.
+    /// Entries the table has room for: the clusters, the new cluster, padding to a full
+    /// group.
     fn capacity(&self) -> usize {
         self.table.len() / self.items * LANES
     }
 
-    /// Writes `values` (one entry's `items` values) into entry `e`, which must fit.
-    fn write(&mut self, e: usize, values: &[f64]) {
-        let (g, lane) = (e / LANES, e % LANES);
-        let group = &mut self.table[g * self.items..(g + 1) * self.items];
-        for (v, &x) in group.iter_mut().zip(values) {
-            v[lane] = x;
-        }
-    }
-
-    /// Writes the values of `stat` with additive term `ln_a` into the scratch entry.
-    fn values(&mut self, stat: &NwStat, ln_a: f64) {
+    /// Writes the values of `stat` with additive terms `terms` into the scratch entry.
+    fn values(&mut self, stat: &NwStat, terms: EntryTerms) {
         let d = self.d;
         let (chol, centre, inv_diag, [offset, power, scale]) = stat.predictive_cache();
         let v = &mut self.scratch;
@@ -107,13 +120,27 @@ impl NwSweepCache {
         }
         v[t..t + d].copy_from_slice(inv_diag);
         v[t + d..t + 2 * d].copy_from_slice(centre);
-        v[t + 2 * d] = ln_a + offset;
+        v[t + 2 * d] = terms.join + offset;
         v[t + 2 * d + 1] = power;
         v[t + 2 * d + 2] = scale;
+        let [m_offset, m_power, m_scale] = stat.member_constants();
+        v[t + 2 * d + 3] = terms.member + m_offset;
+        v[t + 2 * d + 4] = m_power;
+        v[t + 2 * d + 5] = m_scale;
     }
 
-    /// Makes room for entry `e` (and the new cluster's after it), filling new room with
-    /// entries without a cluster.
+    /// Value `t` of entry `e`.
+    fn value(&self, e: usize, t: usize) -> f64 {
+        self.table[e / LANES * self.items + t][e % LANES]
+    }
+
+    /// The member constants (offset with the member term, power, scale) of entry `e`.
+    fn member_constants(&self, e: usize) -> [f64; 3] {
+        let t = self.items - 3;
+        [self.value(e, t), self.value(e, t + 1), self.value(e, t + 2)]
+    }
+
+    /// Makes room for `entries` entries, filling new room with entries without a cluster.
     fn grow_to(&mut self, entries: usize) {
         if entries > self.capacity() {
             let groups = entries.div_ceil(LANES);
@@ -122,76 +149,155 @@ impl NwSweepCache {
             }
         }
     }
+
+    /// Copies entry `from`'s values into entry `to`.
+    fn copy_entry(&mut self, from: usize, to: usize) {
+        let items = self.items;
+        let (gf, lf) = (from / LANES * items, from % LANES);
+        let (gt, lt) = (to / LANES * items, to % LANES);
+        for t in 0..items {
+            self.table[gt + t][lt] = self.table[gf + t][lf];
+        }
+    }
+
+    /// Records the entries of the slots from entry `from` on (after a move).
+    fn renumber(&mut self, from: usize) {
+        for (e, &slot) in self.slot_at.iter().enumerate().skip(from) {
+            self.entry_of[slot] = e;
+        }
+    }
+
+    /// Writes the new cluster's values into entry `entries` (behind the clusters).
+    fn place_new(&mut self) {
+        self.grow_to(self.entries + 1);
+        write_entry(&mut self.table, self.items, self.entries, &self.new_entry);
+    }
+}
+
+/// Writes `values` (one entry's values) into entry `e` of a group-major `table` of `items`
+/// values per entry; the entry must fit.
+fn write_entry(table: &mut [[f64; LANES]], items: usize, e: usize, values: &[f64]) {
+    let (g, lane) = (e / LANES, e % LANES);
+    for (v, &x) in table[g * items..(g + 1) * items].iter_mut().zip(values) {
+        v[lane] = x;
+    }
 }
 
 /// An entry without a cluster: zero factor, reciprocals, centre, power and scale, and an
-/// offset of `-∞`, so that its weight is `-∞ - 0 · ln 1 = -∞` exactly.
+/// offset of `-∞`, so that its weight is `-∞ - 0 · ln 1 = -∞` exactly; no member weight
+/// (a member offset of NaN).
 fn write_empty(values: &mut [f64]) {
     values.fill(0.0);
-    let offset = values.len() - 3;
+    let offset = values.len() - 6;
     values[offset] = f64::NEG_INFINITY;
+    values[offset + 3] = f64::NAN;
+}
+
+/// A member's weight from its `q` and the member constants of its entry (see the module
+/// documentation): `offset + power · ln ρ` with `ρ = 1 - scale · q`, the determinant ratio
+/// of the downdate that would take the point out; NaN (no weight) when `ρ` is below
+/// [`DOWNDATE_MIN_DET_RATIO`] or NaN, as the kernel declines then. Branch-free, the same
+/// bits at every level.
+#[inline(always)]
+fn member_weight(q: f64, [offset, power, scale]: [f64; 3]) -> f64 {
+    let rho = 1.0 - q * scale;
+    let ok = rho >= DOWNDATE_MIN_DET_RATIO;
+    let w = power.mul_add(vecmath::ln(if ok { rho } else { 1.0 }), offset);
+    if ok {
+        w
+    } else {
+        f64::NAN
+    }
 }
 
 impl SweepCache<NwStat> for NwSweepCache {
-    fn reset(&mut self, slots: usize) {
+    fn reset(&mut self) {
         self.table.clear();
-        self.slots = slots;
-        self.grow_to(slots + 1);
-        let new_entry = std::mem::take(&mut self.new_entry);
-        self.write(slots, &new_entry);
-        self.new_entry = new_entry;
+        self.entries = 0;
+        self.entry_of.clear();
+        self.slot_at.clear();
+        self.place_new();
     }
 
-    fn set(&mut self, slot: usize, entry: Option<(&NwStat, f64)>) {
-        if slot >= self.slots {
-            // The new cluster's entry moves behind the last slot; the entries between stay
-            // without a cluster.
-            self.grow_to(slot + 2);
-            let empty = std::mem::take(&mut self.empty_entry);
-            self.write(self.slots, &empty);
-            self.empty_entry = empty;
-            self.slots = slot + 1;
-            let new_entry = std::mem::take(&mut self.new_entry);
-            self.write(self.slots, &new_entry);
-            self.new_entry = new_entry;
-        }
+    fn set(&mut self, slot: usize, entry: Option<(&NwStat, EntryTerms)>) {
+        let e = self.entry_of.get(slot).copied().unwrap_or(NO_ENTRY);
         match entry {
-            Some((stat, ln_a)) => {
-                self.values(stat, ln_a);
-                let values = std::mem::take(&mut self.scratch);
-                self.write(slot, &values);
-                self.scratch = values;
+            Some((stat, terms)) => {
+                let e = if e == NO_ENTRY {
+                    // A new cluster entry at its place in slot order: the entries after it
+                    // (and the new cluster's) move back by one.
+                    if slot >= self.entry_of.len() {
+                        self.entry_of.resize(slot + 1, NO_ENTRY);
+                    }
+                    let e = self.slot_at.partition_point(|&s| s < slot);
+                    self.entries += 1;
+                    self.grow_to(self.entries + 1);
+                    for from in (e..self.entries - 1).rev() {
+                        self.copy_entry(from, from + 1);
+                    }
+                    self.slot_at.insert(e, slot);
+                    self.renumber(e);
+                    self.place_new();
+                    e
+                } else {
+                    e
+                };
+                self.values(stat, terms);
+                write_entry(&mut self.table, self.items, e, &self.scratch);
             }
-            None => {
-                let empty = std::mem::take(&mut self.empty_entry);
-                self.write(slot, &empty);
-                self.empty_entry = empty;
+            None if e != NO_ENTRY => {
+                // The entries after it (and the new cluster's) move forward by one, and the
+                // new cluster's old place is emptied.
+                self.entry_of[slot] = NO_ENTRY;
+                for from in e + 1..self.entries {
+                    self.copy_entry(from, from - 1);
+                }
+                self.entries -= 1;
+                self.slot_at.remove(e);
+                self.renumber(e);
+                self.place_new();
+                write_entry(
+                    &mut self.table,
+                    self.items,
+                    self.entries + 1,
+                    &self.empty_entry,
+                );
             }
+            None => {}
         }
     }
 
     fn set_new(&mut self, empty: &NwStat, ln_a: f64) {
-        self.values(empty, ln_a);
+        let terms = EntryTerms {
+            join: ln_a,
+            member: f64::NAN,
+        };
+        self.values(empty, terms);
         self.new_entry.copy_from_slice(&self.scratch);
-        if self.capacity() > self.slots {
-            let new_entry = std::mem::take(&mut self.new_entry);
-            self.write(self.slots, &new_entry);
-            self.new_entry = new_entry;
-        }
+        self.place_new();
     }
 
-    fn slots(&self) -> usize {
-        self.slots
+    fn entries(&self) -> usize {
+        self.entries
+    }
+
+    fn entry_slots(&self) -> &[usize] {
+        &self.slot_at
+    }
+
+    fn entry_of(&self, slot: usize) -> Option<usize> {
+        self.entry_of.get(slot).copied().filter(|&e| e != NO_ENTRY)
     }
 
     fn weigh(&mut self, i: usize, out: &mut Vec<f64>) {
         let d = self.d;
-        let entries = self.slots + 1;
+        let entries = self.entries + 1;
         out.clear();
         out.resize(entries.div_ceil(LANES) * LANES, 0.0);
+        self.q.resize(out.len(), 0.0);
         let y = &self.centred[i * d..(i + 1) * d];
         let groups = &self.table[..entries.div_ceil(LANES) * self.items];
-        weigh_groups(groups, self.items, y, &mut self.z, out);
+        weigh_groups(groups, self.items, y, &mut self.z, out, &mut self.q);
         out.truncate(entries);
     }
 
@@ -199,16 +305,18 @@ impl SweepCache<NwStat> for NwSweepCache {
         debug_assert!(points.len() <= BLOCK);
         let d = self.d;
         // Every value is written below.
-        out.resize((self.slots + 1) * BLOCK, 0.0);
-        // Lanes without a point repeat the first point: finite values, never read.
-        for (b, &i) in points
-            .iter()
-            .chain(std::iter::repeat(&points[0]))
-            .take(BLOCK)
-            .enumerate()
-        {
-            for (j, y) in self.block_y.iter_mut().enumerate() {
-                y[b] = self.centred[i * d + j];
+        out.resize((self.entries + 1) * BLOCK, 0.0);
+        self.block_q.resize(out.len(), 0.0);
+        // Lanes without a point repeat the last point: finite values, never read.
+        let last = points.len() - 1;
+        for b in 0..BLOCK {
+            let i = points[b.min(last)];
+            for (y, &x) in self
+                .block_y
+                .iter_mut()
+                .zip(&self.centred[i * d..(i + 1) * d])
+            {
+                y[b] = x;
             }
         }
         weigh_points(
@@ -217,30 +325,64 @@ impl SweepCache<NwStat> for NwSweepCache {
             &self.block_y,
             &mut self.block_z,
             out,
+            &mut self.block_q,
         );
+    }
+
+    fn member(&self, entry: usize) -> Option<f64> {
+        let w = member_weight(self.q[entry], self.member_constants(entry));
+        (!w.is_nan()).then_some(w)
+    }
+
+    fn block_members(&self, slots: &[usize], own: &mut [usize; BLOCK], out: &mut [f64; BLOCK]) {
+        debug_assert!(slots.len() <= BLOCK);
+        // Lanes past the block: q = 0 with NaN constants, which weigh NaN.
+        let mut q = [0.0; BLOCK];
+        let mut constants = [[f64::NAN; BLOCK]; 3];
+        for (b, &slot) in slots.iter().enumerate() {
+            let e = self.entry_of[slot];
+            debug_assert_ne!(e, NO_ENTRY, "slot {slot} has no entry");
+            own[b] = e;
+            q[b] = self.block_q[e * BLOCK + b];
+            let group = &self.table[e / LANES * self.items..][..self.items];
+            for (c, v) in constants.iter_mut().zip(&group[self.items - 3..]) {
+                c[b] = v[e % LANES];
+            }
+        }
+        member_lanes(&q, &constants, out);
+    }
+}
+
+multiversion! {
+    /// [`member_weight`] of every lane, at the CPU's best level.
+    fn member_lanes(q: &[f64; BLOCK], constants: &[[f64; BLOCK]; 3], out: &mut [f64; BLOCK]) {
+        for b in 0..BLOCK {
+            out[b] = member_weight(q[b], [constants[0][b], constants[1][b], constants[2][b]]);
+        }
     }
 }
 
 multiversion! {
     /// The weights of the point `y` against every group of `groups` into `out` (one value per
-    /// lane), at the CPU's best level.
+    /// lane), and its `q` into `q`, at the CPU's best level.
     fn weigh_groups(
         groups: &[[f64; LANES]],
         items: usize,
         y: &[f64],
         z: &mut [[f64; LANES]],
         out: &mut [f64],
+        q: &mut [f64],
     ) {
         match y.len() {
-            1 => weigh_fixed::<1>(groups, items, y, out),
-            2 => weigh_fixed::<2>(groups, items, y, out),
-            3 => weigh_fixed::<3>(groups, items, y, out),
-            4 => weigh_fixed::<4>(groups, items, y, out),
-            5 => weigh_fixed::<5>(groups, items, y, out),
-            6 => weigh_fixed::<6>(groups, items, y, out),
-            7 => weigh_fixed::<7>(groups, items, y, out),
-            8 => weigh_fixed::<8>(groups, items, y, out),
-            _ => weigh_any(groups, items, y, z, out),
+            1 => weigh_fixed::<1>(groups, items, y, out, q),
+            2 => weigh_fixed::<2>(groups, items, y, out, q),
+            3 => weigh_fixed::<3>(groups, items, y, out, q),
+            4 => weigh_fixed::<4>(groups, items, y, out, q),
+            5 => weigh_fixed::<5>(groups, items, y, out, q),
+            6 => weigh_fixed::<6>(groups, items, y, out, q),
+            7 => weigh_fixed::<7>(groups, items, y, out, q),
+            8 => weigh_fixed::<8>(groups, items, y, out, q),
+            _ => weigh_any(groups, items, y, z, out, q),
         }
     }
 }
@@ -257,10 +399,20 @@ fn finish(tail: &[[f64; LANES]], q: &[f64; LANES], out: &mut [f64]) {
 
 /// [`weigh_groups`] for the dimension `D`: `z` in registers.
 #[inline(always)]
-fn weigh_fixed<const D: usize>(groups: &[[f64; LANES]], items: usize, y: &[f64], out: &mut [f64]) {
+fn weigh_fixed<const D: usize>(
+    groups: &[[f64; LANES]],
+    items: usize,
+    y: &[f64],
+    out: &mut [f64],
+    q_out: &mut [f64],
+) {
     let strict = D * (D - 1) / 2;
     let y = &y[..D];
-    for (group, out) in groups.chunks_exact(items).zip(out.chunks_exact_mut(LANES)) {
+    for ((group, out), q_out) in groups
+        .chunks_exact(items)
+        .zip(out.chunks_exact_mut(LANES))
+        .zip(q_out.chunks_exact_mut(LANES))
+    {
         let (lower, rest) = group.split_at(strict);
         let (inv, rest) = rest.split_at(D);
         let (centre, tail) = rest.split_at(D);
@@ -286,6 +438,7 @@ fn weigh_fixed<const D: usize>(groups: &[[f64; LANES]], items: usize, y: &[f64],
             }
         }
         finish(tail, &q, out);
+        q_out.copy_from_slice(&q);
     }
 }
 
@@ -298,10 +451,15 @@ fn weigh_any(
     y: &[f64],
     z: &mut [[f64; LANES]],
     out: &mut [f64],
+    q_out: &mut [f64],
 ) {
     let d = y.len();
     let strict = d * (d - 1) / 2;
-    for (group, out) in groups.chunks_exact(items).zip(out.chunks_exact_mut(LANES)) {
+    for ((group, out), q_out) in groups
+        .chunks_exact(items)
+        .zip(out.chunks_exact_mut(LANES))
+        .zip(q_out.chunks_exact_mut(LANES))
+    {
         let (lower, rest) = group.split_at(strict);
         let (inv, rest) = rest.split_at(d);
         let (centre, tail) = rest.split_at(d);
@@ -327,31 +485,33 @@ fn weigh_any(
             }
         }
         finish(tail, &q, out);
+        q_out.copy_from_slice(&q);
     }
 }
 
 multiversion! {
     /// The weights of the points in the lanes of `y` (one vector per coordinate) against
-    /// every entry, entry `e` into `out[e · BLOCK..(e + 1) · BLOCK]`, at the CPU's best level:
-    /// each entry's values broadcast, the same operations per (point, entry) as
-    /// [`weigh_groups`].
+    /// every entry, entry `e` into `out[e · BLOCK..(e + 1) · BLOCK]` (and the points' `q` into
+    /// `q` alike), at the CPU's best level: each entry's values broadcast, the same operations
+    /// per (point, entry) as [`weigh_groups`].
     fn weigh_points(
         groups: &[[f64; LANES]],
         items: usize,
         y: &[[f64; BLOCK]],
         z: &mut [[f64; BLOCK]],
         out: &mut [f64],
+        q: &mut [f64],
     ) {
         match y.len() {
-            1 => points_fixed::<1>(groups, items, y, out),
-            2 => points_fixed::<2>(groups, items, y, out),
-            3 => points_fixed::<3>(groups, items, y, out),
-            4 => points_fixed::<4>(groups, items, y, out),
-            5 => points_fixed::<5>(groups, items, y, out),
-            6 => points_fixed::<6>(groups, items, y, out),
-            7 => points_fixed::<7>(groups, items, y, out),
-            8 => points_fixed::<8>(groups, items, y, out),
-            _ => points_any(groups, items, y, z, out),
+            1 => points_fixed::<1>(groups, items, y, out, q),
+            2 => points_fixed::<2>(groups, items, y, out, q),
+            3 => points_fixed::<3>(groups, items, y, out, q),
+            4 => points_fixed::<4>(groups, items, y, out, q),
+            5 => points_fixed::<5>(groups, items, y, out, q),
+            6 => points_fixed::<6>(groups, items, y, out, q),
+            7 => points_fixed::<7>(groups, items, y, out, q),
+            8 => points_fixed::<8>(groups, items, y, out, q),
+            _ => points_any(groups, items, y, z, out, q),
         }
     }
 }
@@ -372,11 +532,21 @@ fn points_fixed<const D: usize>(
     items: usize,
     y: &[[f64; BLOCK]],
     out: &mut [f64],
+    q_out: &mut [f64],
 ) {
     let strict = D * (D - 1) / 2;
     let y: [[f64; BLOCK]; D] = std::array::from_fn(|j| y[j]);
-    for (e, out) in out.as_chunks_mut::<BLOCK>().0.iter_mut().enumerate() {
-        let group = &groups[e / LANES * items..(e / LANES + 1) * items];
+    let q_out = q_out.as_chunks_mut::<BLOCK>().0;
+    for (e, (out, q_out)) in out
+        .as_chunks_mut::<BLOCK>()
+        .0
+        .iter_mut()
+        .zip(q_out)
+        .enumerate()
+    {
+        // The values the weights read, a slice of a length known at compile time, so that
+        // reading them needs no bounds checks.
+        let group = &groups[e / LANES * items..][..strict + 2 * D + 3];
         let at = |t: usize| group[t][e % LANES];
         let mut z = [[0.0f64; BLOCK]; D];
         let mut q = [0.0f64; BLOCK];
@@ -403,6 +573,7 @@ fn points_fixed<const D: usize>(
         }
         let tail = strict + 2 * D;
         finish_points(at(tail), at(tail + 1), at(tail + 2), &q, out);
+        *q_out = q;
     }
 }
 
@@ -415,10 +586,18 @@ fn points_any(
     y: &[[f64; BLOCK]],
     z: &mut [[f64; BLOCK]],
     out: &mut [f64],
+    q_out: &mut [f64],
 ) {
     let d = y.len();
     let strict = d * (d - 1) / 2;
-    for (e, out) in out.as_chunks_mut::<BLOCK>().0.iter_mut().enumerate() {
+    let q_out = q_out.as_chunks_mut::<BLOCK>().0;
+    for (e, (out, q_out)) in out
+        .as_chunks_mut::<BLOCK>()
+        .0
+        .iter_mut()
+        .zip(q_out)
+        .enumerate()
+    {
         let group = &groups[e / LANES * items..(e / LANES + 1) * items];
         let at = |t: usize| group[t][e % LANES];
         let mut q = [0.0f64; BLOCK];
@@ -446,6 +625,7 @@ fn points_any(
         }
         let tail = strict + 2 * d;
         finish_points(at(tail), at(tail + 1), at(tail + 2), &q, out);
+        *q_out = q;
     }
 }
 
@@ -457,8 +637,8 @@ mod tests {
     use crate::rng::{uniform_open01, SeedPlan};
     use crate::simd::{with_level, Level};
 
-    /// A kernel over 60 random points in `d` dimensions, with its empty statistic and
-    /// statistics of a few subsets.
+    /// A kernel over 60 random points in `d` dimensions, with statistics of eleven subsets
+    /// (subset `c`: the points `i ≡ c mod 11` that are not multiples of 3).
     fn setup(d: usize) -> (NormalWishart, Vec<NwStat>) {
         let mut rng = SeedPlan::new(d as u64).chain(0);
         let rows: Vec<Vec<f64>> = (0..60)
@@ -481,67 +661,131 @@ mod tests {
     }
 
     /// Every entry weighs as `ln_a + ln_predictive`, to rounding, for every dimension form
-    /// (unrolled up to 8, general beyond), with free slots at `-∞`, a table grown slot by
-    /// slot past several groups, and the new cluster's entry last; every level gives the same
-    /// bits, and so does a block of points.
+    /// (unrolled up to 8, general beyond): cluster entries in slot order whatever the order
+    /// their slots were set in, none for a removed one, a table grown past several groups, and the
+    /// new cluster's entry last; a member's weight without itself is
+    /// `b + ln_predictive_member` to rounding (none for the new cluster); every level gives
+    /// the same bits, and so does a block of points, members included.
     #[test]
     fn weights_are_the_kernels_predictives_at_every_level() {
         for d in [1, 2, 3, 6, 8, 9, 11] {
             let (kernel, stats) = setup(d);
             let empty = kernel.empty_stat();
             let mut cache = NwSweepCache::new(&kernel);
-            cache.reset(3);
+            cache.reset();
             cache.set_new(&empty, -0.75);
-            // Slots 0..11 from the statistics, slot 4 freed again, slots 12 and 13 never set.
-            for (s, stat) in stats.iter().enumerate() {
-                cache.set(s, Some((stat, 0.1 * s as f64)));
+            // Statistic c in slot 2c, set from the last, then slot 8 (statistic 4) removed,
+            // slot 13 never set.
+            let terms = |c: usize| EntryTerms {
+                join: 0.1 * c as f64,
+                member: -0.2 * c as f64,
+            };
+            for (c, stat) in stats.iter().enumerate().rev() {
+                cache.set(2 * c, Some((stat, terms(c))));
             }
-            cache.set(4, None);
+            cache.set(8, None);
             cache.set(13, None);
-            assert_eq!(cache.slots(), 14);
+            assert_eq!(cache.entries(), 10);
+            assert_eq!(cache.entry_of(8), None);
+            assert_eq!(cache.entry_slots(), &[0, 2, 4, 6, 10, 12, 14, 16, 18, 20]);
+            assert_eq!(cache.entry_slots().len(), 10);
+            // The statistic of each entry, `None` for the new cluster.
+            let stat_of: Vec<Option<usize>> = (0..11)
+                .map(|e| cache.entry_slots().get(e).map(|s| s / 2))
+                .collect();
+            for (e, c) in stat_of.iter().enumerate().take(10) {
+                let c = c.expect("a cluster entry");
+                assert_ne!(c, 4);
+                assert_eq!(cache.entry_of(2 * c), Some(e));
+            }
             for i in [0, 7, 31, 59] {
                 let mut out = Vec::new();
                 cache.weigh(i, &mut out);
-                assert_eq!(out.len(), 15);
-                for (s, &w) in out.iter().enumerate() {
-                    let want = match s {
-                        4 | 11..=13 => f64::NEG_INFINITY,
-                        14 => -0.75 + kernel.ln_predictive(i, &empty),
-                        _ => 0.1 * s as f64 + kernel.ln_predictive(i, &stats[s]),
+                assert_eq!(out.len(), 11);
+                for (e, &w) in out.iter().enumerate() {
+                    let want = match stat_of[e] {
+                        Some(c) => 0.1 * c as f64 + kernel.ln_predictive(i, &stats[c]),
+                        None => -0.75 + kernel.ln_predictive(i, &empty),
                     };
-                    if want == f64::NEG_INFINITY {
-                        assert_eq!(w, want, "d {d}, point {i}, slot {s}");
-                    } else {
-                        assert!(
-                            (w - want).abs() <= 1e-12 * want.abs().max(1.0),
-                            "d {d}, point {i}, slot {s}: {w} vs {want}"
-                        );
-                    }
+                    assert!(
+                        (w - want).abs() <= 1e-12 * want.abs().max(1.0),
+                        "d {d}, point {i}, entry {e}: {w} vs {want}"
+                    );
                 }
+                // The point's own subset (statistic 4 has no entry).
+                let c = i % 11;
+                let own = cache.entry_of(2 * c);
+                let member = own.and_then(|e| cache.member(e));
+                let want = kernel
+                    .ln_predictive_member(i, &stats[c])
+                    .map(|lp| -0.2 * c as f64 + lp);
+                match (member, want) {
+                    (None, _) if own.is_none() => {}
+                    (Some(w), Some(want)) => assert!(
+                        (w - want).abs() <= 1e-12 * want.abs().max(1.0),
+                        "d {d}, point {i}: member {w} vs {want}"
+                    ),
+                    // Multiples of 3 are in no subset: their "member" weight is of a
+                    // cluster without them, which a downdate may refuse.
+                    (None, None) => {}
+                    _ if i % 3 == 0 => {}
+                    other => panic!("d {d}, point {i}: member {other:?}"),
+                }
+                assert_eq!(
+                    cache.member(10),
+                    None,
+                    "the new cluster has no member weight"
+                );
                 for level in Level::ALL {
                     let mut again = Vec::new();
                     with_level(level, || cache.weigh(i, &mut again));
                     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&again), bits(&out), "d {d}, {level:?}");
+                    assert_eq!(
+                        own.and_then(|e| cache.member(e)).map(f64::to_bits),
+                        member.map(f64::to_bits),
+                        "d {d}, {level:?}"
+                    );
                 }
             }
-            // Blocks of every length up to BLOCK, each lane the point's own weights.
+            // Blocks of every length up to BLOCK, each lane the point's own weights, and its
+            // entry and member weight in the slot of its subset (statistic 4 has none: the
+            // next one's).
             for len in 1..=BLOCK {
                 let points: Vec<usize> = (0..len).map(|b| (7 * b + len) % 60).collect();
+                let slots: Vec<usize> = points
+                    .iter()
+                    .map(|&i| if i % 11 == 4 { 10 } else { 2 * (i % 11) })
+                    .collect();
                 for level in Level::ALL {
                     let mut block = Vec::new();
-                    with_level(level, || cache.weigh_block(&points, &mut block));
-                    assert_eq!(block.len(), 15 * BLOCK);
+                    let mut members = [0.0; BLOCK];
+                    let mut entries = [0; BLOCK];
+                    with_level(level, || {
+                        cache.weigh_block(&points, &mut block);
+                        cache.block_members(&slots, &mut entries, &mut members);
+                    });
+                    assert_eq!(block.len(), 11 * BLOCK);
+                    assert!(members[len..].iter().all(|m| m.is_nan()));
+                    for (b, &slot) in slots.iter().enumerate() {
+                        assert_eq!(Some(entries[b]), cache.entry_of(slot));
+                    }
                     for (b, &i) in points.iter().enumerate() {
                         let mut out = Vec::new();
                         with_level(level, || cache.weigh(i, &mut out));
-                        for (s, &w) in out.iter().enumerate() {
+                        for (e, &w) in out.iter().enumerate() {
                             assert_eq!(
-                                block[s * BLOCK + b].to_bits(),
+                                block[e * BLOCK + b].to_bits(),
                                 w.to_bits(),
-                                "d {d}, {level:?}, block of {len}, point {i}, slot {s}"
+                                "d {d}, {level:?}, block of {len}, point {i}, entry {e}"
                             );
                         }
+                        let member = cache.member(entries[b]);
+                        assert_eq!(
+                            member.map_or(f64::NAN.to_bits(), f64::to_bits),
+                            members[b].to_bits(),
+                            "d {d}, {level:?}, block of {len}, point {i}: member"
+                        );
                     }
                 }
             }

@@ -19,38 +19,63 @@ pub const LANES: usize = 8;
 /// point per lane.
 pub const BLOCK: usize = 8;
 
+/// The additive terms of a cache entry's weights: its cluster's join weight `ln κ_join(n)`,
+/// added to the predictive of a point outside the cluster, and `ln κ_join(n - 1)`, added to
+/// the predictive of a member without it (NaN for a cluster of fewer than two points).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EntryTerms {
+    /// The term of a point outside the cluster.
+    pub join: f64,
+    /// The term of a member weighed without itself.
+    pub member: f64,
+}
+
 /// The log weights `a_e + ln p(x_i | S_e)` of one point against a table of entries `e`, each a
-/// statistic `S_e` with an additive term `a_e` (a cluster's join weight): entries `0..slots`
-/// are indexed by the partition's slots (an entry without a cluster weighs `-∞`), and entry
-/// `slots` is the new cluster's.
+/// statistic `S_e` with an additive term `a_e` (a cluster's join weight): entries
+/// `0..entries()` are the clusters, one per partition slot that holds one, and entry
+/// `entries()` is the new cluster's. The table is compact, so that a sweep weighs no free
+/// slot, and in slot order, so that its weights come in the order of the partition's live
+/// clusters (a draw from them picks what a draw over the clusters would): a cluster's entry
+/// is inserted at its place when its slot is first set, and the entries after a removed one
+/// move forward ([`SweepCache::entry_slots`] and [`SweepCache::entry_of`] translate). For
+/// a member of an entry's cluster, the weight of that cluster without it,
+/// `b_e + ln p(x_i | S_e∖i)`, comes from the same computation ([`SweepCache::member`]), so a
+/// sweep weighs a point that stays in place without taking it out.
 ///
 /// Implementations compute every weight as [`crate::kernel::ConjugateKernel::ln_predictive`]
-/// does up to rounding in the last bits, and identically at every
-/// [`crate::simd::Level`].
+/// (and [`crate::kernel::ConjugateKernel::ln_predictive_member`]) does up to rounding in the
+/// last bits, and identically at every [`crate::simd::Level`].
 pub trait SweepCache<S>: Send + Sync + std::fmt::Debug {
-    /// Empties the table and sizes it for `slots` slot entries, all without a cluster.
-    /// Cost: O(slots · d²) for Normal-Wishart.
-    fn reset(&mut self, slots: usize);
+    /// Empties the table: no cluster entries, the new cluster's entry (as last set) first.
+    /// Cost: O(capacity · d²) for Normal-Wishart.
+    fn reset(&mut self);
 
-    /// Sets the entry of `slot` to `stat` with additive term `ln_a`, or to no cluster
-    /// (`None`), growing the table if `slot` is beyond it. Cost: O(d²).
-    fn set(&mut self, slot: usize, entry: Option<(&S, f64)>);
+    /// Sets the entry of `slot` to `stat` with additive terms `terms` (appending one if the
+    /// slot has none), or removes the slot's entry (`None`). Cost: O(d²) to update an entry,
+    /// O(entries · d²) to insert or remove one (which moves the entries after it).
+    fn set(&mut self, slot: usize, entry: Option<(&S, EntryTerms)>);
 
     /// Sets the new-cluster entry to the empty statistic `empty` with additive term `ln_a`.
     /// Cost: O(d²).
     fn set_new(&mut self, empty: &S, ln_a: f64);
 
-    /// Number of slot entries (the new cluster's entry follows them).
-    fn slots(&self) -> usize;
+    /// Number of cluster entries (the new cluster's entry follows them).
+    fn entries(&self) -> usize;
+
+    /// The slot of each cluster entry, in entry order (`entries()` of them).
+    fn entry_slots(&self) -> &[usize];
+
+    /// The entry of the cluster in `slot`; `None` when the slot has no entry.
+    fn entry_of(&self, slot: usize) -> Option<usize>;
 
     /// Writes the log weight of data point `i` against every entry into `out`, which it
-    /// resizes to `slots() + 1`. Cost: for Normal-Wishart, `(slots + 1) · d²/2`
+    /// resizes to `entries() + 1`. Cost: for Normal-Wishart, `(entries + 1) · d²/2`
     /// multiply-adds and as many logarithms, in vectors of [`LANES`].
     fn weigh(&mut self, i: usize, out: &mut Vec<f64>);
 
     /// [`SweepCache::weigh`] for up to [`BLOCK`] points at once: writes the weight of point
-    /// `points[b]` against entry `e` into `out[e · BLOCK + b]` for every entry (`slots() + 1`
-    /// of them), resizing `out` to `(slots() + 1) · BLOCK`; lanes past `points.len()` hold
+    /// `points[b]` against entry `e` into `out[e · BLOCK + b]` for every entry (`entries() + 1`
+    /// of them), resizing `out` to `(entries() + 1) · BLOCK`; lanes past `points.len()` hold
     /// unspecified values. Each weight has the same bits as [`SweepCache::weigh`] gives it.
     ///
     /// A sweep that works ahead over the next points of its order against one state uses it:
@@ -58,6 +83,20 @@ pub trait SweepCache<S>: Send + Sync + std::fmt::Debug {
     /// arithmetic's throughput rather than the latency of one point's chain of dependent
     /// operations. Cost: as [`SweepCache::weigh`] per point, without its latency.
     fn weigh_block(&mut self, points: &[usize], out: &mut Vec<f64>);
+
+    /// After [`SweepCache::weigh`] of a point `i` in the cluster of entry `entry`: the weight
+    /// of that cluster without the point, `b + ln p(x_i | S∖i)` with `b` the entry's member
+    /// term, or `None` when the kernel cannot weigh it in place (the cluster has fewer than
+    /// two points, or [`crate::kernel::ConjugateKernel::ln_predictive_member`] would
+    /// decline). Cost: O(1) and one logarithm.
+    fn member(&self, entry: usize) -> Option<f64>;
+
+    /// After [`SweepCache::weigh_block`], for each point `b` of the block in the cluster of
+    /// `slots[b]` (a slot with an entry): that entry into `own[b]` and its
+    /// [`SweepCache::member`] weight into `out[b]`, NaN for `None` and for lanes past
+    /// `slots.len()`, with the bits that [`SweepCache::member`] gives. Cost: one vector of
+    /// logarithms.
+    fn block_members(&self, slots: &[usize], own: &mut [usize; BLOCK], out: &mut [f64; BLOCK]);
 }
 
 /// A sweep's cache for a kernel's statistic type, held without naming that type (the moves

@@ -5,7 +5,7 @@ use super::{Chooser, Move, State, StepInfo};
 use crate::chooser::{BlockDraws, POINTS};
 use crate::error::{Error, Result};
 use crate::kernel::sweep_cache::{ErasedCache, BLOCK};
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, EntryTerms};
 use crate::partition::Slot;
 use crate::prior::NrmPrior;
 
@@ -82,9 +82,10 @@ pub(crate) struct Placement {
 /// Caches, rebuilt by [`PointUpdate::begin`] (the prior's hyperparameters and the kernel may
 /// differ between steps) and kept exact within a step: the join weight `ln κ_join(n_c)` of
 /// every cluster, indexed by slot, and, when the kernel has one, its [`SweepCache`] of every
-/// cluster's predictive (plus the join weight) and the new cluster's, both refreshed only for
+/// cluster's predictive (plus the join weights) and the new cluster's, both refreshed only for
 /// the (at most two) clusters a point update changes. With the sweep cache a point is weighed
-/// against every slot at once (a free slot weighs `-∞`) and drawn by
+/// against every live cluster at once (in slot order; free slots have no entry), its own
+/// cluster by the cache's member weight from the same solve, and drawn by
 /// [`Chooser::choose_log_wide`]; without it, cluster by cluster through the partition.
 /// A caller that updates points in a known order uses [`PointUpdate::draw_at`], which makes
 /// the same draws over blocks of points weighed together.
@@ -111,6 +112,9 @@ pub(crate) struct PointUpdate {
     block_own: [(Slot, Option<f64>); POINTS],
     /// The points of the block.
     block_points: [usize; POINTS],
+    /// The slot of each cluster entry of the block's weights, as the sweep cache ordered
+    /// them when the block was prepared.
+    block_slots: [Slot; MAX_BLOCK_ENTRIES],
     /// The prepared block, as its first position in the caller's order and its length;
     /// `None` once a cluster has changed since it was prepared.
     block: Option<(usize, usize)>,
@@ -145,7 +149,7 @@ impl PointUpdate {
         self.ln_join_own.resize(capacity, f64::NAN);
         self.cache.install(kernel.sweep_cache());
         if let Some(cache) = self.cache.get::<K::Stat>() {
-            cache.reset(capacity);
+            cache.reset();
             cache.set_new(empty, state.prior.ln_kappa_new());
         }
         for s in 0..capacity {
@@ -172,12 +176,22 @@ impl PointUpdate {
             };
         }
         if let Some(cache) = self.cache.get::<K::Stat>() {
-            cache.set(slot, cluster.map(|c| (c.stat(), self.ln_join[slot])));
+            let entry = cluster.map(|c| {
+                let terms = EntryTerms {
+                    join: self.ln_join[slot],
+                    member: self.ln_join_own[slot],
+                };
+                (c.stat(), terms)
+            });
+            cache.set(slot, entry);
         }
     }
 
     /// The point's own cluster's weight without it, `ln κ_join(n_c - 1) + ln p(x_i | X_c∖i)`,
-    /// when the kernel weighs it in place (the cluster has another member).
+    /// when the kernel weighs it in place (the cluster has another member); for kernels
+    /// without a sweep cache (with one, the cache's [`member`] gives it).
+    ///
+    /// [`member`]: crate::kernel::SweepCache::member
     #[inline]
     fn own_weight<K: ConjugateKernel, P: NrmPrior>(
         &self,
@@ -208,26 +222,34 @@ impl PointUpdate {
         (old, own)
     }
 
-    /// Weighs point `i` against every entry of the sweep cache into `ln_w`, its own cluster
-    /// (slot `old`) with `own` if given; false when the kernel has no sweep cache.
-    fn weigh_cached<S: 'static>(&mut self, i: usize, old: Slot, own: Option<f64>) -> bool {
-        let Some(cache) = self.cache.get::<S>() else {
-            return false;
-        };
+    /// Weighs point `i` against every entry of the sweep cache into `ln_w`: its own cluster
+    /// without it in place when the cache gives that weight ([`member`]), else after taking
+    /// the point out. Returns the point's slot and own weight, or `None` when the kernel has
+    /// no sweep cache.
+    ///
+    /// [`member`]: crate::kernel::SweepCache::member
+    fn weigh_cached<K: ConjugateKernel, P: NrmPrior>(
+        &mut self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        i: usize,
+    ) -> Option<(Slot, Option<f64>)> {
+        let old = state.partition.slot_of(i);
+        let shared = state.partition.cluster(old).is_some_and(|c| c.size() >= 2);
+        let cache = self.cache.get::<K::Stat>()?;
+        if shared {
+            let own = cache.entry_of(old).expect("a live cluster's entry");
+            cache.weigh(i, &mut self.ln_w);
+            if let Some(w) = cache.member(own) {
+                self.ln_w[own] = w;
+                return Some((old, Some(w)));
+            }
+        }
+        state.partition.remove(kernel, i);
+        self.refresh(state, old);
+        let cache = self.cache.get::<K::Stat>().expect("a sweep cache");
         cache.weigh(i, &mut self.ln_w);
-        if let Some(w) = own {
-            self.ln_w[old] = w;
-        }
-        true
-    }
-
-    /// The placement of a draw `pick` among the cached entries (the last is a new cluster).
-    fn placement(&self, old: Slot, pick: usize, own: Option<f64>) -> Placement {
-        Placement {
-            old,
-            target: (pick + 1 < self.ln_w.len()).then_some(pick),
-            in_place: own.is_some(),
-        }
+        Some((old, None))
     }
 
     /// Draws the cluster of point `i` from its conditional; `empty` is the kernel's empty
@@ -241,12 +263,17 @@ impl PointUpdate {
         i: usize,
         chooser: &mut dyn Chooser,
     ) -> Result<Placement> {
-        let (old, own) = self.take_out(kernel, state, i);
-        if self.weigh_cached::<K::Stat>(i, old, own) {
-            debug_assert_eq!(self.ln_w.len(), state.partition.slot_capacity() + 1);
+        if let Some((old, own)) = self.weigh_cached(kernel, state, i) {
+            debug_assert_eq!(self.ln_w.len(), state.partition.n_clusters() + 1);
             let (pick, _) = chooser.choose_log_wide(&self.ln_w)?;
-            return Ok(self.placement(old, pick, own));
+            let cache = self.cache.get::<K::Stat>().expect("a sweep cache");
+            return Ok(Placement {
+                old,
+                target: cache.entry_slots().get(pick).copied(),
+                in_place: own.is_some(),
+            });
         }
+        let (old, own) = self.take_out(kernel, state, i);
         self.slots.clear();
         self.ln_w.clear();
         for (s, c) in state.partition.clusters() {
@@ -298,76 +325,95 @@ impl PointUpdate {
                 let blocks = self
                     .cache
                     .get::<K::Stat>()
-                    .is_some_and(|c| c.slots() < MAX_BLOCK_ENTRIES);
-                if !blocks || !self.prepare(kernel, state, order, t) {
+                    .is_some_and(|c| c.entries() < MAX_BLOCK_ENTRIES);
+                if !blocks || !self.prepare(state, order, t) {
                     return self.draw(kernel, state, empty, i, chooser);
                 }
                 0
             }
         };
         let (old, own) = self.block_own[b];
-        if own.is_none() {
-            // The point is alone: taking it out frees its slot, which its weights already
-            // have at `-∞`, and ends the block for the points after it.
-            state.partition.remove(kernel, i);
-            self.refresh(state, old);
-        }
         let entries = self.block_w.len() / POINTS;
         let pick = match chooser.wide_uniform() {
             Some(u) => self.draws.pick(&self.block_w, b, u).map(|(pick, _)| pick),
             None => None,
         };
         let pick = match pick {
-            Some(pick) => pick,
+            Some(pick) => Ok(pick),
             None => {
                 // The chooser draws for itself, or the weights are refused: the draw (or the
                 // error) of `draw`, from the point's weights.
                 self.ln_w.clear();
                 self.ln_w
                     .extend(self.block_w.iter().skip(b).step_by(POINTS).take(entries));
-                chooser.choose_log_wide(&self.ln_w)?.0
+                chooser.choose_log_wide(&self.ln_w).map(|(pick, _)| pick)
             }
         };
+        // The drawn entry's slot (the last entry is the new cluster's).
+        let target = match pick {
+            Ok(pick) if pick + 1 < entries => Some(self.block_slots[pick]),
+            _ => None,
+        };
+        if own.is_none() {
+            // The point is alone: taking it out frees its slot, whose entry its weights
+            // already have at `-∞`, and ends the block for the points after it.
+            state.partition.remove(kernel, i);
+            self.refresh(state, old);
+        }
+        pick?;
         Ok(Placement {
             old,
-            target: (pick + 1 < entries).then_some(pick),
+            target,
             in_place: own.is_some(),
         })
     }
 
     /// Weighs the points of `order` from `t` on (at most [`POINTS`]) against every entry of
-    /// the sweep cache, each point's own cluster with its weight without it, and prepares
-    /// their draws; the block ends before the first point whose own cluster the kernel
-    /// cannot weigh in place (it must be taken out before it is weighed, which changes that
-    /// cluster's weight). Returns false, preparing nothing, when that is the point at `t`.
+    /// the sweep cache, each point's own cluster with its weight without it
+    /// ([`block_members`]), and prepares their draws; the block ends before the first point of
+    /// a shared cluster that the cache cannot weigh in place (it must be taken out before it
+    /// is weighed, which changes that cluster's weight). Returns false, preparing nothing,
+    /// when that is the point at `t`.
+    ///
+    /// [`block_members`]: crate::kernel::SweepCache::block_members
     fn prepare<K: ConjugateKernel, P: NrmPrior>(
         &mut self,
-        kernel: &K,
         state: &State<K, P>,
         order: &[usize],
         t: usize,
     ) -> bool {
         let points = &order[t..(t + POINTS).min(order.len())];
-        let mut len = points.len();
+        let mut slots = [0; POINTS];
+        let mut shared = [false; POINTS];
         for (b, &i) in points.iter().enumerate() {
-            let old = state.partition.slot_of(i);
-            let own = self.own_weight(kernel, state, i, old);
-            if own.is_none() && state.partition.cluster(old).is_some_and(|c| c.size() >= 2) {
-                len = b;
-                break;
-            }
-            self.block_own[b] = (old, own);
-            self.block_points[b] = i;
+            slots[b] = state.partition.slot_of(i);
+            shared[b] = state
+                .partition
+                .cluster(slots[b])
+                .is_some_and(|c| c.size() >= 2);
         }
+        let cache = self.cache.get::<K::Stat>().expect("a sweep cache");
+        let entries = cache.entries() + 1;
+        cache.weigh_block(points, &mut self.block_w);
+        let mut own = [0; POINTS];
+        let mut members = [f64::NAN; POINTS];
+        cache.block_members(&slots[..points.len()], &mut own, &mut members);
+        // The slots of the entries, for the draws (a point alone is taken out of its cluster
+        // after its draw, which moves the entries).
+        let entry_slots = cache.entry_slots();
+        self.block_slots[..entry_slots.len()].copy_from_slice(entry_slots);
+        let len = (0..points.len())
+            .find(|&b| shared[b] && members[b].is_nan())
+            .unwrap_or(points.len());
         if len == 0 {
             return false;
         }
-        let cache = self.cache.get::<K::Stat>().expect("a sweep cache");
-        let entries = cache.slots() + 1;
-        cache.weigh_block(&points[..len], &mut self.block_w);
-        for (b, &(old, own)) in self.block_own[..len].iter().enumerate() {
+        for b in 0..len {
+            let w = shared[b].then_some(members[b]);
+            self.block_own[b] = (slots[b], w);
+            self.block_points[b] = points[b];
             // Without an own weight the point is alone, and taking it out frees its slot.
-            self.block_w[old * POINTS + b] = own.unwrap_or(f64::NEG_INFINITY);
+            self.block_w[own[b] * POINTS + b] = w.unwrap_or(f64::NEG_INFINITY);
         }
         self.draws.prepare(&self.block_w, entries);
         self.block = Some((t, len));
