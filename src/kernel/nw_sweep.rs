@@ -307,16 +307,15 @@ impl SweepCache<NwStat> for NwSweepCache {
         // Every value is written below.
         out.resize((self.entries + 1) * BLOCK, 0.0);
         self.block_q.resize(out.len(), 0.0);
-        // Lanes without a point repeat the last point: finite values, never read.
-        let last = points.len() - 1;
-        for b in 0..BLOCK {
-            let i = points[b.min(last)];
-            for (y, &x) in self
-                .block_y
-                .iter_mut()
-                .zip(&self.centred[i * d..(i + 1) * d])
-            {
-                y[b] = x;
+        // Lanes without a point repeat the first point: finite values, never read.
+        for (b, &i) in points
+            .iter()
+            .chain(std::iter::repeat(&points[0]))
+            .take(BLOCK)
+            .enumerate()
+        {
+            for (j, y) in self.block_y.iter_mut().enumerate() {
+                y[b] = self.centred[i * d + j];
             }
         }
         weigh_points(
