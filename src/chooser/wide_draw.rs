@@ -20,6 +20,19 @@ const LANES: usize = 8;
 /// largest one (which is 1) leaves the total unchanged, so the draw is the same.
 const NEGLIGIBLE: f64 = -708.0;
 
+/// The weight of a draw from a log weight less the largest, `x ≤ 0`: `e^x`, or zero below
+/// `e^NEGLIGIBLE` (exponentials that would come out subnormal, slow on every CPU, are never
+/// taken). Branch-free.
+#[inline(always)]
+fn exp_weight(x: f64) -> f64 {
+    let y = vecmath::exp_shifted(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
+    if x < NEGLIGIBLE {
+        0.0
+    } else {
+        y
+    }
+}
+
 /// The sum of one group of [`LANES`] values, pairwise.
 #[inline(always)]
 fn group_sum(v: &[f64]) -> f64 {
@@ -48,11 +61,7 @@ multiversion! {
         // One flat loop, so that the compiler vectorises it along the weights (a loop over
         // groups is vectorised across groups, leaving a short vector to scalar code).
         for v in e.iter_mut() {
-            let x = *v - max;
-            // Below e^NEGLIGIBLE a weight is a zero: exponentials that would come out
-            // subnormal (slow on every CPU) are never taken.
-            let p = vecmath::exp_shifted(if x < NEGLIGIBLE { NEGLIGIBLE } else { x });
-            *v = if x < NEGLIGIBLE { 0.0 } else { p };
+            *v = exp_weight(*v - max);
         }
         let mut lane_sum = [0.0f64; LANES];
         for group in e.chunks_exact(LANES) {
@@ -242,15 +251,6 @@ fn group_sum_lanes(v: &[Lanes]) -> Lanes {
     )
 }
 
-/// The shifted exponential of a draw, zero below `e^NEGLIGIBLE`, of every value of `v`.
-#[inline(always)]
-fn exp_weights<const N: usize>(v: &mut [f64; N]) {
-    for x in v.iter_mut() {
-        let y = vecmath::exp_shifted(if *x < NEGLIGIBLE { NEGLIGIBLE } else { *x });
-        *x = if *x < NEGLIGIBLE { 0.0 } else { y };
-    }
-}
-
 multiversion! {
     /// The body of [`BlockDraws::prepare`]. Every loop runs over the points of a block (or
     /// whole chunks of values), so that each is vector operations without bounds checks; a
@@ -279,7 +279,9 @@ multiversion! {
         // Four vectors of exponentials at a time (a group is two such runs): their chains of
         // multiply-adds are independent, and the processor overlaps them.
         for v in p.as_flattened_mut().as_chunks_mut::<{ 4 * POINTS }>().0 {
-            exp_weights(v);
+            for x in v.iter_mut() {
+                *x = exp_weight(*x);
+            }
         }
         // The lane sums of `draw_log_weights`, entry e into lane e mod LANES: group by group,
         // the padding's zeros included, which leave a sum of non-negative terms unchanged.

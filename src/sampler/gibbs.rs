@@ -360,6 +360,7 @@ impl PointUpdate {
             state.partition.remove(kernel, i);
             self.refresh(state, old);
         }
+        // Refused weights are an error after the point is out, as in `draw`.
         pick?;
         Ok(Placement {
             old,
@@ -398,8 +399,9 @@ impl PointUpdate {
         let mut own = [0; POINTS];
         let mut members = [f64::NAN; POINTS];
         cache.block_members(&slots[..points.len()], &mut own, &mut members);
-        // The slots of the entries, for the draws (a point alone is taken out of its cluster
-        // after its draw, which moves the entries).
+        // The slots of the entries, for the draws: one copy per block rather than a look-up
+        // through the type-erased cache per point (the cache's entries stay as they are
+        // until the block ends).
         let entry_slots = cache.entry_slots();
         self.block_slots[..entry_slots.len()].copy_from_slice(entry_slots);
         let len = (0..points.len())
