@@ -53,7 +53,7 @@ use crate::math::ln_add_exp;
 use crate::prior::NrmPrior;
 use crate::rng::{uniform_index, uniform_open01, NrmmRng};
 use crate::sampler::dpmm::engine::{
-    draw_side, for_each_point_from, jump_shape, restricted_label, side_log_probs, side_weights,
+    draw_side, for_each_point_from, jump_shape, label_pass_from, side_log_probs, side_weights,
     CHUNK,
 };
 use crate::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
@@ -301,13 +301,15 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
         }
         let seed = self.rng.next_u64();
         let mut drawn = vec![0u32; shard.n_local()];
-        for_each_point_from(
+        label_pass_from(
+            kernel,
             seed,
             shard.offset() as u64,
+            &ln_w,
+            &params,
             &mut drawn,
-            || vec![0.0; k],
-            |i, out, w, rng| {
-                *out = restricted_label(kernel, i, &ln_w, &params, w, uniform_open01(rng))?;
+            |_, z, out, _| {
+                *out = z as u32;
                 Ok(())
             },
         )?;

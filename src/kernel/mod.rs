@@ -11,6 +11,7 @@ pub mod diagonal;
 pub mod hyperprior;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
+mod nw_lanes;
 mod nw_pair;
 mod nw_sweep;
 pub mod params;

@@ -13,6 +13,7 @@ use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, StandardNormal};
 
 use super::cholesky::cholesky_in_place;
+use super::sweep_cache::BLOCK;
 use super::{ConjugateKernel, DiagStat, Diagonal, MdStat, MultinomialDirichlet, NormalWishart};
 use crate::error::{Error, Result};
 use crate::math::ln_gamma;
@@ -75,6 +76,32 @@ pub trait ParametricKernel: ConjugateKernel {
     /// `ln f(x_i | θ)`, the likelihood of data point `i`. Hot path: no allocation.
     fn ln_f(&self, i: usize, theta: &Self::Param) -> f64;
 
+    /// The log weights of a block of consecutive points against every component, for a label
+    /// pass: `out[k · BLOCK + b] = offsets[k] + ln f(x_{first+b} | params[k])` for lanes
+    /// `b < count` (`count ≤ BLOCK`, [`super::sweep_cache::BLOCK`]); lanes past `count`
+    /// weigh point `first` again (finite values, not to be read). `out` is resized to
+    /// `offsets.len() · BLOCK`. Equal to `offsets[k] + ln_f` up to rounding in the last bits,
+    /// and identical at every [`crate::simd::Level`]. Normal-Wishart computes it in vectors
+    /// with the points in lanes ([`super::nw_lanes`]); the default calls
+    /// [`ParametricKernel::ln_f`] per pair. Cost: one likelihood per (point, component).
+    fn ln_f_block(
+        &self,
+        first: usize,
+        count: usize,
+        offsets: &[f64],
+        params: &[Self::Param],
+        out: &mut Vec<f64>,
+    ) {
+        debug_assert!((1..=BLOCK).contains(&count) && params.len() >= offsets.len());
+        out.resize(offsets.len() * BLOCK, 0.0);
+        for (k, (&a, theta)) in offsets.iter().zip(params).enumerate() {
+            for b in 0..BLOCK {
+                let i = first + if b < count { b } else { 0 };
+                out[k * BLOCK + b] = a + self.ln_f(i, theta);
+            }
+        }
+    }
+
     /// `ln p(θ | X_S)`, the posterior log density (the prior's when `S` is empty).
     fn ln_posterior_density(&self, s: &Self::Stat, theta: &Self::Param) -> f64;
 
@@ -119,17 +146,20 @@ pub struct NwParam {
 
 impl NwParam {
     /// The mean in the kernel's centred frame (`μ - ξ`).
+    #[inline(always)]
     pub fn mean_centred(&self) -> &[f64] {
         &self.mu
     }
 
     /// The lower Cholesky factor `C` of the precision `Λ = C Cᵀ`: entry `(i, j)`, `i ≥ j`, at
     /// `j·d + i`.
+    #[inline(always)]
     pub fn precision_chol(&self) -> &[f64] {
         &self.chol
     }
 
     /// `-d/2 ln 2π + ½ ln |Λ|`.
+    #[inline(always)]
     pub fn ln_normaliser(&self) -> f64 {
         self.ln_norm
     }
@@ -433,6 +463,40 @@ impl ParametricKernel for NormalWishart {
             }
     }
 
+    /// The points in vector lanes ([`super::nw_lanes`]): their centred coordinates gathered
+    /// once per block, then `d(d+3)/2 + 1` multiply-adds per (point, component) across the
+    /// lanes.
+    fn ln_f_block(
+        &self,
+        first: usize,
+        count: usize,
+        offsets: &[f64],
+        params: &[NwParam],
+        out: &mut Vec<f64>,
+    ) {
+        debug_assert!((1..=BLOCK).contains(&count) && params.len() >= offsets.len());
+        let d = self.dim();
+        // Every value is written by `weigh_block`.
+        out.resize(offsets.len() * BLOCK, 0.0);
+        // On the stack up to d = 8 (the fixed-dimension forms), so that a block allocates
+        // nothing.
+        let mut stack = [[0.0; BLOCK]; 8];
+        let mut heap = Vec::new();
+        let y = if d <= stack.len() {
+            &mut stack[..d]
+        } else {
+            heap.resize(d, [0.0; BLOCK]);
+            &mut heap[..]
+        };
+        for b in 0..BLOCK {
+            let point = self.centred_point(first + if b < count { b } else { 0 });
+            for (lanes, &v) in y.iter_mut().zip(point) {
+                lanes[b] = v;
+            }
+        }
+        super::nw_lanes::weigh_block(y, offsets, &params[..offsets.len()], out);
+    }
+
     /// `ln N(μ | ξ_n, (r_n Λ)⁻¹) + ln W(Λ | ν_n, Ψ_n⁻¹)` with
     /// `ln W(Λ | ν, Ψ⁻¹) = (ν-d-1)/2 ln|Λ| - ½ tr(Ψ Λ) - νd/2 ln 2 + ν/2 ln|Ψ| - ln Γ_d(ν/2)`
     /// and `tr(Ψ_n Λ) = ‖Lᵀ C‖²_F`. Cost: O(d³).
@@ -482,6 +546,7 @@ pub struct DiagParam {
 
 impl DiagParam {
     /// The means in the kernel's centred frame (`μ - ξ`).
+    #[inline(always)]
     pub fn mean_centred(&self) -> &[f64] {
         &self.mu
     }
@@ -492,6 +557,7 @@ impl DiagParam {
     }
 
     /// `-d/2 ln 2π + ½ Σ_j ln λ_j`.
+    #[inline(always)]
     pub fn ln_normaliser(&self) -> f64 {
         self.ln_norm
     }

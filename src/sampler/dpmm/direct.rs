@@ -7,8 +7,9 @@
 //! in each type's documentation and asserted by `tests/dpmm_tv.rs`.
 
 use super::apply_labels;
-use super::engine::{chain_rng, draw_log, for_each_point};
+use super::engine::{block_pass_from, chain_rng, label_pass_from};
 use crate::error::{Error, Result};
+use crate::kernel::sweep_cache::{EntryTerms, SweepCache, BLOCK};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::partition::Slot;
 use crate::prior::{NrmPrior, PriorHyper};
@@ -63,15 +64,15 @@ impl<K: ParametricKernel> Uncollapsed<K> {
         kernel.sample_prior(rng, &mut self.params[k])?;
         self.labels.resize(kernel.n_points(), 0);
         let params = &self.params[..k + 1];
-        for_each_point(
+        label_pass_from(
+            kernel,
             rng.next_u64(),
+            0,
+            ln_w,
+            params,
             &mut self.labels,
-            || vec![0.0; k + 1],
-            |i, out, w: &mut Vec<f64>, rng| {
-                for (j, slot) in w.iter_mut().enumerate() {
-                    *slot = ln_w[j] + kernel.ln_f(i, &params[j]);
-                }
-                *out = draw_log(w, rng)?.0 as u32;
+            |_, z, out, _| {
+                *out = z as u32;
                 Ok(())
             },
         )?;
@@ -231,16 +232,51 @@ impl<K: ParametricKernel, P: NrmPrior> Move<K, P> for QuasiCollapsed {
         let new = state.prior.ln_kappa_new();
         let empty = kernel.empty_stat();
         self.labels.resize(kernel.n_points(), 0);
-        for_each_point(
-            rng.next_u64(),
-            &mut self.labels,
-            || vec![0.0; k + 1],
-            |i, out, w: &mut Vec<f64>, rng| {
+        // Each run of the pass weighs its blocks against its own sweep cache (the cache's
+        // block buffers are its scratch): O(K d²) to fill, then the predictives of a block
+        // of points in vectors. Entries are in slot order, the order of `slots`.
+        let own = || {
+            kernel.sweep_cache().map(|mut cache| {
+                cache.reset();
+                cache.set_new(&empty, new);
                 for (j, c) in clusters.iter().enumerate() {
-                    w[j] = join[j] + kernel.ln_predictive(i, c.stat());
+                    let terms = EntryTerms {
+                        join: join[j],
+                        member: f64::NAN,
+                    };
+                    cache.set(slots[j], Some((c.stat(), terms)));
                 }
-                w[k] = new + kernel.ln_predictive(i, &empty);
-                *out = draw_log(w, rng)?.0 as u32;
+                debug_assert_eq!(cache.entry_slots(), &slots[..]);
+                cache
+            })
+        };
+        let weigh = |cache: &mut Option<Box<dyn SweepCache<K::Stat>>>,
+                     j0: usize,
+                     count: usize,
+                     w: &mut Vec<f64>| {
+            if let Some(cache) = cache {
+                let points: [usize; BLOCK] = std::array::from_fn(|b| j0 + b);
+                cache.weigh_block(&points[..count], w);
+                return;
+            }
+            w.resize((k + 1) * BLOCK, 0.0);
+            for b in 0..BLOCK {
+                let i = j0 + if b < count { b } else { 0 };
+                for (j, c) in clusters.iter().enumerate() {
+                    w[j * BLOCK + b] = join[j] + kernel.ln_predictive(i, c.stat());
+                }
+                w[k * BLOCK + b] = new + kernel.ln_predictive(i, &empty);
+            }
+        };
+        block_pass_from(
+            rng.next_u64(),
+            0,
+            k + 1,
+            &mut self.labels,
+            own,
+            weigh,
+            |_, z, out, _| {
+                *out = z as u32;
                 Ok(())
             },
         )?;

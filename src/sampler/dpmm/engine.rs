@@ -11,7 +11,9 @@
 use rayon::prelude::*;
 
 use super::super::Chooser;
+use crate::chooser::{BlockDraws, POINTS};
 use crate::error::{Error, Result};
+use crate::kernel::sweep_cache::BLOCK;
 use crate::kernel::{ConjugateKernel, ParametricKernel};
 use crate::prior::NrmPrior;
 use crate::rng::{uniform_open01, NrmmRng, SeedPlan};
@@ -83,6 +85,29 @@ where
     T: Send,
     F: Fn(usize, &mut T, &mut S, &mut NrmmRng) -> Result<()> + Sync,
 {
+    for_each_run_from(seed, first, out, scratch, |start, part, s, rng| {
+        for (j, o) in part.iter_mut().enumerate() {
+            f(start + j, o, s, rng)?;
+        }
+        Ok(())
+    })
+}
+
+/// The runs behind [`for_each_point_from`]: `f(start, run, scratch, rng)` for each run of
+/// `out` inside one chunk (`run[j]` is `out[start + j]`), with the chunk's stream entered
+/// where [`for_each_point_from`] enters it, so a run may take its points in blocks as long
+/// as it draws in position order. The first error in position order is returned.
+pub fn for_each_run_from<T, S, F>(
+    seed: u64,
+    first: u64,
+    out: &mut [T],
+    scratch: impl Fn() -> S + Sync,
+    f: F,
+) -> Result<()>
+where
+    T: Send,
+    F: Fn(usize, &mut [T], &mut S, &mut NrmmRng) -> Result<()> + Sync,
+{
     let plan = SeedPlan::new(seed);
     let chunk = CHUNK as u64;
     let run = |start: usize, part: &mut [T]| -> Result<()> {
@@ -91,11 +116,7 @@ where
         if !key.is_multiple_of(chunk) {
             rng.set_word_pos(2 * u128::from(key % chunk));
         }
-        let mut s = scratch();
-        for (j, o) in part.iter_mut().enumerate() {
-            f(start + j, o, &mut s, &mut rng)?;
-        }
-        Ok(())
+        f(start, part, &mut scratch(), &mut rng)
     };
     // The first run ends at the first chunk boundary; the others are whole chunks.
     let head = ((chunk - first % chunk) % chunk) as usize;
@@ -118,22 +139,94 @@ where
     results.into_iter().collect()
 }
 
-/// The restricted Gibbs draw of one point's cluster: `w[k] = ln_w[k] + ln f(x_i | θ_k)`, then
-/// [`pick_log_mut`] with the uniform `u`. The threaded and the data-parallel sub-cluster
-/// samplers both draw labels with it. Cost: `K` kernel evaluations and at most `K` `exp`.
-#[inline]
-pub fn restricted_label<K: ParametricKernel>(
+// A block's weights are laid out as the draws read them.
+const _: () = assert!(BLOCK == POINTS);
+
+/// A block pass's scratch: the caller's own, one block's weights and its prepared draws.
+struct BlockScratch<S> {
+    own: S,
+    w: Vec<f64>,
+    draws: BlockDraws,
+}
+
+/// A pass of categorical draws over positions `first..first + out.len()` (point `j` of the
+/// kernel is position `first + j`, as in [`for_each_point_from`]) whose weights come in
+/// blocks: for each block of up to [`BLOCK`] consecutive points from `j0`,
+/// `weigh(own, j0, count, w)` writes point `j0 + b`'s log weight of option `e` into
+/// `w[e · BLOCK + b]` for `options` options (lanes past `count` finite, not read); the
+/// block's draws are prepared together ([`BlockDraws`]) and picked in position order, each
+/// from one open uniform, and `then(j, z, &mut out[j], rng)` runs after point `j`'s draw `z`
+/// (it may draw more from the same stream; a pass whose `then` draws is only independent of
+/// how the sequence is cut when `first = 0`). `own()` makes one per-run scratch for `weigh`.
+/// Each point's draw is that of [`crate::chooser::Chooser::choose_log_wide`] from its own
+/// weights, so it does not depend on the block it falls in, the thread count or the CPU's
+/// level. Errors when a point's weights are NaN or all `-∞`. Cost: `weigh` per block, one
+/// exponential per (point, option) in vectors, O(options) per pick.
+#[allow(clippy::too_many_arguments)]
+pub fn block_pass_from<T, S, W, F>(
+    seed: u64,
+    first: u64,
+    options: usize,
+    out: &mut [T],
+    own: impl Fn() -> S + Sync,
+    weigh: W,
+    then: F,
+) -> Result<()>
+where
+    T: Send,
+    W: Fn(&mut S, usize, usize, &mut Vec<f64>) + Sync,
+    F: Fn(usize, usize, &mut T, &mut NrmmRng) -> Result<()> + Sync,
+{
+    let scratch = || BlockScratch {
+        own: own(),
+        w: Vec::new(),
+        draws: BlockDraws::default(),
+    };
+    for_each_run_from(seed, first, out, scratch, |start, run, s, rng| {
+        for (c, block) in run.chunks_mut(BLOCK).enumerate() {
+            let j0 = start + c * BLOCK;
+            weigh(&mut s.own, j0, block.len(), &mut s.w);
+            s.draws.prepare(&s.w, options);
+            for (b, o) in block.iter_mut().enumerate() {
+                let u = uniform_open01(rng);
+                let Some((z, _)) = s.draws.pick(&s.w, b, u) else {
+                    let point: Vec<f64> = (0..options).map(|e| s.w[e * BLOCK + b]).collect();
+                    return Err(crate::math::bad_log_weights(&point));
+                };
+                then(j0 + b, z, o, rng)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The restricted Gibbs label pass of the uncollapsed samplers: [`block_pass_from`] with
+/// point `j`'s weight of cluster `k` `ln_w[k] + ln f(x_j | params[k])`, weighed in vectors
+/// with the points in lanes ([`ParametricKernel::ln_f_block`]). Cost: one likelihood and one
+/// exponential per (point, cluster), in vectors, and O(K) per pick.
+pub fn label_pass_from<K, T, F>(
     kernel: &K,
-    i: usize,
+    seed: u64,
+    first: u64,
     ln_w: &[f64],
     params: &[K::Param],
-    w: &mut [f64],
-    u: f64,
-) -> Result<u32> {
-    for (k, slot) in w.iter_mut().enumerate() {
-        *slot = ln_w[k] + kernel.ln_f(i, &params[k]);
-    }
-    Ok(pick_log_mut(w, u)? as u32)
+    out: &mut [T],
+    then: F,
+) -> Result<()>
+where
+    K: ParametricKernel,
+    T: Send,
+    F: Fn(usize, usize, &mut T, &mut NrmmRng) -> Result<()> + Sync,
+{
+    block_pass_from(
+        seed,
+        first,
+        ln_w.len(),
+        out,
+        || (),
+        |_, j0, count, w| kernel.ln_f_block(j0, count, ln_w, params, w),
+        then,
+    )
 }
 
 /// The two sub-cluster sides' log weights of point `i`: `ln π_s + ln f(x_i | θ_s)`.
@@ -164,88 +257,7 @@ pub fn jump_shape<P: NrmPrior>(prior: &P, n: usize) -> Result<f64> {
     }
 }
 
-/// Draws an index with probability proportional to `exp(ln_w[k])` and returns it with its log
-/// probability: max-shift, one open uniform, cumulative walk skipping zero weights (MATH P9).
-/// Errors when a weight is NaN or none is positive. Cost: one `exp` per option.
-#[inline]
-pub fn draw_log<R: rand::Rng + ?Sized>(ln_w: &[f64], rng: &mut R) -> Result<(usize, f64)> {
-    let max = ln_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !max.is_finite() || ln_w.iter().any(|w| w.is_nan()) {
-        return Err(crate::math::bad_log_weights(ln_w));
-    }
-    let total: f64 = ln_w.iter().map(|&w| (w - max).exp()).sum();
-    let target = uniform_open01(rng) * total;
-    let mut acc = 0.0;
-    let mut pick = 0;
-    for (k, &w) in ln_w.iter().enumerate() {
-        let p = (w - max).exp();
-        if p > 0.0 {
-            acc += p;
-            pick = k;
-            if target < acc {
-                break;
-            }
-        }
-    }
-    Ok((pick, ln_w[pick] - max - total.ln()))
-}
-
-/// Log weights this far below the largest are treated as zero by [`draw_log_mut`]: each such
-/// term is below `e^{-44} ≈ 7.8e-20` of the largest, so even a thousand of them sum to less
-/// than half a unit in the last place of the total, and the floating-point draw is the same.
-pub const NEGLIGIBLE_LN_WEIGHT: f64 = -44.0;
-
-/// [`draw_log`] for hot loops: overwrites `w` with the shifted exponentials and returns only
-/// the index, computing each `exp` once and none for weights below
-/// [`NEGLIGIBLE_LN_WEIGHT`] relative to the largest (the usual case for a point far from
-/// most clusters). The same law as [`draw_log`] to floating-point resolution. Errors when a
-/// weight is NaN or none is positive. Cost: at most one `exp` per option, no allocation.
-#[inline]
-pub fn draw_log_mut<R: rand::Rng + ?Sized>(w: &mut [f64], rng: &mut R) -> Result<usize> {
-    pick_log_mut(w, uniform_open01(rng))
-}
-
-/// [`draw_log_mut`] given its open uniform `u` in (0, 1): the index whose cumulative share of
-/// `exp(w)` first exceeds `u`, `w` overwritten with the shifted exponentials (weights below
-/// [`NEGLIGIBLE_LN_WEIGHT`] relative to the largest as zero). Errors when a weight is NaN or
-/// none is positive. Cost: at most one `exp` per option.
-#[inline]
-pub fn pick_log_mut(w: &mut [f64], u: f64) -> Result<usize> {
-    let mut max = f64::NEG_INFINITY;
-    let mut nan = false;
-    for &v in w.iter() {
-        max = max.max(v);
-        nan |= v.is_nan();
-    }
-    if !max.is_finite() || nan {
-        return Err(crate::math::bad_log_weights(w));
-    }
-    let mut total = 0.0;
-    for v in w.iter_mut() {
-        let shifted = *v - max;
-        *v = if shifted < NEGLIGIBLE_LN_WEIGHT {
-            0.0
-        } else {
-            shifted.exp()
-        };
-        total += *v;
-    }
-    let target = u * total;
-    let mut acc = 0.0;
-    let mut pick = 0;
-    for (k, &p) in w.iter().enumerate() {
-        if p > 0.0 {
-            acc += p;
-            pick = k;
-            if target < acc {
-                break;
-            }
-        }
-    }
-    Ok(pick)
-}
-
-/// Draws side 1 with probability `1 / (1 + exp(w0 - w1))` (the two-option [`draw_log`]) and
+/// Draws side 1 with probability `1 / (1 + exp(w0 - w1))` (a two-option categorical draw) and
 /// returns it with `ln P(side 0)` and `ln P(side 1)`. Errors when the difference is NaN.
 /// Cost: one `exp` and one `ln_1p`.
 #[inline]
@@ -387,7 +399,7 @@ mod tests {
                     w[0] = (i % 5) as f64;
                     w[1] = 1.0;
                     w[2] = f64::NEG_INFINITY;
-                    *o = draw_log(w, rng)?.0 as u32;
+                    *o = u32::from(uniform_open01(rng) * (w[0] + w[1]) < w[0]);
                     Ok(())
                 },
             )
@@ -449,47 +461,122 @@ mod tests {
         assert_eq!(plain, whole);
     }
 
+    /// A label pass draws each point as the chain's wide draw would from the point's own
+    /// weights and uniform (the block it falls in does not matter), the same labels on any
+    /// thread count, and the same labels whatever positions a data-parallel rank starts at.
     #[test]
-    fn in_place_and_two_option_draws_match_draw_log() {
+    fn label_pass_draws_each_point_from_its_own_weights() {
+        use crate::chooser::{Chooser, RngChooser};
+        use crate::data::DenseData;
+        use crate::kernel::{DiagHyper, Diagonal};
+        let n = 2 * CHUNK + 21;
+        let rows: Vec<Vec<f64>> = (0..n)
+            .map(|i| vec![(i % 7) as f64 * 1.5, ((i * 13) % 5) as f64])
+            .collect();
+        let data = std::sync::Arc::new(DenseData::from_rows(&rows).unwrap());
+        let hyper = DiagHyper::from_data(&data, 1.0, 1.0, 2.0).unwrap();
+        let kernel = Diagonal::new(data, hyper.clone()).unwrap();
+        let mut rng = SeedPlan::new(4).chain(0);
+        let params: Vec<_> = (0..5)
+            .map(|_| {
+                let mut p = kernel.new_param();
+                kernel.sample_prior(&mut rng, &mut p).unwrap();
+                p
+            })
+            .collect();
+        let ln_w = [-0.5, -1.0, -2.0, -0.1, -3.0];
+        let pass = |first: u64, len: usize, threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut out = vec![0u32; len];
+            pool.install(|| {
+                label_pass_from(
+                    &kernel,
+                    21,
+                    first,
+                    &ln_w,
+                    &params,
+                    &mut out,
+                    |_, z, o, _| {
+                        *o = z as u32;
+                        Ok(())
+                    },
+                )
+            })
+            .unwrap();
+            out
+        };
+        let whole = pass(0, n, 1);
+        assert_eq!(pass(0, n, 3), whole);
+        // The draws the chain's wide draw makes from each point's weights and the stream
+        // position of the point.
+        let plan = SeedPlan::new(21);
+        for (i, &z) in whole.iter().enumerate() {
+            let mut s = plan.task(0, 0, (i / CHUNK) as u64);
+            s.set_word_pos(2 * (i % CHUNK) as u128);
+            let w: Vec<f64> = (0..5)
+                .map(|k| ln_w[k] + kernel.ln_f(i, &params[k]))
+                .collect();
+            let (want, _) = RngChooser::new(&mut s).choose_log_wide(&w).unwrap();
+            assert_eq!(z as usize, want, "point {i}");
+        }
+        // A rank holding points `start..end` only (its kernel's point j is point start + j)
+        // draws what the whole pass draws for them.
+        for (start, end) in [(0, 5000), (5000, n), (CHUNK - 3, CHUNK + 9)] {
+            let part = std::sync::Arc::new(DenseData::from_rows(&rows[start..end]).unwrap());
+            let local = Diagonal::new(part, hyper.clone()).unwrap();
+            let mut out = vec![0u32; end - start];
+            label_pass_from(
+                &local,
+                21,
+                start as u64,
+                &ln_w,
+                &params,
+                &mut out,
+                |_, z, o, _| {
+                    *o = z as u32;
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(out, whole[start..end], "points {start}..{end}");
+        }
+    }
+
+    #[test]
+    fn two_option_draws_are_normalised_and_reject_nan() {
         let mut gen = SeedPlan::new(5).chain(0);
         for t in 0..200 {
-            let w: Vec<f64> = (0..1 + t % 6)
-                .map(|k| -((k * 7 + t) % 11) as f64 * 1.7)
-                .collect();
-            let (mut a, mut b) = (
-                SeedPlan::new(t as u64).chain(1),
-                SeedPlan::new(t as u64).chain(1),
-            );
-            let (k, _) = draw_log(&w, &mut a).unwrap();
-            let mut buf = w.clone();
-            assert_eq!(draw_log_mut(&mut buf, &mut b).unwrap(), k);
-            if w.len() == 2 {
-                let ln_b = side_log_probs(w[0], w[1]).unwrap();
-                assert!((ln_b[0].exp() + ln_b[1].exp() - 1.0).abs() < 1e-15);
-                let (_, lp) = draw_log(&w, &mut gen).unwrap();
-                let (side, ln_b2) = draw_side(w[0], w[1], &mut gen).unwrap();
-                assert!(side < 2 && ln_b2 == ln_b && lp <= 0.0);
-            }
+            let w = [-((7 + t) % 11) as f64 * 1.7, -((3 * t) % 13) as f64 * 0.9];
+            let ln_b = side_log_probs(w[0], w[1]).unwrap();
+            assert!((ln_b[0].exp() + ln_b[1].exp() - 1.0).abs() < 1e-15);
+            let want = (w[1] - w[0]).exp() / (1.0 + (w[1] - w[0]).exp());
+            assert!((ln_b[1].exp() - want).abs() < 1e-15);
+            let (side, ln_b2) = draw_side(w[0], w[1], &mut gen).unwrap();
+            assert!(side < 2 && ln_b2 == ln_b);
         }
         assert!(side_log_probs(f64::NAN, 0.0).is_err());
-        assert!(draw_log_mut(&mut [f64::NEG_INFINITY], &mut gen).is_err());
+        assert!(draw_side(f64::INFINITY, f64::INFINITY, &mut gen).is_err());
     }
 
+    /// A label pass refuses a point whose weights are all `-∞`.
     #[test]
-    fn negligible_weights_are_never_drawn() {
-        let mut rng = SeedPlan::new(3).chain(0);
-        for _ in 0..1000 {
-            let mut w = [0.0, NEGLIGIBLE_LN_WEIGHT - 1.0, -3.0];
-            assert_ne!(draw_log_mut(&mut w, &mut rng).unwrap(), 1);
-        }
-    }
-
-    #[test]
-    fn draw_log_rejects_bad_weights() {
-        let mut rng = SeedPlan::new(1).chain(0);
-        assert!(draw_log(&[f64::NEG_INFINITY], &mut rng).is_err());
-        assert!(draw_log(&[0.0, f64::NAN], &mut rng).is_err());
-        let (k, lp) = draw_log(&[f64::NEG_INFINITY, 0.0], &mut rng).unwrap();
-        assert_eq!((k, lp), (1, 0.0));
+    fn label_pass_rejects_bad_weights() {
+        let mut out = vec![0u8; 3];
+        let r = block_pass_from(
+            1,
+            0,
+            2,
+            &mut out,
+            || (),
+            |_, _, _, w| {
+                w.clear();
+                w.resize(2 * BLOCK, f64::NEG_INFINITY);
+            },
+            |_, _, _, _| Ok(()),
+        );
+        assert!(r.is_err());
     }
 }

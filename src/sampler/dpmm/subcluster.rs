@@ -33,8 +33,8 @@ use rand::Rng;
 
 use super::apply_labels;
 use super::engine::{
-    chain_rng, draw_log_mut, draw_side, for_each_point, group_moments, group_stats, jump_shape,
-    restricted_label, side_log_probs, side_weights, CHUNK,
+    chain_rng, draw_side, for_each_point, group_moments, group_stats, jump_shape, label_pass_from,
+    side_log_probs, side_weights, CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
@@ -196,9 +196,9 @@ enum Variant {
 ///
 /// **DPMM.jl-faithful variant** ([`SubCluster::dpmm`], DP only): see there.
 ///
-/// Cost per step: O(N K) likelihood evaluations (O(N K d²) for Normal-Wishart; no `exp` for
-/// clusters more than e⁴⁴ less likely than the best, [`super::engine::draw_log_mut`]) for the
-/// restricted pass; per launch-family proposal, O(launch_iters · min(|S|, launch sample))
+/// Cost per step: O(N K) likelihood evaluations and exponentials (O(N K d²) for
+/// Normal-Wishart), in vectors over blocks of points ([`super::engine::label_pass_from`]), for
+/// the restricted pass; per launch-family proposal, O(launch_iters · min(|S|, launch sample))
 /// evaluations of two sub-cluster likelihoods plus one final scan of `S` (two likelihoods,
 /// one `exp`, one `ln_1p` per point); per allocation-family proposal, two predictive
 /// evaluations per point of `S` and its batch statistics; and O(N) to collect a large `S`.
@@ -310,12 +310,15 @@ impl<K: ParametricKernel> SubCluster<K> {
         let n = kernel.n_points();
         self.labels.resize(n, 0);
         let params = &self.params[..ln_w.len()];
-        for_each_point(
+        label_pass_from(
+            kernel,
             seed,
+            0,
+            ln_w,
+            params,
             &mut self.labels,
-            || vec![0.0; ln_w.len()],
-            |i, out, w: &mut Vec<f64>, rng| {
-                *out = restricted_label(kernel, i, ln_w, params, w, uniform_open01(rng))?;
+            |_, z, out, _| {
+                *out = z as u32;
                 Ok(())
             },
         )
@@ -845,15 +848,14 @@ impl<K: ParametricKernel> SubCluster<K> {
         let n = state.partition.n();
         let mut out = vec![(0u32, 0u8, 0.0f64); n];
         let params = &self.params[..k];
-        for_each_point(
+        label_pass_from(
+            kernel,
             rng.next_u64(),
+            0,
+            &ln_w,
+            params,
             &mut out,
-            || vec![0.0; k],
-            |i, o, w: &mut Vec<f64>, rng| {
-                for (j, slot) in w.iter_mut().enumerate() {
-                    *slot = ln_w[j] + kernel.ln_f(i, &params[j]);
-                }
-                let z = draw_log_mut(w, rng)?;
+            |i, z, o, rng| {
                 let f = [
                     kernel.ln_f(i, &sub_params[2 * z]),
                     kernel.ln_f(i, &sub_params[2 * z + 1]),
