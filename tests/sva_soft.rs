@@ -2,12 +2,13 @@
 //! kernels' statistics of the repeated points, so their log marginals and predictives equal
 //! the kernels' to 1e-10 (property tests for both kernels); merging two soft statistics equals
 //! adding all their points, with the prior counted once; fractional weights interpolate
-//! (a weight of 1/2 twice is a weight of 1).
+//! (a weight of 1/2 twice is a weight of 1); the Normal-Wishart predictive cache that a pass
+//! weighs with gives the soft predictives.
 
 use std::sync::Arc;
 
 use nrmm::data::{DenseData, SparseCounts};
-use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
+use nrmm::kernel::{ConjugateKernel, EntryTerms, MultinomialDirichlet, NormalWishart, NwHyper};
 use nrmm::sva::SvaKernel;
 use proptest::prelude::*;
 
@@ -62,6 +63,29 @@ fn check_against_kernel<K: SvaKernel>(k: &K, mult: &[usize], probe: usize) {
     );
     assert!(close(a, b, 1e-10), "ln p: soft {a} kernel {b}");
     assert_eq!(K::soft_weight(&soft), mult.iter().sum::<usize>() as f64);
+    // The kernel's predictive cache (the pass weighs with it) holds soft statistics: entry 0
+    // weighs `ln_a + soft_ln_predictive`, the new component's entry the prior's.
+    if let Some(mut cache) = k.soft_sweep_cache() {
+        let prior = k.soft_empty().unwrap();
+        cache.reset();
+        cache.set_new(&prior, -0.5);
+        let terms = EntryTerms {
+            join: 0.25,
+            member: f64::NAN,
+        };
+        cache.set(0, Some((&soft, terms)));
+        let mut w = Vec::new();
+        cache.weigh(probe, &mut w);
+        assert_eq!(w.len(), 2);
+        assert!(
+            close(w[0], 0.25 + a, 1e-10),
+            "cache {} soft {}",
+            w[0],
+            0.25 + a
+        );
+        let want = -0.5 + k.soft_ln_predictive(&p, &prior);
+        assert!(close(w[1], want, 1e-10), "cache {} prior {want}", w[1]);
+    }
 }
 
 fn check_merge<K: SvaKernel>(k: &K, wa: &[f64], wb: &[f64]) {

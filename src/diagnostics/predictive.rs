@@ -9,10 +9,13 @@
 
 use crate::data::{DenseData, SparseCounts};
 use crate::error::{Error, Result};
-use crate::kernel::{ConjugateKernel, Diagonal, MultinomialDirichlet, NormalWishart};
-use crate::math::log_sum_exp;
+use crate::kernel::nw_sweep::NwSweepCache;
+use crate::kernel::{
+    ConjugateKernel, Diagonal, EntryTerms, MultinomialDirichlet, NormalWishart, NwStat, SweepCache,
+};
 use crate::partition::Partition;
 use crate::prior::NrmPrior;
+use crate::vecmath::log_sum_exp;
 
 /// A kernel that can evaluate the predictive of points outside its own data set.
 pub trait PredictiveKernel: ConjugateKernel {
@@ -24,6 +27,30 @@ pub trait PredictiveKernel: ConjugateKernel {
 
     /// `ln p(x*_j | X_S)` for point `j` of `data`.
     fn ln_predictive_new(&self, data: &Self::NewData, j: usize, s: &Self::Stat) -> Result<f64>;
+
+    /// For every point `j` of `data` in order, `each(j, w)` with
+    /// `w[t] = entries[t].1 + ln p(x*_j | entries[t].0)`: the weights of a new point against
+    /// many statistics, which Normal-Wishart computes against a sweep cache built once
+    /// ([`crate::kernel::SweepCache`]: the predictives in vectors of statistics, with the
+    /// vector logarithm) and the default by [`PredictiveKernel::ln_predictive_new`] per pair.
+    /// Each weight equals the pair's predictive plus its term to rounding. Errors as
+    /// `ln_predictive_new` or `each`. Cost: one predictive per (point, entry).
+    fn ln_predictives_new(
+        &self,
+        data: &Self::NewData,
+        entries: &[(&Self::Stat, f64)],
+        each: &mut dyn FnMut(usize, &[f64]) -> Result<()>,
+    ) -> Result<()> {
+        let mut w = Vec::with_capacity(entries.len());
+        for j in 0..Self::n_new(data) {
+            w.clear();
+            for &(s, a) in entries {
+                w.push(a + self.ln_predictive_new(data, j, s)?);
+            }
+            each(j, &w)?;
+        }
+        Ok(())
+    }
 }
 
 impl PredictiveKernel for NormalWishart {
@@ -35,6 +62,53 @@ impl PredictiveKernel for NormalWishart {
 
     fn ln_predictive_new(&self, data: &DenseData, j: usize, s: &Self::Stat) -> Result<f64> {
         self.ln_predictive_point(data.row(j), s)
+    }
+
+    /// The entries in a sweep cache (entry `t` under the key `t`), each point centred at ξ
+    /// and weighed against all of them at once. Errors if `data` has another dimension or
+    /// a non-finite coordinate.
+    fn ln_predictives_new(
+        &self,
+        data: &DenseData,
+        entries: &[(&NwStat, f64)],
+        each: &mut dyn FnMut(usize, &[f64]) -> Result<()>,
+    ) -> Result<()> {
+        let d = self.dim();
+        if data.n() > 0 && data.d() != d {
+            return Err(Error::DimensionMismatch(format!(
+                "new points of dimension {} under a kernel of dimension {d}",
+                data.d()
+            )));
+        }
+        let mut cache = NwSweepCache::new(self);
+        let table: &mut dyn SweepCache<NwStat> = &mut cache;
+        table.reset();
+        // The cache's own new-cluster entry weighs -inf and is not passed on.
+        table.set_new(&self.empty_stat(), f64::NEG_INFINITY);
+        for (t, &(s, a)) in entries.iter().enumerate() {
+            let terms = EntryTerms {
+                join: a,
+                member: f64::NAN,
+            };
+            table.set(t, Some((s, terms)));
+        }
+        let (mut y, mut w) = (vec![0.0; d], Vec::new());
+        for j in 0..data.n() {
+            let row = data.row(j);
+            if let Some(k) = row.iter().position(|v| !v.is_finite()) {
+                return Err(Error::param(
+                    &format!("coordinate {k} of new point {j}"),
+                    row[k],
+                    "a finite number",
+                ));
+            }
+            for ((y, v), m) in y.iter_mut().zip(row).zip(self.hyper().xi()) {
+                *y = v - m;
+            }
+            cache.weigh_centred(&y, &mut w);
+            each(j, &w[..entries.len()])?;
+        }
+        Ok(())
     }
 }
 
@@ -74,26 +148,26 @@ pub fn cluster_log_probabilities<K: PredictiveKernel, P: NrmPrior>(
 ) -> Result<Vec<Vec<f64>>> {
     let slots = partition.slots_by_key();
     let empty = kernel.empty_stat();
-    (0..K::n_new(new))
-        .map(|j| {
-            let mut ln_w = Vec::with_capacity(slots.len() + 1);
-            for &s in &slots {
-                let c = partition.cluster(s).expect("live slot");
-                ln_w.push(
-                    prior.ln_kappa_join(c.size()) + kernel.ln_predictive_new(new, j, c.stat())?,
-                );
-            }
-            ln_w.push(prior.ln_kappa_new() + kernel.ln_predictive_new(new, j, &empty)?);
-            let total = log_sum_exp(&ln_w);
-            if !total.is_finite() {
-                return Err(Error::Numerical(format!(
-                    "predictive of new point {j} is {total}"
-                )));
-            }
-            ln_w.iter_mut().for_each(|w| *w -= total);
-            Ok(ln_w)
+    let mut entries: Vec<(&K::Stat, f64)> = slots
+        .iter()
+        .map(|&s| {
+            let c = partition.cluster(s).expect("live slot");
+            (c.stat(), prior.ln_kappa_join(c.size()))
         })
-        .collect()
+        .collect();
+    entries.push((&empty, prior.ln_kappa_new()));
+    let mut out = Vec::with_capacity(K::n_new(new));
+    kernel.ln_predictives_new(new, &entries, &mut |j, ln_w| {
+        let total = log_sum_exp(ln_w);
+        if !total.is_finite() {
+            return Err(Error::Numerical(format!(
+                "predictive of new point {j} is {total}"
+            )));
+        }
+        out.push(ln_w.iter().map(|w| w - total).collect());
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// The most probable cluster of each new point under one point estimate: the canonical label
@@ -136,22 +210,21 @@ pub fn ln_predictive_density<K: PredictiveKernel, P: NrmPrior>(
         let slots = partition.slots_by_key();
         let empty = kernel.empty_stat();
         let mut ln_w = Vec::with_capacity(slots.len() + 1);
-        let mut ln_terms = Vec::with_capacity(slots.len() + 1);
         for &s in &slots {
             ln_w.push(prior.ln_kappa_join(partition.cluster(s).expect("live").size()));
         }
         ln_w.push(prior.ln_kappa_new());
         let total = log_sum_exp(&ln_w);
-        ln_w.iter_mut().for_each(|w| *w -= total);
-        for (j, out) in per_draw.iter_mut().enumerate() {
-            ln_terms.clear();
-            for (t, &s) in slots.iter().enumerate() {
-                let c = partition.cluster(s).expect("live");
-                ln_terms.push(ln_w[t] + kernel.ln_predictive_new(new, j, c.stat())?);
-            }
-            ln_terms.push(ln_w[slots.len()] + kernel.ln_predictive_new(new, j, &empty)?);
-            out.push(log_sum_exp(&ln_terms));
-        }
+        let mut entries: Vec<(&K::Stat, f64)> = slots
+            .iter()
+            .zip(&ln_w)
+            .map(|(&s, w)| (partition.cluster(s).expect("live").stat(), w - total))
+            .collect();
+        entries.push((&empty, ln_w[slots.len()] - total));
+        kernel.ln_predictives_new(new, &entries, &mut |j, ln_terms| {
+            per_draw[j].push(log_sum_exp(ln_terms));
+            Ok(())
+        })?;
     }
     let ln_s = (draws.len() as f64).ln();
     Ok(per_draw.iter().map(|v| log_sum_exp(v) - ln_s).collect())
@@ -209,6 +282,63 @@ mod tests {
             assert_eq!(labels[0].0, 0);
             assert_eq!(labels[1].0, 1);
             assert_eq!(labels[2].0, 2, "a far point opens a new cluster");
+        }
+    }
+
+    /// The Normal-Wishart weights of new points against many statistics (a sweep cache) are
+    /// the per-pair predictives plus their terms, to rounding, for dimensions with unrolled
+    /// and general solves; bad new points are refused.
+    #[test]
+    fn cached_new_point_weights_are_the_pairwise_predictives() {
+        for d in [1usize, 3, 9] {
+            let n = 30;
+            let values: Vec<f64> = (0..n * d)
+                .map(|t| ((t * 37) % 17) as f64 * 0.3 + (t % d) as f64 * 2.0)
+                .collect();
+            let x = Arc::new(DenseData::new(n, d, values).unwrap());
+            let hyper = NwHyper::from_data(&x).unwrap();
+            let k = NormalWishart::new(x, hyper).unwrap();
+            let labels: Vec<usize> = (0..n).map(|i| i % 11).collect();
+            let part = Partition::from_labels(&k, &labels).unwrap();
+            let empty = k.empty_stat();
+            let mut entries: Vec<(&NwStat, f64)> = part
+                .slots_by_key()
+                .into_iter()
+                .map(|s| (part.cluster(s).unwrap().stat(), 0.1 * s as f64))
+                .collect();
+            entries.push((&empty, -2.0));
+            let new = DenseData::new(
+                4,
+                d,
+                (0..4 * d).map(|t| (t % 5) as f64 * 1.7 - 3.0).collect(),
+            )
+            .unwrap();
+            let mut seen = 0;
+            k.ln_predictives_new(&new, &entries, &mut |j, w| {
+                assert_eq!(w.len(), entries.len());
+                for (t, &(s, a)) in entries.iter().enumerate() {
+                    let want = a + k.ln_predictive_new(&new, j, s).unwrap();
+                    assert!(
+                        (w[t] - want).abs() <= 1e-10 * want.abs().max(1.0),
+                        "d = {d}, point {j}, entry {t}: {} vs {want}",
+                        w[t]
+                    );
+                }
+                seen += 1;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(seen, 4);
+            let bad = DenseData::new(1, d, vec![f64::NAN; d]);
+            if let Ok(bad) = bad {
+                assert!(k
+                    .ln_predictives_new(&bad, &entries, &mut |_, _| Ok(()))
+                    .is_err());
+            }
+            let wrong = DenseData::new(1, d + 1, vec![0.0; d + 1]).unwrap();
+            assert!(k
+                .ln_predictives_new(&wrong, &entries, &mut |_, _| Ok(()))
+                .is_err());
         }
     }
 }

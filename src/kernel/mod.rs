@@ -13,7 +13,7 @@ pub mod multinomial_dirichlet;
 pub mod normal_wishart;
 mod nw_lanes;
 mod nw_pair;
-mod nw_sweep;
+pub(crate) mod nw_sweep;
 pub mod params;
 mod scratch;
 pub mod sweep_cache;

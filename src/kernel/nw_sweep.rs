@@ -1,4 +1,5 @@
-//! The Normal-Wishart [`SweepCache`]: every cluster's Student-t predictive
+//! The Normal-Wishart [`SweepCache`] (of the kernel's statistics, and of SVA's weighted ones
+//! through [`NwPredictive`]): every cluster's Student-t predictive
 //! `a + pc(n) - ½ ln|Ψ_n| - (ν_n + 1)/2 · ln(1 + r_n/(r_n+1) ‖L_n⁻¹(y - ξ_n)‖²)` (MATH §2.1)
 //! for one point at once, in vectors of [`LANES`] clusters.
 //!
@@ -30,6 +31,30 @@ use super::normal_wishart::{NormalWishart, NwStat};
 use super::sweep_cache::{EntryTerms, SweepCache, BLOCK, LANES};
 use crate::simd::multiversion;
 use crate::vecmath;
+
+/// A Normal-Wishart posterior whose Student-t predictive the cache copies: the kernel's
+/// statistic ([`NwStat`]), or SVA's weighted one, whose predictive has the same form with a
+/// real-valued count.
+pub(crate) trait NwPredictive {
+    /// The lower factor of `Ψ_n` (column layout of [`super::cholesky`]), the centre `ξ_n`, the
+    /// reciprocals `1 / L_jj`, and the offset `pc(n) - ½ ln|Ψ_n|`, power `(ν_n + 1)/2` and
+    /// scale `r_n/(r_n+1)` of the predictive.
+    fn predictive_cache(&self) -> (&[f64], &[f64], &[f64], [f64; 3]);
+
+    /// The member predictive's constants (see [`NwStat::member_constants`]); NaN when the
+    /// statistic has none.
+    fn member_constants(&self) -> [f64; 3];
+}
+
+impl NwPredictive for NwStat {
+    fn predictive_cache(&self) -> (&[f64], &[f64], &[f64], [f64; 3]) {
+        NwStat::predictive_cache(self)
+    }
+
+    fn member_constants(&self) -> [f64; 3] {
+        NwStat::member_constants(self)
+    }
+}
 
 /// Marks a slot without an entry in [`NwSweepCache::entry_of`].
 const NO_ENTRY: usize = usize::MAX;
@@ -100,6 +125,21 @@ impl NwSweepCache {
         }
     }
 
+    /// [`SweepCache::weigh`] of a point given by its coordinates centred at the kernel's ξ
+    /// (a point outside the data set, such as a new point to predict). Cost: as `weigh`.
+    pub(crate) fn weigh_centred(&mut self, y: &[f64], out: &mut Vec<f64>) {
+        debug_assert_eq!(y.len(), self.d);
+        weigh_point(
+            self.entries + 1,
+            &self.table,
+            self.items,
+            y,
+            &mut self.z,
+            &mut self.q,
+            out,
+        );
+    }
+
     /// Entries the table has room for: the clusters, the new cluster, padding to a full
     /// group.
     fn capacity(&self) -> usize {
@@ -107,7 +147,7 @@ impl NwSweepCache {
     }
 
     /// Writes the values of `stat` with additive terms `terms` into the scratch entry.
-    fn values(&mut self, stat: &NwStat, terms: EntryTerms) {
+    fn values<S: NwPredictive>(&mut self, stat: &S, terms: EntryTerms) {
         let d = self.d;
         let (chol, centre, inv_diag, [offset, power, scale]) = stat.predictive_cache();
         let v = &mut self.scratch;
@@ -174,6 +214,25 @@ impl NwSweepCache {
     }
 }
 
+/// The weights of the centred point `y` against the first `entries` entries of `table` into
+/// `out` (resized to `entries`), its `q` against each into `q`.
+fn weigh_point(
+    entries: usize,
+    table: &[[f64; LANES]],
+    items: usize,
+    y: &[f64],
+    z: &mut [[f64; LANES]],
+    q: &mut Vec<f64>,
+    out: &mut Vec<f64>,
+) {
+    // Every value is written below (no clearing first).
+    out.resize(entries.div_ceil(LANES) * LANES, 0.0);
+    q.resize(out.len(), 0.0);
+    let groups = &table[..entries.div_ceil(LANES) * items];
+    weigh_groups(groups, items, y, z, out, q);
+    out.truncate(entries);
+}
+
 /// Writes `values` (one entry's values) into entry `e` of a group-major `table` of `items`
 /// values per entry; the entry must fit.
 fn write_entry(table: &mut [[f64; LANES]], items: usize, e: usize, values: &[f64]) {
@@ -210,7 +269,7 @@ fn member_weight(q: f64, [offset, power, scale]: [f64; 3]) -> f64 {
     }
 }
 
-impl SweepCache<NwStat> for NwSweepCache {
+impl<S: NwPredictive> SweepCache<S> for NwSweepCache {
     fn reset(&mut self) {
         self.table.clear();
         self.entries = 0;
@@ -219,7 +278,7 @@ impl SweepCache<NwStat> for NwSweepCache {
         self.place_new();
     }
 
-    fn set(&mut self, slot: usize, entry: Option<(&NwStat, EntryTerms)>) {
+    fn set(&mut self, slot: usize, entry: Option<(&S, EntryTerms)>) {
         let e = self.entry_of.get(slot).copied().unwrap_or(NO_ENTRY);
         match entry {
             Some((stat, terms)) => {
@@ -267,7 +326,7 @@ impl SweepCache<NwStat> for NwSweepCache {
         }
     }
 
-    fn set_new(&mut self, empty: &NwStat, ln_a: f64) {
+    fn set_new(&mut self, empty: &S, ln_a: f64) {
         let terms = EntryTerms {
             join: ln_a,
             member: f64::NAN,
@@ -291,14 +350,16 @@ impl SweepCache<NwStat> for NwSweepCache {
 
     fn weigh(&mut self, i: usize, out: &mut Vec<f64>) {
         let d = self.d;
-        let entries = self.entries + 1;
-        // Every value is written below (no clearing first).
-        out.resize(entries.div_ceil(LANES) * LANES, 0.0);
-        self.q.resize(out.len(), 0.0);
         let y = &self.centred[i * d..(i + 1) * d];
-        let groups = &self.table[..entries.div_ceil(LANES) * self.items];
-        weigh_groups(groups, self.items, y, &mut self.z, out, &mut self.q);
-        out.truncate(entries);
+        weigh_point(
+            self.entries + 1,
+            &self.table,
+            self.items,
+            y,
+            &mut self.z,
+            &mut self.q,
+            out,
+        );
     }
 
     fn weigh_block(&mut self, points: &[usize], out: &mut Vec<f64>) {
@@ -678,7 +739,7 @@ mod tests {
         for d in [1, 2, 3, 6, 8, 9, 11] {
             let (kernel, stats) = setup(d);
             let empty = kernel.empty_stat();
-            let mut cache = NwSweepCache::new(&kernel);
+            let mut cache: Box<dyn SweepCache<NwStat>> = Box::new(NwSweepCache::new(&kernel));
             cache.reset();
             cache.set_new(&empty, -0.75);
             // Statistic c in slot 2c, set from the last, then slot 8 (statistic 4) removed,

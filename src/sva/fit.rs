@@ -4,9 +4,12 @@ use super::config::{PruneMerge, SvaConfig};
 use super::pairs::PairSums;
 use super::{SvaKernel, NEGLIGIBLE_RESPONSIBILITY};
 use crate::error::{Error, Result};
+use crate::kernel::EntryTerms;
 use crate::math::log_sum_exp;
 use crate::partition::Partition;
 use crate::rng::uniform_index;
+use crate::simd::multiversion;
+use crate::vecmath;
 use rand::Rng;
 
 /// What happened to the components during a pass.
@@ -139,43 +142,44 @@ pub fn fit_order<K: SvaKernel>(
     let mut ln_w: Vec<f64> = Vec::new();
     let mut rho: Vec<f64> = Vec::new();
     let mut active: Vec<usize> = Vec::new();
+    // The kernel's predictive cache, when it has one: entry c is component c with additive
+    // term ln w_c, refreshed for the components a point updates, and rebuilt after a check
+    // (which renumbers components).
+    let mut cache = kernel.soft_sweep_cache();
+    if let Some(cache) = cache.as_mut() {
+        cache.reset();
+        cache.set_new(&prior, ln_alpha);
+    }
     for (step, &i) in order.iter().enumerate() {
         kernel.load_point(i, &mut point);
-        ln_w.clear();
-        for c in &pass.components {
-            ln_w.push(K::soft_weight(&c.soft).ln() + kernel.soft_ln_predictive(&point, &c.soft));
+        if let Some(cache) = cache.as_mut() {
+            cache.weigh(i, &mut ln_w);
+        } else {
+            ln_w.clear();
+            for c in &pass.components {
+                ln_w.push(
+                    K::soft_weight(&c.soft).ln() + kernel.soft_ln_predictive(&point, &c.soft),
+                );
+            }
+            ln_w.push(ln_alpha + kernel.soft_ln_predictive(&point, &prior));
         }
-        let k = ln_w.len();
-        ln_w.push(ln_alpha + kernel.soft_ln_predictive(&point, &prior));
-        let total = log_sum_exp(&ln_w);
-        if !total.is_finite() {
+        let k = ln_w.len() - 1;
+        let Some(create) = responsibilities(&ln_w, config.epsilon, &mut rho) else {
             return Err(Error::Numerical(format!(
-                "the predictive of point {} under the SVA components is {total}",
+                "the predictive of point {} under the SVA components is not finite",
                 i + 1
             )));
-        }
-        let create = (ln_w[k] - total).exp() > config.epsilon;
-        let considered = if create { k + 1 } else { k };
-        let norm = if create {
-            total
-        } else {
-            log_sum_exp(&ln_w[..k])
         };
-        rho.clear();
-        rho.extend(ln_w[..considered].iter().map(|&l| {
-            let r = (l - norm).exp();
-            if r < NEGLIGIBLE_RESPONSIBILITY {
-                0.0
-            } else {
-                r
-            }
-        }));
+        let considered = if create { k + 1 } else { k };
         let best = (0..considered)
             .max_by(|&a, &b| ln_w[a].total_cmp(&ln_w[b]))
             .expect("at least one option");
         if create {
             let mut soft = prior.clone();
             kernel.soft_add(&mut soft, &point, rho[k]);
+            if let Some(cache) = cache.as_mut() {
+                cache.set(k, Some(entry::<K>(&soft)));
+            }
             pass.components.push(Component {
                 soft,
                 id: pass.fates.len(),
@@ -190,6 +194,9 @@ pub fn fit_order<K: SvaKernel>(
         for &c in &active {
             if c < k {
                 kernel.soft_add(&mut pass.components[c].soft, &point, rho[c]);
+                if let Some(cache) = cache.as_mut() {
+                    cache.set(c, Some(entry::<K>(&pass.components[c].soft)));
+                }
             }
         }
         for (x, &a) in active.iter().enumerate() {
@@ -202,6 +209,13 @@ pub fn fit_order<K: SvaKernel>(
             let seen_so_far = step + 1;
             if seen_so_far - pass.last_check >= pm.check_interval.max(pass.components.len()) {
                 pass.check(&pm, seen_so_far, false);
+                if let Some(cache) = cache.as_mut() {
+                    cache.reset();
+                    cache.set_new(&prior, ln_alpha);
+                    for (c, comp) in pass.components.iter().enumerate() {
+                        cache.set(c, Some(entry::<K>(&comp.soft)));
+                    }
+                }
             }
         }
     }
@@ -209,6 +223,81 @@ pub fn fit_order<K: SvaKernel>(
         pass.check(&pm, n, true);
     }
     pass.finish(prior, seen)
+}
+
+/// A point's responsibilities from its log weights `ln_w` (the components', then the new
+/// component's last): whether it creates a component (its share of the total exceeds
+/// `epsilon`), and into `rho` each considered option's share (normalised over the components
+/// alone when none is created), zero below [`NEGLIGIBLE_RESPONSIBILITY`]. `None` when the
+/// weights have no finite total. The exponentials are taken once, relative to the largest
+/// component weight, in vectors ([`shares`]). Cost: `K + 1` exponentials, one division.
+fn responsibilities(ln_w: &[f64], epsilon: f64, rho: &mut Vec<f64>) -> Option<bool> {
+    let k = ln_w.len() - 1;
+    let top = ln_w[..k].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    rho.clear();
+    rho.resize(k + 1, 0.0);
+    // No component (or none with a weight: `f64::max` skips NaN, so `top` is never NaN), or
+    // the new one outweighs them all beyond the exponent range: it is the only option that
+    // counts.
+    if top == f64::NEG_INFINITY || ln_w[k] - top > 700.0 {
+        if !ln_w[k].is_finite() {
+            return None;
+        }
+        let total = shares(ln_w, ln_w[k], rho);
+        if !total.is_finite() {
+            return None;
+        }
+        let inv = 1.0 / total;
+        for r in rho.iter_mut() {
+            *r = negligible_to_zero(*r * inv);
+        }
+        return Some(true);
+    }
+    let sum_k = shares(ln_w, top, rho) - rho[k];
+    let total = sum_k + rho[k];
+    if !(top.is_finite() && total.is_finite()) {
+        return None;
+    }
+    let create = rho[k] / total > epsilon;
+    let inv = 1.0 / if create { total } else { sum_k };
+    if !create {
+        rho.truncate(k);
+    }
+    for r in rho.iter_mut() {
+        *r = negligible_to_zero(*r * inv);
+    }
+    Some(create)
+}
+
+/// A responsibility below [`NEGLIGIBLE_RESPONSIBILITY`] as zero.
+#[inline]
+fn negligible_to_zero(r: f64) -> f64 {
+    if r < NEGLIGIBLE_RESPONSIBILITY {
+        0.0
+    } else {
+        r
+    }
+}
+
+multiversion! {
+    /// `e[c] = exp(ln_w[c] - shift)` for every option, and their sum (in order), at the
+    /// CPU's best level with the vector exponential ([`vecmath::exp`], within 1 ulp).
+    fn shares(ln_w: &[f64], shift: f64, e: &mut [f64]) -> f64 {
+        for (e, &w) in e.iter_mut().zip(ln_w) {
+            *e = vecmath::exp(w - shift);
+        }
+        e.iter().sum()
+    }
+}
+
+/// A component's cache entry: its soft statistic with the additive term `ln w` (no member
+/// term: a pass never weighs a point without itself).
+fn entry<K: SvaKernel>(soft: &K::Soft) -> (&K::Soft, EntryTerms) {
+    let terms = EntryTerms {
+        join: K::soft_weight(soft).ln(),
+        member: f64::NAN,
+    };
+    (soft, terms)
 }
 
 /// Errors unless `order` holds each of `0..n` exactly once.
@@ -507,5 +596,57 @@ impl<K: SvaKernel> SvaFit<K> {
     /// kernel's batch statistics.
     pub fn to_partition(&self) -> Result<Partition<K>> {
         Partition::from_labels(&self.kernel, &self.relabel()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::log_sum_exp;
+
+    /// The responsibilities are those of the log-sum-exp formulas (normalised over every
+    /// option when one is created, over the components otherwise), to rounding, including
+    /// a first point, a new component beyond the exponent range of the others, and weights
+    /// with no finite total.
+    #[test]
+    fn responsibilities_follow_the_log_space_formulas() {
+        let cases: [&[f64]; 6] = [
+            &[-3.0, -1.0, -2.5, -4.0],
+            &[-3.0, -1.0, -2.5, -30.0],
+            &[-800.0, -1.0, -1.2, -2.0],
+            &[5.0],
+            &[-2000.0, -1.0],
+            &[f64::NEG_INFINITY, -3.0, f64::NEG_INFINITY],
+        ];
+        let mut rho = Vec::new();
+        for ln_w in cases {
+            let k = ln_w.len() - 1;
+            let total = log_sum_exp(ln_w);
+            let want_create = (ln_w[k] - total).exp() > 0.1;
+            let create = responsibilities(ln_w, 0.1, &mut rho).unwrap();
+            assert_eq!(create, want_create, "{ln_w:?}");
+            let norm = if create {
+                total
+            } else {
+                log_sum_exp(&ln_w[..k])
+            };
+            assert_eq!(rho.len(), if create { k + 1 } else { k });
+            for (c, &r) in rho.iter().enumerate() {
+                let want = (ln_w[c] - norm).exp();
+                let want = if want < NEGLIGIBLE_RESPONSIBILITY {
+                    0.0
+                } else {
+                    want
+                };
+                assert!(
+                    (r - want).abs() <= 1e-14,
+                    "{ln_w:?}: option {c} {r} vs {want}"
+                );
+            }
+        }
+        assert!(responsibilities(&[f64::NAN, 0.0], 0.1, &mut rho).is_none());
+        assert!(responsibilities(&[0.0, f64::NAN], 0.1, &mut rho).is_none());
+        assert!(responsibilities(&[f64::NAN], 0.1, &mut rho).is_none());
+        assert!(responsibilities(&[f64::NEG_INFINITY, f64::NEG_INFINITY], 0.1, &mut rho).is_none());
     }
 }

@@ -37,7 +37,7 @@ pub use normal_wishart::{NwPosterior, SoftNw};
 pub use report::{run, SvaReport};
 
 use crate::error::Result;
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, SweepCache};
 
 /// Responsibilities below this are set to zero after normalisation (without renormalising):
 /// they neither update a component nor enter the merge distances. The probability mass lost
@@ -99,4 +99,13 @@ pub trait SvaKernel: ConjugateKernel {
 
     /// The posterior parameters of `s`.
     fn posterior(&self, s: &Self::Soft) -> Self::Posterior;
+
+    /// A contiguous predictive cache of soft statistics ([`SweepCache`]) whose
+    /// [`SweepCache::weigh`] of data point `i` gives `ln_a + soft_ln_predictive` of the
+    /// loaded point to rounding, or `None` (the default): a pass then calls
+    /// [`SvaKernel::soft_ln_predictive`] per component. Normal-Wishart has one (its
+    /// predictives in vectors of components, with the vector logarithm). Cost: O(1) to make.
+    fn soft_sweep_cache(&self) -> Option<Box<dyn SweepCache<Self::Soft>>> {
+        None
+    }
 }

@@ -13,9 +13,10 @@ use super::SvaKernel;
 use crate::data::DenseData;
 use crate::error::{Error, Result};
 use crate::kernel::cholesky::{
-    cholesky, cholesky_in_place, ln_det, rank1_update, shifted_solve_norm2,
+    cholesky, cholesky_in_place, ln_det, rank1_update, rank1_update_solved, shifted_solve_norm2,
 };
-use crate::kernel::NormalWishart;
+use crate::kernel::nw_sweep::{NwPredictive, NwSweepCache};
+use crate::kernel::{NormalWishart, SweepCache};
 use crate::math::{ln_gamma, ln_mv_gamma_ratio};
 
 /// A weighted Normal-Wishart statistic with its caches (see the module documentation).
@@ -57,6 +58,23 @@ impl SoftNw {
     /// Cached `ln |Ψ_w|` (NaN if `Ψ_w` could not be factorised).
     pub fn ln_det_psi(&self) -> f64 {
         self.ln_det
+    }
+}
+
+/// The weighted predictive has the kernel's form with a real count, so the kernel's sweep
+/// cache holds it as it holds a statistic's (no member weights: SVA never takes a point out).
+impl NwPredictive for SoftNw {
+    fn predictive_cache(&self) -> (&[f64], &[f64], &[f64], [f64; 3]) {
+        (
+            &self.chol,
+            &self.centre,
+            &self.inv_diag,
+            [self.pred_offset, self.pred_power, self.pred_scale],
+        )
+    }
+
+    fn member_constants(&self) -> [f64; 3] {
+        [f64::NAN; 3]
     }
 }
 
@@ -104,6 +122,29 @@ fn refresh(k: &NormalWishart, s: &mut SoftNw) {
     for (j, v) in s.inv_diag.iter_mut().enumerate() {
         *v = 1.0 / s.chol[j * d + j];
     }
+}
+
+/// The rank-1 update of the factor of `Ψ_w` by `v` for the dimension `D`, returning the
+/// change of `ln |Ψ_w|`: `p = L⁻¹v` by forward substitution with the cached reciprocal
+/// pivots, then the product-form update [`rank1_update_solved`], whose square roots do not
+/// wait on one another (the rotations of [`rank1_update`] are one dependent chain of square
+/// roots and divisions); the determinant grows by `1 + ‖p‖²` (matrix determinant lemma).
+/// Cost: `D²` multiply-adds, `D` square roots and divisions, one `ln_1p`.
+fn update_solved<const D: usize>(s: &mut SoftNw, v: &[f64]) -> f64 {
+    let v: &[f64; D] = v.try_into().expect("D values");
+    let chol = &s.chol[..D * D];
+    let mut p = [0.0f64; D];
+    let mut p2 = 0.0;
+    for j in 0..D {
+        let mut a = v[j];
+        for k in 0..j {
+            a -= chol[k * D + j] * p[k];
+        }
+        p[j] = a * s.inv_diag[j];
+        p2 += p[j] * p[j];
+    }
+    rank1_update_solved::<D>(&mut s.chol, &p, v);
+    p2.ln_1p()
 }
 
 /// Rebuilds the factor of `Ψ_w = Ψ + M₂ + (r w/(r + w)) x̄ x̄ᵀ` from the statistics
@@ -212,15 +253,17 @@ impl SvaKernel for NormalWishart {
     }
 
     /// Weighted Welford step of (w, x̄, M₂) and the rank-1 update of the factor by
-    /// `√(ρ r_w/(r_w + ρ)) (y - ξ_w)`. Cost: O(d²) and two `ln Γ`; one O(d) scratch vector
-    /// on the stack for d ≤ 64.
+    /// `√(ρ r_w/(r_w + ρ)) (y - ξ_w)` (the product form for d ≤ 8, [`update_solved`]). Cost:
+    /// O(d²) and two `ln Γ`; one O(d) scratch vector, on the stack for d ≤ 8.
     fn soft_add(&self, s: &mut SoftNw, p: &Vec<f64>, weight: f64) {
         let d = self.dim();
         let rw = self.hyper().r() + s.w;
         let scale = (weight * rw / (rw + weight)).sqrt();
-        let mut buf = [0.0f64; 64];
+        // On the stack for the unrolled dimensions (a larger zeroed array costs a memset per
+        // call, which at d ≤ 8 is comparable to the update).
+        let mut buf = [0.0f64; 8];
         let mut heap = Vec::new();
-        let v: &mut [f64] = if d <= 64 {
+        let v: &mut [f64] = if d <= buf.len() {
             &mut buf[..d]
         } else {
             heap.resize(d, 0.0);
@@ -229,7 +272,17 @@ impl SvaKernel for NormalWishart {
         for ((v, &y), &c) in v.iter_mut().zip(p).zip(&s.centre) {
             *v = scale * (y - c);
         }
-        let delta = rank1_update(&mut s.chol, d, v);
+        let delta = match d {
+            1 => update_solved::<1>(s, v),
+            2 => update_solved::<2>(s, v),
+            3 => update_solved::<3>(s, v),
+            4 => update_solved::<4>(s, v),
+            5 => update_solved::<5>(s, v),
+            6 => update_solved::<6>(s, v),
+            7 => update_solved::<7>(s, v),
+            8 => update_solved::<8>(s, v),
+            _ => rank1_update(&mut s.chol, d, v),
+        };
         let w_new = s.w + weight;
         let between = weight * s.w / w_new;
         for j in 0..d {
@@ -310,5 +363,10 @@ impl SvaKernel for NormalWishart {
             mean: s.centre.iter().zip(h.xi()).map(|(c, x)| c + x).collect(),
             psi,
         }
+    }
+
+    /// The kernel's sweep cache ([`crate::kernel::nw_sweep`]), holding soft statistics.
+    fn soft_sweep_cache(&self) -> Option<Box<dyn SweepCache<SoftNw>>> {
+        Some(Box::new(NwSweepCache::new(self)))
     }
 }
