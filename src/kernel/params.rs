@@ -82,7 +82,7 @@ pub trait ParametricKernel: ConjugateKernel {
     /// weigh point `first` again (finite values, not to be read). `out` is resized to
     /// `offsets.len() · BLOCK`. Equal to `offsets[k] + ln_f` up to rounding in the last bits,
     /// and identical at every [`crate::simd::Level`]. Normal-Wishart computes it in vectors
-    /// with the points in lanes ([`super::nw_lanes`]); the default calls
+    /// with the points in lanes (the kernel's `nw_lanes` module); the default calls
     /// [`ParametricKernel::ln_f`] per pair. Cost: one likelihood per (point, component).
     fn ln_f_block(
         &self,
@@ -463,7 +463,7 @@ impl ParametricKernel for NormalWishart {
             }
     }
 
-    /// The points in vector lanes ([`super::nw_lanes`]): their centred coordinates gathered
+    /// The points in vector lanes (the `nw_lanes` module): their centred coordinates gathered
     /// once per block, then `d(d+3)/2 + 1` multiply-adds per (point, component) across the
     /// lanes.
     fn ln_f_block(

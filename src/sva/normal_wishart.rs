@@ -253,7 +253,7 @@ impl SvaKernel for NormalWishart {
     }
 
     /// Weighted Welford step of (w, x̄, M₂) and the rank-1 update of the factor by
-    /// `√(ρ r_w/(r_w + ρ)) (y - ξ_w)` (the product form for d ≤ 8, [`update_solved`]). Cost:
+    /// `√(ρ r_w/(r_w + ρ)) (y - ξ_w)` (the product form for d ≤ 8, `update_solved`). Cost:
     /// O(d²) and two `ln Γ`; one O(d) scratch vector, on the stack for d ≤ 8.
     fn soft_add(&self, s: &mut SoftNw, p: &Vec<f64>, weight: f64) {
         let d = self.dim();
@@ -365,7 +365,7 @@ impl SvaKernel for NormalWishart {
         }
     }
 
-    /// The kernel's sweep cache ([`crate::kernel::nw_sweep`]), holding soft statistics.
+    /// The kernel's own sweep cache, which holds soft statistics as it holds the kernel's.
     fn soft_sweep_cache(&self) -> Option<Box<dyn SweepCache<SoftNw>>> {
         Some(Box::new(NwSweepCache::new(self)))
     }

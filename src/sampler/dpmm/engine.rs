@@ -154,10 +154,11 @@ struct BlockScratch<S> {
 /// blocks: for each block of up to [`BLOCK`] consecutive points from `j0`,
 /// `weigh(own, j0, count, w)` writes point `j0 + b`'s log weight of option `e` into
 /// `w[e · BLOCK + b]` for `options` options (lanes past `count` finite, not read); the
-/// block's draws are prepared together ([`BlockDraws`]) and picked in position order, each
-/// from one open uniform, and `then(j, z, &mut out[j], rng)` runs after point `j`'s draw `z`
-/// (it may draw more from the same stream; a pass whose `then` draws is only independent of
-/// how the sequence is cut when `first = 0`). `own()` makes one per-run scratch for `weigh`.
+/// block's draws are prepared together (the chooser's block draws) and picked in position
+/// order, each from one open uniform, and `then(j, z, &mut out[j], rng)` runs after point
+/// `j`'s draw `z` (it may draw more from the same stream; a pass whose `then` draws is only
+/// independent of how the sequence is cut when `first = 0`). `own()` makes one per-run
+/// scratch for `weigh`.
 /// Each point's draw is that of [`crate::chooser::Chooser::choose_log_wide`] from its own
 /// weights, so it does not depend on the block it falls in, the thread count or the CPU's
 /// level. Errors when a point's weights are NaN or all `-∞`. Cost: `weigh` per block, one
