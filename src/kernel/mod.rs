@@ -9,6 +9,7 @@
 pub mod cholesky;
 pub mod diagonal;
 pub mod hyperprior;
+mod md_sweep;
 pub mod multinomial_dirichlet;
 pub mod normal_wishart;
 mod nw_lanes;

@@ -16,6 +16,8 @@
 use std::sync::Arc;
 
 use super::hyperprior::{HyperKernel, KernelHyper};
+use super::md_sweep::{MdSweepCache, MAX_VOCAB};
+use super::sweep_cache::SweepCache;
 use super::ConjugateKernel;
 use crate::data::SparseCounts;
 use crate::error::{Error, Result};
@@ -253,6 +255,11 @@ impl MultinomialDirichlet {
         let terms = self.doc_terms(counts);
         let doc = Doc { ids, counts };
         Ok(self.ln_predictive_terms(&terms, doc, s))
+    }
+
+    /// The table of `T(k) = ln Γ(β + k) - ln Γ(β)` for small `k`, as the sweep cache reads it.
+    pub(crate) fn word_table(&self) -> &Arc<[f64]> {
+        &self.word_table
     }
 
     /// Document `i`'s log multinomial coefficient `ln Γ(N_i+1) - Σ_w ln Γ(y_iw+1)`
@@ -517,6 +524,13 @@ impl ConjugateKernel for MultinomialDirichlet {
     /// `ln Γ`, no allocation.
     fn ln_predictive(&self, i: usize, s: &MdStat) -> f64 {
         self.ln_predictive_terms(&self.docs[i], self.doc(i), s)
+    }
+
+    /// The dense-count cache of [`super::md_sweep`] for vocabularies of at most 65,536 words
+    /// (a row of counts per cluster, 4 bytes a word); none above.
+    fn sweep_cache(&self) -> Option<Box<dyn SweepCache<MdStat>>> {
+        (self.hyper.vocab <= MAX_VOCAB)
+            .then(|| Box::new(MdSweepCache::new(self)) as Box<dyn SweepCache<MdStat>>)
     }
 }
 
