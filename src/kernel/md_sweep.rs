@@ -12,11 +12,12 @@
 //! predictive of a member without itself, from the same counts, is
 //! `c_y + ln Γ(Vβ + N - n) - ln Γ(Vβ + N) + Σ_{w ∈ y} [T(C_w) - T(C_w - y_w)]`.
 //!
-//! Entry `e` holds its counts in row `e` of a table of `V` counts per entry, with the list of
-//! the words it holds (to clear the row when the entry changes). Setting an entry costs
-//! O(words of the old and the new statistic); inserting or removing one moves the rows after
-//! it (O(entries · V)). Memory: `4 V` bytes per entry, so the kernel offers the cache only for
-//! vocabularies of at most [`MAX_VOCAB`] words.
+//! Each entry holds its counts in a row of `V` counts, with the list of the words it holds
+//! (to clear the row when the entry changes); rows are reached through the entry's row index,
+//! so inserting or removing an entry moves a few numbers per entry, never a row (a freed row
+//! is cleared and reused). Setting an entry costs O(words of the old and the new statistic).
+//! Memory: `4 V` bytes per row, so the kernel offers the cache only for vocabularies of at
+//! most [`MAX_VOCAB`] words.
 
 use std::sync::Arc;
 
@@ -48,12 +49,17 @@ pub(crate) struct MdSweepCache {
     entries: usize,
     entry_of: Vec<usize>,
     slot_at: Vec<usize>,
-    /// Row-major counts, `counts[e · vocab + w]`.
+    /// Row-major counts, `counts[r · vocab + w]` for row `r`.
     counts: Vec<u32>,
-    /// Each entry's word ids (the non-zero columns of its row).
+    /// Each row's word ids (its non-zero columns).
     ids: Vec<Vec<u32>>,
-    /// Each entry's total count, statistic size, join term and member term.
+    /// Rows without an entry (all zero).
+    free_rows: Vec<usize>,
+    /// Each entry's row, total count `N`, `ln Γ(Vβ + N)`, statistic size, join term and
+    /// member term.
+    row: Vec<usize>,
     total: Vec<u64>,
+    ln_gamma_total: Vec<f64>,
     size: Vec<usize>,
     join: Vec<f64>,
     member_join: Vec<f64>,
@@ -91,7 +97,10 @@ impl MdSweepCache {
             slot_at: Vec::new(),
             counts: Vec::new(),
             ids: Vec::new(),
+            free_rows: Vec::new(),
+            row: Vec::new(),
             total: Vec::new(),
+            ln_gamma_total: Vec::new(),
             size: Vec::new(),
             join: Vec::new(),
             member_join: Vec::new(),
@@ -110,19 +119,25 @@ impl MdSweepCache {
         }
     }
 
+    /// Entry `e`'s counts.
+    #[inline]
+    fn counts_of(&self, e: usize) -> &[u32] {
+        let r = self.row[e];
+        &self.counts[r * self.vocab..(r + 1) * self.vocab]
+    }
+
     /// The weight of data point `i` against entry `e` (cluster entries only).
     fn weight(&self, i: usize, e: usize) -> f64 {
         let (ids, counts) = self.data.row(i);
         let (c_y, n) = self.doc_norm[i];
-        let row = &self.counts[e * self.vocab..(e + 1) * self.vocab];
+        let row = self.counts_of(e);
         let mut words = 0.0;
         for (&w, &y) in ids.iter().zip(counts) {
             let c = row[w as usize];
             words += self.t(c + y) - self.t(c);
         }
         let big_n = self.total[e] as f64;
-        self.join[e] + c_y + ln_gamma(self.v_beta + big_n)
-            - ln_gamma(self.v_beta + big_n + n as f64)
+        self.join[e] + c_y + self.ln_gamma_total[e] - ln_gamma(self.v_beta + big_n + n as f64)
             + words
     }
 
@@ -142,7 +157,7 @@ impl MdSweepCache {
         }
         let (ids, counts) = self.data.row(i);
         let (c_y, n) = self.doc_norm[i];
-        let row = &self.counts[e * self.vocab..(e + 1) * self.vocab];
+        let row = self.counts_of(e);
         let mut words = 0.0;
         for (&w, &y) in ids.iter().zip(counts) {
             let c = row[w as usize];
@@ -152,28 +167,39 @@ impl MdSweepCache {
         let big_n = self.total[e] as f64;
         Some(
             self.member_join[e] + c_y + ln_gamma(self.v_beta + big_n - n as f64)
-                - ln_gamma(self.v_beta + big_n)
+                - self.ln_gamma_total[e]
                 + words,
         )
     }
 
-    /// Clears row `e` (the words it holds).
-    fn clear_row(&mut self, e: usize) {
-        let row = &mut self.counts[e * self.vocab..(e + 1) * self.vocab];
-        for &w in &self.ids[e] {
+    /// Clears row `r` (the words it holds).
+    fn clear_row(&mut self, r: usize) {
+        let row = &mut self.counts[r * self.vocab..(r + 1) * self.vocab];
+        for &w in &self.ids[r] {
             row[w as usize] = 0;
         }
-        self.ids[e].clear();
+        self.ids[r].clear();
+    }
+
+    /// A clear row: a freed one, or a new one.
+    fn take_row(&mut self) -> usize {
+        self.free_rows.pop().unwrap_or_else(|| {
+            self.counts.resize(self.counts.len() + self.vocab, 0);
+            self.ids.push(Vec::new());
+            self.ids.len() - 1
+        })
     }
 
     /// Writes `stat` and `terms` into entry `e`, whose row is clear.
     fn write(&mut self, e: usize, stat: &MdStat, terms: EntryTerms) {
-        let row = &mut self.counts[e * self.vocab..(e + 1) * self.vocab];
+        let r = self.row[e];
+        let row = &mut self.counts[r * self.vocab..(r + 1) * self.vocab];
         for &(w, c) in stat.words() {
             row[w as usize] = c;
         }
-        self.ids[e].extend(stat.words().iter().map(|&(w, _)| w));
+        self.ids[r].extend(stat.words().iter().map(|&(w, _)| w));
         self.total[e] = stat.total();
+        self.ln_gamma_total[e] = ln_gamma(self.v_beta + stat.total() as f64);
         self.size[e] = stat.len();
         self.join[e] = terms.join;
         self.member_join[e] = terms.member;
@@ -190,8 +216,16 @@ impl MdSweepCache {
 impl SweepCache<MdStat> for MdSweepCache {
     fn reset(&mut self) {
         for e in 0..self.entries {
-            self.clear_row(e);
+            let r = self.row[e];
+            self.clear_row(r);
+            self.free_rows.push(r);
         }
+        self.row.clear();
+        self.total.clear();
+        self.ln_gamma_total.clear();
+        self.size.clear();
+        self.join.clear();
+        self.member_join.clear();
         self.entries = 0;
         self.entry_of.clear();
         self.slot_at.clear();
@@ -207,43 +241,33 @@ impl SweepCache<MdStat> for MdSweepCache {
                     }
                     let e = self.slot_at.partition_point(|&s| s < slot);
                     self.entries += 1;
-                    if self.counts.len() < self.entries * self.vocab {
-                        self.counts.resize(self.entries * self.vocab, 0);
-                        self.ids.push(Vec::new());
-                        self.total.push(0);
-                        self.size.push(0);
-                        self.join.push(f64::NEG_INFINITY);
-                        self.member_join.push(f64::NAN);
-                    }
-                    // The rows from e on move back by one: the last (clear) row comes to e.
-                    let v = self.vocab;
-                    self.counts[e * v..self.entries * v].rotate_right(v);
-                    self.ids[e..self.entries].rotate_right(1);
-                    self.total[e..self.entries].rotate_right(1);
-                    self.size[e..self.entries].rotate_right(1);
-                    self.join[e..self.entries].rotate_right(1);
-                    self.member_join[e..self.entries].rotate_right(1);
+                    let r = self.take_row();
+                    self.row.insert(e, r);
+                    self.total.insert(e, 0);
+                    self.ln_gamma_total.insert(e, 0.0);
+                    self.size.insert(e, 0);
+                    self.join.insert(e, f64::NEG_INFINITY);
+                    self.member_join.insert(e, f64::NAN);
                     self.slot_at.insert(e, slot);
                     self.renumber(e);
                     e
                 } else {
-                    self.clear_row(e);
+                    self.clear_row(self.row[e]);
                     e
                 };
                 self.write(e, stat, terms);
             }
             None if e != NO_ENTRY => {
-                // The entry's row is cleared and moves to the end; the rows after it move
-                // forward by one.
-                self.clear_row(e);
+                // The entry's row is cleared and freed; the entries after it move forward.
+                let r = self.row.remove(e);
+                self.clear_row(r);
+                self.free_rows.push(r);
                 self.entry_of[slot] = NO_ENTRY;
-                let v = self.vocab;
-                self.counts[e * v..self.entries * v].rotate_left(v);
-                self.ids[e..self.entries].rotate_left(1);
-                self.total[e..self.entries].rotate_left(1);
-                self.size[e..self.entries].rotate_left(1);
-                self.join[e..self.entries].rotate_left(1);
-                self.member_join[e..self.entries].rotate_left(1);
+                self.total.remove(e);
+                self.ln_gamma_total.remove(e);
+                self.size.remove(e);
+                self.join.remove(e);
+                self.member_join.remove(e);
                 self.entries -= 1;
                 self.slot_at.remove(e);
                 self.renumber(e);
@@ -314,7 +338,7 @@ mod tests {
     /// Every entry weighs as `ln_a + ln_predictive`, and a member without itself as
     /// `b + ln_predictive` of its cluster without it, to rounding: entries in slot order
     /// whatever the order their slots were set in, none for a removed one, re-set entries
-    /// (a row cleared and rewritten), the new cluster last, and a block the same as single
+    /// (a row cleared and rewritten), a freed row reused, the new cluster last, and a block the same as single
     /// points.
     #[test]
     fn weights_are_the_kernels_predictives() {
@@ -343,16 +367,19 @@ mod tests {
             cache.set(3 * c, Some((&stats[0], terms(0))));
             cache.set(3 * c, Some((&stats[c], terms(c))));
         }
+        // Slot 6 (statistic 2) removed, its row reused by slot 1.
         cache.set(6, None);
-        assert_eq!(cache.entry_slots(), &[0, 3, 9, 12, 15]);
         assert_eq!(cache.entry_of(6), None);
-        let stat_of = [0usize, 1, 3, 4, 5];
+        cache.set(1, Some((&stats[2], terms(2))));
+        assert_eq!(cache.entry_slots(), &[0, 1, 3, 9, 12, 15]);
+        let stat_of = [0usize, 2, 1, 3, 4, 5];
+        let slot_of = |c: usize| if c == 2 { 1 } else { 3 * c };
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-10 * b.abs().max(1.0);
         let mut w = Vec::new();
         let mut block = Vec::new();
         for i in 0..24 {
             cache.weigh(i, &mut w);
-            assert_eq!(w.len(), 6);
+            assert_eq!(w.len(), 7);
             for (e, &c) in stat_of.iter().enumerate() {
                 let want = terms(c).join + kernel.ln_predictive(i, &stats[c]);
                 assert!(
@@ -369,13 +396,13 @@ mod tests {
                 }
             }
             let want = -0.75 + kernel.ln_predictive(i, &kernel.empty_stat());
-            assert!(close(w[5], want), "point {i}, new cluster");
+            assert!(close(w[6], want), "point {i}, new cluster");
             cache.weigh_block(&[i, (i + 1) % 24], &mut block);
             for (e, &x) in w.iter().enumerate() {
                 assert_eq!(block[e * BLOCK].to_bits(), x.to_bits());
             }
-            if i % 6 != 2 {
-                let slot = 3 * (i % 6);
+            {
+                let slot = slot_of(i % 6);
                 let mut own = [0; BLOCK];
                 let mut out = [0.0; BLOCK];
                 cache.block_members(&[slot], &mut own, &mut out);

@@ -526,8 +526,8 @@ impl ConjugateKernel for MultinomialDirichlet {
         self.ln_predictive_terms(&self.docs[i], self.doc(i), s)
     }
 
-    /// The dense-count cache of [`super::md_sweep`] for vocabularies of at most 65,536 words
-    /// (a row of counts per cluster, 4 bytes a word); none above.
+    /// The dense-count sweep cache (a row of counts per cluster, 4 bytes a word) for
+    /// vocabularies of at most 65,536 words; none above (the sparse predictive then).
     fn sweep_cache(&self) -> Option<Box<dyn SweepCache<MdStat>>> {
         (self.hyper.vocab <= MAX_VOCAB)
             .then(|| Box::new(MdSweepCache::new(self)) as Box<dyn SweepCache<MdStat>>)
