@@ -19,50 +19,41 @@
 //! Memory: `4 V` bytes per row, so the kernel offers the cache only for vocabularies of at
 //! most [`MAX_VOCAB`] words.
 
-use std::sync::Arc;
-
 use super::multinomial_dirichlet::{MdStat, MultinomialDirichlet};
-use super::sweep_cache::{EntryTerms, SweepCache, BLOCK};
-use crate::data::SparseCounts;
+use super::sweep_cache::{EntrySlots, EntryTerms, SweepCache, BLOCK};
 use crate::math::ln_gamma;
 
 /// The largest vocabulary the kernel offers a sweep cache for: a row of counts is then at
 /// most 256 KiB.
 pub(crate) const MAX_VOCAB: usize = 1 << 16;
 
-/// Marks a slot without an entry.
-const NO_ENTRY: usize = usize::MAX;
+/// One cluster entry: its row of counts, total count `N` with `ln Γ(Vβ + N)`, size, and
+/// join and member terms.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    row: usize,
+    total: u64,
+    ln_gamma_total: f64,
+    size: usize,
+    join: f64,
+    member: f64,
+}
 
 /// The Multinomial-Dirichlet sweep cache (see the module documentation).
 #[derive(Debug)]
 pub(crate) struct MdSweepCache {
-    data: Arc<SparseCounts>,
+    /// The kernel (its data, word table and per-document terms are shared, not copied).
+    kernel: MultinomialDirichlet,
     vocab: usize,
-    beta: f64,
-    ln_gamma_beta: f64,
-    v_beta: f64,
-    /// `T(k)` for small `k` (the kernel's table).
-    word_table: Arc<[f64]>,
-    /// Each data document's log multinomial coefficient and total.
-    doc_norm: Arc<[(f64, u64)]>,
-    /// Cluster entries; the new cluster's follows them.
-    entries: usize,
-    entry_of: Vec<usize>,
-    slot_at: Vec<usize>,
+    /// The cluster entries' slots; the new cluster's entry follows them.
+    slots: EntrySlots,
+    entries: Vec<Entry>,
     /// Row-major counts, `counts[r · vocab + w]` for row `r`.
     counts: Vec<u32>,
     /// Each row's word ids (its non-zero columns).
     ids: Vec<Vec<u32>>,
     /// Rows without an entry (all zero).
     free_rows: Vec<usize>,
-    /// Each entry's row, total count `N`, `ln Γ(Vβ + N)`, statistic size, join term and
-    /// member term.
-    row: Vec<usize>,
-    total: Vec<u64>,
-    ln_gamma_total: Vec<f64>,
-    size: Vec<usize>,
-    join: Vec<f64>,
-    member_join: Vec<f64>,
     /// The new cluster's join term.
     new_join: f64,
     /// The last point weighed by `weigh`, and the points of the last block.
@@ -72,113 +63,74 @@ pub(crate) struct MdSweepCache {
 
 impl MdSweepCache {
     pub(crate) fn new(kernel: &MultinomialDirichlet) -> Self {
-        let data = kernel.data().clone();
-        let doc_norm: Arc<[(f64, u64)]> = (0..data.n())
-            .map(|i| {
-                let (_, counts) = data.row(i);
-                (
-                    kernel.doc_ln_multinomial_coef(i),
-                    counts.iter().map(|&c| u64::from(c)).sum(),
-                )
-            })
-            .collect();
-        let beta = kernel.hyper().beta();
-        let vocab = kernel.hyper().vocab();
         MdSweepCache {
-            data,
-            vocab,
-            beta,
-            ln_gamma_beta: ln_gamma(beta),
-            v_beta: vocab as f64 * beta,
-            word_table: kernel.word_table().clone(),
-            doc_norm,
-            entries: 0,
-            entry_of: Vec::new(),
-            slot_at: Vec::new(),
+            kernel: kernel.clone(),
+            vocab: kernel.hyper().vocab(),
+            slots: EntrySlots::default(),
+            entries: Vec::new(),
             counts: Vec::new(),
             ids: Vec::new(),
             free_rows: Vec::new(),
-            row: Vec::new(),
-            total: Vec::new(),
-            ln_gamma_total: Vec::new(),
-            size: Vec::new(),
-            join: Vec::new(),
-            member_join: Vec::new(),
             new_join: f64::NEG_INFINITY,
             last: 0,
             block: [0; BLOCK],
         }
     }
 
-    /// `T(k)`, from the table when `k` is small.
+    /// `Σ_{w ∈ y_i} term(C_w, y_w)` over document `i`'s words against entry `e`'s counts.
     #[inline]
-    fn t(&self, k: u32) -> f64 {
-        match self.word_table.get(k as usize) {
-            Some(&v) => v,
-            None => ln_gamma(self.beta + f64::from(k)) - self.ln_gamma_beta,
-        }
-    }
-
-    /// Entry `e`'s counts.
-    #[inline]
-    fn counts_of(&self, e: usize) -> &[u32] {
-        let r = self.row[e];
-        &self.counts[r * self.vocab..(r + 1) * self.vocab]
+    fn word_sum(&self, i: usize, e: usize, term: impl Fn(u64, u64) -> f64) -> f64 {
+        let (ids, counts) = self.kernel.data().row(i);
+        let r = self.entries[e].row;
+        let row = &self.counts[r * self.vocab..(r + 1) * self.vocab];
+        ids.iter()
+            .zip(counts)
+            .map(|(&w, &y)| term(u64::from(row[w as usize]), u64::from(y)))
+            .sum()
     }
 
     /// The weight of data point `i` against entry `e` (cluster entries only).
     fn weight(&self, i: usize, e: usize) -> f64 {
-        let (ids, counts) = self.data.row(i);
-        let (c_y, n) = self.doc_norm[i];
-        let row = self.counts_of(e);
-        let mut words = 0.0;
-        for (&w, &y) in ids.iter().zip(counts) {
-            let c = row[w as usize];
-            words += self.t(c + y) - self.t(c);
-        }
-        let big_n = self.total[e] as f64;
-        self.join[e] + c_y + self.ln_gamma_total[e] - ln_gamma(self.v_beta + big_n + n as f64)
-            + words
-    }
-
-    /// The weight of data point `i` against the new cluster's (empty) entry.
-    fn new_weight(&self, i: usize) -> f64 {
-        let (ids, counts) = self.data.row(i);
-        let (c_y, n) = self.doc_norm[i];
-        let words: f64 = counts.iter().zip(ids).map(|(&y, _)| self.t(y)).sum();
-        self.new_join + c_y + ln_gamma(self.v_beta) - ln_gamma(self.v_beta + n as f64) + words
+        let k = &self.kernel;
+        let (n, c_y, _) = k.doc_terms_of(i);
+        let words = self.word_sum(i, e, |c, y| k.t(c + y) - k.t(c));
+        let x = &self.entries[e];
+        x.join + c_y + x.ln_gamma_total - ln_gamma(k.v_beta() + (x.total + n) as f64) + words
     }
 
     /// The weight of member `i` of entry `e` without itself, or `None` when the entry's
     /// cluster has fewer than two points.
     fn member_weight(&self, i: usize, e: usize) -> Option<f64> {
-        if self.size[e] < 2 || self.member_join[e].is_nan() {
+        let x = &self.entries[e];
+        if x.size < 2 || x.member.is_nan() {
             return None;
         }
-        let (ids, counts) = self.data.row(i);
-        let (c_y, n) = self.doc_norm[i];
-        let row = self.counts_of(e);
-        let mut words = 0.0;
-        for (&w, &y) in ids.iter().zip(counts) {
-            let c = row[w as usize];
+        let k = &self.kernel;
+        let (n, c_y, _) = k.doc_terms_of(i);
+        let words = self.word_sum(i, e, |c, y| {
             debug_assert!(c >= y, "point {i} is not a member of entry {e}");
-            words += self.t(c) - self.t(c - y);
-        }
-        let big_n = self.total[e] as f64;
+            k.t(c) - k.t(c - y)
+        });
         Some(
-            self.member_join[e] + c_y + ln_gamma(self.v_beta + big_n - n as f64)
-                - self.ln_gamma_total[e]
-                + words,
+            x.member + c_y + ln_gamma(k.v_beta() + (x.total - n) as f64) - x.ln_gamma_total + words,
         )
     }
 
-    /// Clears row `r` (the words it holds).
-    fn clear_row(&mut self, r: usize) {
+    /// The weight of data point `i` against the new cluster's (empty) entry.
+    fn new_weight(&self, i: usize) -> f64 {
+        let k = &self.kernel;
+        let (n, c_y, ln_word) = k.doc_terms_of(i);
+        self.new_join + c_y + k.ln_gamma_v_beta() - ln_gamma(k.v_beta() + n as f64) + ln_word
+    }
+
+    /// Clears row `r` (the words it holds) and frees it.
+    fn free_row(&mut self, r: usize) {
         let row = &mut self.counts[r * self.vocab..(r + 1) * self.vocab];
         for &w in &self.ids[r] {
             row[w as usize] = 0;
         }
         self.ids[r].clear();
+        self.free_rows.push(r);
     }
 
     /// A clear row: a freed one, or a new one.
@@ -190,89 +142,51 @@ impl MdSweepCache {
         })
     }
 
-    /// Writes `stat` and `terms` into entry `e`, whose row is clear.
-    fn write(&mut self, e: usize, stat: &MdStat, terms: EntryTerms) {
-        let r = self.row[e];
+    /// An entry for `stat` with `terms` in a clear row.
+    fn entry(&mut self, stat: &MdStat, terms: EntryTerms) -> Entry {
+        let r = self.take_row();
         let row = &mut self.counts[r * self.vocab..(r + 1) * self.vocab];
         for &(w, c) in stat.words() {
             row[w as usize] = c;
         }
         self.ids[r].extend(stat.words().iter().map(|&(w, _)| w));
-        self.total[e] = stat.total();
-        self.ln_gamma_total[e] = ln_gamma(self.v_beta + stat.total() as f64);
-        self.size[e] = stat.len();
-        self.join[e] = terms.join;
-        self.member_join[e] = terms.member;
-    }
-
-    /// Records the entries of the slots from entry `from` on.
-    fn renumber(&mut self, from: usize) {
-        for (e, &slot) in self.slot_at.iter().enumerate().skip(from) {
-            self.entry_of[slot] = e;
+        Entry {
+            row: r,
+            total: stat.total(),
+            ln_gamma_total: ln_gamma(self.kernel.v_beta() + stat.total() as f64),
+            size: stat.len(),
+            join: terms.join,
+            member: terms.member,
         }
     }
 }
 
 impl SweepCache<MdStat> for MdSweepCache {
     fn reset(&mut self) {
-        for e in 0..self.entries {
-            let r = self.row[e];
-            self.clear_row(r);
-            self.free_rows.push(r);
+        for e in std::mem::take(&mut self.entries) {
+            self.free_row(e.row);
         }
-        self.row.clear();
-        self.total.clear();
-        self.ln_gamma_total.clear();
-        self.size.clear();
-        self.join.clear();
-        self.member_join.clear();
-        self.entries = 0;
-        self.entry_of.clear();
-        self.slot_at.clear();
+        self.slots.clear();
     }
 
     fn set(&mut self, slot: usize, entry: Option<(&MdStat, EntryTerms)>) {
-        let e = self.entry_of.get(slot).copied().unwrap_or(NO_ENTRY);
         match entry {
             Some((stat, terms)) => {
-                let e = if e == NO_ENTRY {
-                    if slot >= self.entry_of.len() {
-                        self.entry_of.resize(slot + 1, NO_ENTRY);
-                    }
-                    let e = self.slot_at.partition_point(|&s| s < slot);
-                    self.entries += 1;
-                    let r = self.take_row();
-                    self.row.insert(e, r);
-                    self.total.insert(e, 0);
-                    self.ln_gamma_total.insert(e, 0.0);
-                    self.size.insert(e, 0);
-                    self.join.insert(e, f64::NEG_INFINITY);
-                    self.member_join.insert(e, f64::NAN);
-                    self.slot_at.insert(e, slot);
-                    self.renumber(e);
-                    e
+                let new = self.entry(stat, terms);
+                if let Some(e) = self.slots.entry(slot) {
+                    let old = std::mem::replace(&mut self.entries[e], new);
+                    self.free_row(old.row);
                 } else {
-                    self.clear_row(self.row[e]);
-                    e
-                };
-                self.write(e, stat, terms);
+                    let e = self.slots.insert(slot);
+                    self.entries.insert(e, new);
+                }
             }
-            None if e != NO_ENTRY => {
-                // The entry's row is cleared and freed; the entries after it move forward.
-                let r = self.row.remove(e);
-                self.clear_row(r);
-                self.free_rows.push(r);
-                self.entry_of[slot] = NO_ENTRY;
-                self.total.remove(e);
-                self.ln_gamma_total.remove(e);
-                self.size.remove(e);
-                self.join.remove(e);
-                self.member_join.remove(e);
-                self.entries -= 1;
-                self.slot_at.remove(e);
-                self.renumber(e);
+            None => {
+                if let Some(e) = self.slots.remove(slot) {
+                    let old = self.entries.remove(e);
+                    self.free_row(old.row);
+                }
             }
-            None => {}
         }
     }
 
@@ -282,35 +196,36 @@ impl SweepCache<MdStat> for MdSweepCache {
     }
 
     fn entries(&self) -> usize {
-        self.entries
+        self.entries.len()
     }
 
     fn entry_slots(&self) -> &[usize] {
-        &self.slot_at
+        self.slots.slots()
     }
 
     fn entry_of(&self, slot: usize) -> Option<usize> {
-        self.entry_of.get(slot).copied().filter(|&e| e != NO_ENTRY)
+        self.slots.entry(slot)
     }
 
     fn weigh(&mut self, i: usize, out: &mut Vec<f64>) {
         out.clear();
-        out.extend((0..self.entries).map(|e| self.weight(i, e)));
+        out.extend((0..self.entries.len()).map(|e| self.weight(i, e)));
         out.push(self.new_weight(i));
         self.last = i;
     }
 
     fn weigh_block(&mut self, points: &[usize], out: &mut Vec<f64>) {
         debug_assert!(!points.is_empty() && points.len() <= BLOCK);
-        out.resize((self.entries + 1) * BLOCK, 0.0);
+        let entries = self.entries.len();
+        out.resize((entries + 1) * BLOCK, 0.0);
         for b in 0..BLOCK {
             // Lanes past the block repeat its first point: finite values, never read.
             let i = points.get(b).copied().unwrap_or(points[0]);
             self.block[b] = i;
-            for e in 0..self.entries {
+            for e in 0..entries {
                 out[e * BLOCK + b] = self.weight(i, e);
             }
-            out[self.entries * BLOCK + b] = self.new_weight(i);
+            out[entries * BLOCK + b] = self.new_weight(i);
         }
     }
 
@@ -322,8 +237,7 @@ impl SweepCache<MdStat> for MdSweepCache {
         debug_assert!(slots.len() <= BLOCK);
         out.fill(f64::NAN);
         for (b, &slot) in slots.iter().enumerate() {
-            let e = self.entry_of[slot];
-            debug_assert_ne!(e, NO_ENTRY, "slot {slot} has no entry");
+            let e = self.slots.entry(slot).expect("a slot with an entry");
             own[b] = e;
             out[b] = self.member_weight(self.block[b], e).unwrap_or(f64::NAN);
         }
@@ -332,7 +246,10 @@ impl SweepCache<MdStat> for MdSweepCache {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::data::SparseCounts;
     use crate::kernel::ConjugateKernel;
 
     /// Every entry weighs as `ln_a + ln_predictive`, and a member without itself as

@@ -257,9 +257,20 @@ impl MultinomialDirichlet {
         Ok(self.ln_predictive_terms(&terms, doc, s))
     }
 
-    /// The table of `T(k) = ln Γ(β + k) - ln Γ(β)` for small `k`, as the sweep cache reads it.
-    pub(crate) fn word_table(&self) -> &Arc<[f64]> {
-        &self.word_table
+    /// Data document `i`'s precomputed total, log multinomial coefficient and `Σ_w T(y_w)`.
+    pub(super) fn doc_terms_of(&self, i: usize) -> (u64, f64, f64) {
+        let d = &self.docs[i];
+        (d.total, d.ln_norm, d.ln_word)
+    }
+
+    /// `ln Γ(V β)`.
+    pub(super) fn ln_gamma_v_beta(&self) -> f64 {
+        self.ln_gamma_v_beta
+    }
+
+    /// `V β`, the Dirichlet's total concentration.
+    pub(super) fn v_beta(&self) -> f64 {
+        self.v_beta
     }
 
     /// Document `i`'s log multinomial coefficient `ln Γ(N_i+1) - Σ_w ln Γ(y_iw+1)`
@@ -270,7 +281,7 @@ impl MultinomialDirichlet {
 
     /// `T(k) = ln Γ(β + k) - ln Γ(β)`, from the table when `k` is small.
     #[inline]
-    fn t(&self, k: u64) -> f64 {
+    pub(super) fn t(&self, k: u64) -> f64 {
         match self.word_table.get(k as usize) {
             Some(&v) => v,
             None => ln_gamma(self.hyper.beta + k as f64) - self.ln_gamma_beta,

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use super::cholesky::DOWNDATE_MIN_DET_RATIO;
 use super::normal_wishart::{NormalWishart, NwStat};
-use super::sweep_cache::{EntryTerms, SweepCache, BLOCK, LANES};
+use super::sweep_cache::{EntrySlots, EntryTerms, SweepCache, BLOCK, LANES};
 use crate::simd::multiversion;
 use crate::vecmath;
 
@@ -56,9 +56,6 @@ impl NwPredictive for NwStat {
     }
 }
 
-/// Marks a slot without an entry in [`NwSweepCache::entry_of`].
-const NO_ENTRY: usize = usize::MAX;
-
 /// The Normal-Wishart sweep cache (see the module documentation).
 #[derive(Debug)]
 pub(crate) struct NwSweepCache {
@@ -67,12 +64,8 @@ pub(crate) struct NwSweepCache {
     centred: Arc<[f64]>,
     /// Values per entry.
     items: usize,
-    /// Cluster entries; the new cluster's entry is entry `entries`.
-    entries: usize,
-    /// The entry of each slot, [`NO_ENTRY`] for a slot without a cluster.
-    entry_of: Vec<usize>,
-    /// The slot of each cluster entry.
-    slot_at: Vec<usize>,
+    /// The cluster entries' slots; the new cluster's entry follows them.
+    slots: EntrySlots,
     /// Group-major table: value `t` of entry `e` at `table[(e / LANES) · items + t][e % LANES]`.
     table: Vec<[f64; LANES]>,
     /// The new cluster's values, rewritten when the entries before it change in number.
@@ -109,9 +102,7 @@ impl NwSweepCache {
             d,
             centred: kernel.centred_data().clone(),
             items,
-            entries: 0,
-            entry_of: Vec::new(),
-            slot_at: Vec::new(),
+            slots: EntrySlots::default(),
             table: Vec::new(),
             new_entry,
             scratch: vec![0.0; items],
@@ -130,7 +121,7 @@ impl NwSweepCache {
     pub(crate) fn weigh_centred(&mut self, y: &[f64], out: &mut Vec<f64>) {
         debug_assert_eq!(y.len(), self.d);
         weigh_point(
-            self.entries + 1,
+            self.slots.len() + 1,
             &self.table,
             self.items,
             y,
@@ -200,17 +191,15 @@ impl NwSweepCache {
         }
     }
 
-    /// Records the entries of the slots from entry `from` on (after a move).
-    fn renumber(&mut self, from: usize) {
-        for (e, &slot) in self.slot_at.iter().enumerate().skip(from) {
-            self.entry_of[slot] = e;
-        }
-    }
-
     /// Writes the new cluster's values into entry `entries` (behind the clusters).
     fn place_new(&mut self) {
-        self.grow_to(self.entries + 1);
-        write_entry(&mut self.table, self.items, self.entries, &self.new_entry);
+        self.grow_to(self.slots.len() + 1);
+        write_entry(
+            &mut self.table,
+            self.items,
+            self.slots.len(),
+            &self.new_entry,
+        );
     }
 }
 
@@ -272,57 +261,40 @@ fn member_weight(q: f64, [offset, power, scale]: [f64; 3]) -> f64 {
 impl<S: NwPredictive> SweepCache<S> for NwSweepCache {
     fn reset(&mut self) {
         self.table.clear();
-        self.entries = 0;
-        self.entry_of.clear();
-        self.slot_at.clear();
+        self.slots.clear();
         self.place_new();
     }
 
     fn set(&mut self, slot: usize, entry: Option<(&S, EntryTerms)>) {
-        let e = self.entry_of.get(slot).copied().unwrap_or(NO_ENTRY);
         match entry {
             Some((stat, terms)) => {
-                let e = if e == NO_ENTRY {
+                let e = self.slots.entry(slot).unwrap_or_else(|| {
                     // A new cluster entry at its place in slot order: the entries after it
                     // (and the new cluster's) move back by one.
-                    if slot >= self.entry_of.len() {
-                        self.entry_of.resize(slot + 1, NO_ENTRY);
-                    }
-                    let e = self.slot_at.partition_point(|&s| s < slot);
-                    self.entries += 1;
-                    self.grow_to(self.entries + 1);
-                    for from in (e..self.entries - 1).rev() {
+                    let e = self.slots.insert(slot);
+                    let entries = self.slots.len();
+                    self.grow_to(entries + 1);
+                    for from in (e..entries - 1).rev() {
                         self.copy_entry(from, from + 1);
                     }
-                    self.slot_at.insert(e, slot);
-                    self.renumber(e);
                     self.place_new();
                     e
-                } else {
-                    e
-                };
+                });
                 self.values(stat, terms);
                 write_entry(&mut self.table, self.items, e, &self.scratch);
             }
-            None if e != NO_ENTRY => {
-                // The entries after it (and the new cluster's) move forward by one, and the
-                // new cluster's old place is emptied.
-                self.entry_of[slot] = NO_ENTRY;
-                for from in e + 1..self.entries {
-                    self.copy_entry(from, from - 1);
+            None => {
+                if let Some(e) = self.slots.remove(slot) {
+                    // The entries after it (and the new cluster's) move forward by one, and
+                    // the new cluster's old place is emptied.
+                    let entries = self.slots.len();
+                    for from in e + 1..=entries {
+                        self.copy_entry(from, from - 1);
+                    }
+                    self.place_new();
+                    write_entry(&mut self.table, self.items, entries + 1, &self.empty_entry);
                 }
-                self.entries -= 1;
-                self.slot_at.remove(e);
-                self.renumber(e);
-                self.place_new();
-                write_entry(
-                    &mut self.table,
-                    self.items,
-                    self.entries + 1,
-                    &self.empty_entry,
-                );
             }
-            None => {}
         }
     }
 
@@ -337,22 +309,22 @@ impl<S: NwPredictive> SweepCache<S> for NwSweepCache {
     }
 
     fn entries(&self) -> usize {
-        self.entries
+        self.slots.len()
     }
 
     fn entry_slots(&self) -> &[usize] {
-        &self.slot_at
+        self.slots.slots()
     }
 
     fn entry_of(&self, slot: usize) -> Option<usize> {
-        self.entry_of.get(slot).copied().filter(|&e| e != NO_ENTRY)
+        self.slots.entry(slot)
     }
 
     fn weigh(&mut self, i: usize, out: &mut Vec<f64>) {
         let d = self.d;
         let y = &self.centred[i * d..(i + 1) * d];
         weigh_point(
-            self.entries + 1,
+            self.slots.len() + 1,
             &self.table,
             self.items,
             y,
@@ -366,7 +338,7 @@ impl<S: NwPredictive> SweepCache<S> for NwSweepCache {
         debug_assert!(points.len() <= BLOCK);
         let d = self.d;
         // Every value is written below.
-        out.resize((self.entries + 1) * BLOCK, 0.0);
+        out.resize((self.slots.len() + 1) * BLOCK, 0.0);
         self.block_q.resize(out.len(), 0.0);
         // Lanes without a point repeat the first point: finite values, never read.
         for (b, &i) in points
@@ -400,8 +372,7 @@ impl<S: NwPredictive> SweepCache<S> for NwSweepCache {
         let mut q = [0.0; BLOCK];
         let mut constants = [[f64::NAN; BLOCK]; 3];
         for (b, &slot) in slots.iter().enumerate() {
-            let e = self.entry_of[slot];
-            debug_assert_ne!(e, NO_ENTRY, "slot {slot} has no entry");
+            let e = self.slots.entry(slot).expect("a slot with an entry");
             own[b] = e;
             q[b] = self.block_q[e * BLOCK + b];
             let group = &self.table[e / LANES * self.items..][..self.items];

@@ -99,6 +99,74 @@ pub trait SweepCache<S>: Send + Sync + std::fmt::Debug {
     fn block_members(&self, slots: &[usize], own: &mut [usize; BLOCK], out: &mut [f64; BLOCK]);
 }
 
+/// Marks a slot without an entry in [`EntrySlots`].
+const NO_ENTRY: usize = usize::MAX;
+
+/// The slot ↔ entry map of a [`SweepCache`]: one entry per slot that has one, kept in slot
+/// order (see [`SweepCache`]). Cost: O(1) to look up, O(entries) to insert or remove.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EntrySlots {
+    /// The entry of each slot, `NO_ENTRY` for a slot without one.
+    entry_of: Vec<usize>,
+    /// The slot of each entry.
+    slot_at: Vec<usize>,
+}
+
+impl EntrySlots {
+    /// No entries.
+    pub(crate) fn clear(&mut self) {
+        self.entry_of.clear();
+        self.slot_at.clear();
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.slot_at.len()
+    }
+
+    /// The slot of each entry, in entry order.
+    pub(crate) fn slots(&self) -> &[usize] {
+        &self.slot_at
+    }
+
+    /// The entry of `slot`, if it has one.
+    #[inline]
+    pub(crate) fn entry(&self, slot: usize) -> Option<usize> {
+        self.entry_of.get(slot).copied().filter(|&e| e != NO_ENTRY)
+    }
+
+    /// Gives `slot` (which has no entry) an entry at its place in slot order and returns it;
+    /// the entries from there on move back by one.
+    pub(crate) fn insert(&mut self, slot: usize) -> usize {
+        debug_assert!(self.entry(slot).is_none(), "slot {slot} has an entry");
+        if slot >= self.entry_of.len() {
+            self.entry_of.resize(slot + 1, NO_ENTRY);
+        }
+        let e = self.slot_at.partition_point(|&s| s < slot);
+        self.slot_at.insert(e, slot);
+        self.renumber(e);
+        e
+    }
+
+    /// Takes `slot`'s entry away and returns it (`None` when it has none); the entries after
+    /// it move forward by one.
+    pub(crate) fn remove(&mut self, slot: usize) -> Option<usize> {
+        let e = self.entry(slot)?;
+        self.entry_of[slot] = NO_ENTRY;
+        self.slot_at.remove(e);
+        self.renumber(e);
+        Some(e)
+    }
+
+    /// Records the entries of the slots from entry `from` on.
+    fn renumber(&mut self, from: usize) {
+        for (e, &slot) in self.slot_at.iter().enumerate().skip(from) {
+            self.entry_of[slot] = e;
+        }
+    }
+}
+
 /// A sweep's cache for a kernel's statistic type, held without naming that type (the moves
 /// that use it are generic in their methods only), or none when the kernel has no
 /// [`SweepCache`]. Cloning gives none: a cache is scratch that its owner rebuilds at the
