@@ -18,7 +18,10 @@
 //!
 //! Both proposal families run (each proposal picks one by a fair coin), with the launch
 //! fitting its sub-clusters on the whole set and, in a second configuration, on a sample of
-//! 2 points (so the subsampled launch of large sets is covered too).
+//! 2 points (so the subsampled launch of large sets is covered too); a third configuration
+//! gives every set of more than one point the large-set proposals (spread anchors, restarts
+//! on a sample of 3 points, sides sharpened in both families), which the sampler otherwise
+//! makes only on sets of more than 1,024 points.
 
 use crate::support;
 
@@ -113,6 +116,31 @@ fn exact_move(sample: Option<usize>) -> Box<dyn Move<NormalWishart, Prior>> {
     match sample {
         Some(m) => Box::new(mv.with_launch_sample(m).unwrap()),
         None => Box::new(mv),
+    }
+}
+
+/// The exact move with the large-set proposals on every set of two points or more.
+fn large_set_move() -> Box<dyn Move<NormalWishart, Prior>> {
+    let mv = SubCluster::new(SubClusterOptions {
+        launch_iters: 2,
+        proposals: 2,
+    });
+    Box::new(
+        mv.with_launch_sample(2)
+            .unwrap()
+            .with_large_sets(1, 3)
+            .unwrap(),
+    )
+}
+
+#[test]
+fn one_step_of_the_large_set_proposals_stays_at_the_posterior() {
+    let dp: Prior = Dp::new(1.0).unwrap().into();
+    let nggp: Prior = Nggp::fixed(1.0, 0.5, 2.0).unwrap().into();
+    for (name, prior, seed) in [("DP", dp, 21), ("NGGP given u", nggp, 22)] {
+        let (x2, df) = one_step_chi2(prior, large_set_move, seed);
+        println!("{name}, large-set proposals: X² {x2:.1}, df {df}");
+        assert!(x2 <= bound(df), "X² {x2:.1} above {:.1}", bound(df));
     }
 }
 
