@@ -56,6 +56,7 @@ use crate::sampler::dpmm::engine::{
     draw_side, for_each_point_from, jump_shape, label_pass_from, side_log_probs, side_weights,
     CHUNK,
 };
+use crate::sampler::dpmm::subcluster::{LARGE_SET, SHARPEN};
 use crate::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 
 /// A kernel whose moments can travel between ranks and be turned into statistics.
@@ -558,6 +559,9 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
         let seed = if draw { self.rng.next_u64() } else { 0 };
         let mut out = vec![([0.0; 2], 0u8); members.len()];
         let (lp, th) = (ln_pi, &theta);
+        // A large set's sides sharpened as the threaded sampler's (see its large-set
+        // proposals): a function of |S| alone, so the same for a split and its merge.
+        let gamma = if n_s > LARGE_SET { SHARPEN } else { 1.0 };
         for_each_point_from(
             seed,
             lo as u64,
@@ -565,6 +569,7 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
             || (),
             |j, o, _, rng| {
                 let (w0, w1) = side_weights(kernel, members[j] as usize, &lp, th);
+                let (w0, w1) = (gamma * w0, gamma * w1);
                 *o = if draw {
                     let (side, ln_b) = draw_side(w0, w1, rng)?;
                     (ln_b, side)

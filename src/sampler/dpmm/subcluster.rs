@@ -137,6 +137,9 @@ const LAUNCH_RESTARTS: usize = 4;
 /// Points of the uniform sample of a large launch on which its restarts run.
 const RESTART_SAMPLE: usize = 1024;
 
+/// Points per parallel chunk of the scan that collects a large set's members.
+const SCAN_CHUNK: usize = 16_384;
+
 /// Length of the log-likelihood history of the "splittable" heuristic.
 const HISTORY: usize = 4;
 /// Tolerance of the "splittable" heuristic.
@@ -1385,15 +1388,29 @@ fn sorted_members<K: ParametricKernel>(
     let mut points = Vec::with_capacity(m);
     let mut sides = Vec::with_capacity(m);
     if m * 16 >= partition.n() {
-        for i in 0..partition.n() {
-            let s = partition.slot_of(i);
-            if s == slot {
-                points.push(i);
-                sides.push(0);
-            } else if Some(s) == other {
-                points.push(i);
-                sides.push(1);
-            }
+        // Chunks of the labels scanned in parallel and concatenated in chunk order: the
+        // same list as one scan, without a serial O(n) pass per proposal.
+        let n = partition.n();
+        let parts: Vec<Vec<(usize, u8)>> = (0..n.div_ceil(SCAN_CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                (c * SCAN_CHUNK..((c + 1) * SCAN_CHUNK).min(n))
+                    .filter_map(|i| {
+                        let s = partition.slot_of(i);
+                        if s == slot {
+                            Some((i, 0))
+                        } else if Some(s) == other {
+                            Some((i, 1))
+                        } else {
+                            None
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        for (i, v) in parts.into_iter().flatten() {
+            points.push(i);
+            sides.push(v);
         }
     } else {
         let mut tagged: Vec<(usize, u8)> = Vec::with_capacity(m);
