@@ -58,6 +58,7 @@ mod sampler_geweke;
 mod sampler_proposals;
 mod sampler_toy;
 mod sampler_tv;
+mod scale;
 mod suite;
 mod sva_cli;
 mod sva_fit;
