@@ -263,13 +263,19 @@ def read_labels(path: Path) -> np.ndarray:
     return np.loadtxt(path, dtype=np.int64, ndmin=1)
 
 
-def gap_stats(score: dict) -> dict:
+def gap_stats(score: dict, traced: dict[int, float] | None = None) -> dict:
     """From `nrmm loglik --run DIR --labels TRUTH --json`: the chains' final log joints minus
     the truth's, in nats (min and max over chains) and per point, and the best state's per
-    point (positive: the chain found a partition the model prefers to the truth)."""
+    point (positive: the chain found a partition the model prefers to the truth). A chain
+    stopped at the cap has no final labels: `traced` (chain -> its trace's last log joint)
+    stands in, when the run holds its hyperparameters fixed (the trace is then at the same
+    model as the scores)."""
     n = score["n"]
     truth = score["log_joint"]
-    finals = [c["log_joint"] for c in score["chains"] if c.get("log_joint") is not None]
+    traced = traced if traced and not score.get("resampled") else {}
+    finals = [c["log_joint"] if c.get("log_joint") is not None else traced.get(c.get("chain"))
+              for c in score["chains"]]
+    finals = [f for f in finals if f is not None]
     bests = [c["best_log_joint"] for c in score["chains"] if c.get("best_log_joint") is not None]
     out = {"truth_log_joint": truth}
     if finals:
@@ -278,6 +284,17 @@ def gap_stats(score: dict) -> dict:
                    gap_pp_max=max(gaps) / n)
     if bests:
         out["gap_best_pp"] = (max(bests) - truth) / n
+    return out
+
+
+def last_traced(run: Path) -> dict[int, float]:
+    """Each chain's last traced log joint (`chain-<i>/trace.csv`), by chain index."""
+    out = {}
+    for trace in sorted(run.glob("chain-*/trace.csv")):
+        lines = trace.read_text().splitlines()
+        if len(lines) >= 2:
+            col = lines[0].split(",").index("log_joint")
+            out[int(trace.parent.name.split("-")[1])] = float(lines[-1].split(",")[col])
     return out
 
 
@@ -303,17 +320,23 @@ def fit_nrmm(cfg: "Config", spec: SetSpec, x_path: Path, y_path: Path, truth: np
     cmd = nrmm_run_command(cfg.nrmm, x_path, out, method, cfg.nrmm_sweeps)
     child = run_child(cmd, cfg.work / f"{spec.name}.{method}.log", cfg.cap_s, True)
     res = child_row(child)
-    summary_path = out / "summary.json"
+    summary_path, estimate = out / "summary.json", out / "estimate.txt"
+    if child.status != "ok" and (out / "run.json").exists() and not summary_path.exists():
+        # A capped run: its chains' traces and draws so far, merged as `nrmm diagnose` does.
+        merged = out / "diagnosed"
+        r = subprocess.run([cfg.nrmm, "diagnose", str(out), "--out", str(merged)],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            summary_path, estimate = merged / "summary.json", merged / "estimate.txt"
     if summary_path.exists():
         res.update(summary_stats(json.loads(summary_path.read_text())))
-    estimate = out / "estimate.txt"
     if estimate.exists():
         res.update(cluster_scores(truth, read_labels(estimate)))
     if (out / "run.json").exists():
         scored = subprocess.run([cfg.nrmm, "loglik", "--run", str(out), "--labels", str(y_path),
                                  "--json"], capture_output=True, text=True)
         if scored.returncode == 0:
-            res.update(gap_stats(json.loads(scored.stdout)))
+            res.update(gap_stats(json.loads(scored.stdout), last_traced(out)))
         elif not res["error"]:
             res["error"] = "loglik: " + scored.stderr.strip()[:300]
     return res

@@ -126,6 +126,20 @@ class Scores(unittest.TestCase):
         self.assertAlmostEqual(g["gap_pp_max"], 0.02)
         self.assertAlmostEqual(g["gap_best_pp"], 0.025)
 
+    def test_trace_stands_in_for_a_stopped_chain_at_fixed_hyperparameters(self):
+        score = {"n": 10, "log_joint": -50.0, "resampled": [], "chains": [
+            {"chain": 0, "log_joint": -49.0}, {"chain": 1, "log_joint": None}]}
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "chain-1").mkdir()
+            (Path(d) / "chain-1" / "trace.csv").write_text(
+                "sweep,seconds,n_clusters,log_joint\n1,0.1,3,-60.0\n2,0.2,3,-52.0\n")
+            traced = sb.last_traced(Path(d))
+        self.assertEqual(traced, {1: -52.0})
+        g = sb.gap_stats(score, traced)
+        self.assertEqual((g["gap_min"], g["gap_max"]), (-2.0, 1.0))
+        score["resampled"] = ["alpha"]  # the trace is then at other hyperparameters
+        self.assertEqual(sb.gap_stats(score, traced)["gap_min"], 1.0)
+
     def test_summary_fields(self):
         s = sb.summary_stats({"diagnostics": {"log_joint": {"rhat": 1.002},
                                               "n_clusters": {"rhat": 1.5}},
