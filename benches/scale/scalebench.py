@@ -626,6 +626,18 @@ def read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def select(sets: list[SetSpec], names: list[str]) -> list[SetSpec]:
+    """The sets named: each name a set's full name, else a prefix of the names of those it
+    stands for; empty names (a trailing comma) stand for none."""
+    chosen = set()
+    for w in (w.strip() for w in names):
+        if not w:
+            continue
+        exact = [s.name for s in sets if s.name == w]
+        chosen.update(exact or [s.name for s in sets if s.name.startswith(w)])
+    return [s for s in sets if s.name in chosen]
+
+
 def merge(earlier: list[dict], new: list[dict]) -> list[dict]:
     """`earlier` rows with those of the same set and method replaced by `new`'s, in the order
     of the sets' list, then of the methods."""
@@ -679,8 +691,9 @@ def main(argv: list[str]) -> int:
 
     sets = quick_sets() if a.quick else SETS + (HUGE_SETS if a.huge else [])
     if a.sets:
-        wanted = a.sets.split(",")
-        sets = [s for s in sets if any(s.name.startswith(w) for w in wanted)]
+        sets = select(sets, a.sets.split(","))
+        if not sets:
+            ap.error(f"no set matches --sets {a.sets} (--list shows them)")
     if a.list:
         for s in sets:
             print(f"{s.name}: {s.n} x {s.d}, K = {s.k}, separation {s.sep}, "

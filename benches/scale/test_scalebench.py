@@ -66,6 +66,14 @@ class Data(unittest.TestCase):
         self.assertIn("g1e6-d2-k6", names)
 
 
+class Selection(unittest.TestCase):
+    def test_full_names_prefixes_and_stray_commas(self):
+        names = lambda sel: [s.name for s in sb.select(sb.SETS, sel)]
+        self.assertEqual(names(["g1e5-d8-k12", ""]), ["g1e5-d8-k12"])
+        self.assertEqual(names(["g1e5-d8"]), ["g1e5-d8-k12", "g1e5-d8-k12-overlap"])
+        self.assertEqual(names(["", " "]), [])
+
+
 class Commands(unittest.TestCase):
     def test_nrmm_runs_on_its_defaults(self):
         cmd = sb.nrmm_run_command("nrmm", Path("x.npy"), Path("o"), "nrmm", None)
