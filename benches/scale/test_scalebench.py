@@ -182,8 +182,9 @@ class Goals(unittest.TestCase):
             row("g20k-d3-k8", "nrmm", 20_000, wall_s=nrmm_wall),
             row("g20k-d3-k8", "bgmm", 20_000, wall_s=10.0),
             row("g1e6-d2-k6", "nrmm", 10 ** 6, wall_s=50.0, ari=ari, gap_pp_min=gap,
-                rss_over_data=rss),
-            row("g1e5-d128-k80", "nrmm", wall_s=100.0, nmi=nmi, rss_over_data=1.5),
+                rss_over_data=rss, data_mb=15.3),
+            row("g1e5-d128-k80", "nrmm", wall_s=100.0, nmi=nmi, rss_over_data=rss,
+                data_mb=97.7),
             row("g1e5-d128-k80", "bgmm", wall_s=200.0, nmi=0.9),
         ]
 
@@ -198,6 +199,11 @@ class Goals(unittest.TestCase):
                      (5.0, 0.97, -0.02, 0.95, 2.5), (5.0, 0.97, -0.005, 0.85, 2.5),
                      (5.0, 0.97, -0.005, 0.95, 3.5)]:
             self.assertIn("no", [g[2] for g in sb.goals(self.rows(*args))], args)
+
+    def test_memory_is_judged_on_large_sets_only(self):
+        rows = self.rows(5.0, 0.97, -0.005, 0.95, 2.5)
+        rows.append(row("small", "nrmm", wall_s=1.0, rss_over_data=20.0, data_mb=1.5))
+        self.assertEqual(sb.goals(rows)[-1][2], "yes")
 
     def test_capped_run_does_not_meet_a_goal(self):
         rows = self.rows(5.0, 0.97, -0.005, 0.95, 2.5)
