@@ -269,6 +269,146 @@ fn exact_and_loglik_agree_on_data_set_b() {
     }
 }
 
+/// `loglik --run` scores labels under the run's own model: a chain's final labels give the
+/// last log joint of its trace, and the score is the one of `loglik --data` with the scale the
+/// run's pilot chose, not the one the flags' defaults would give.
+#[test]
+fn loglik_run_scores_labels_under_the_runs_own_model() {
+    let dir = TempDir::new("loglik-run");
+    let (x, y) = (dir.arg("x.txt"), dir.arg("y.txt"));
+    ok(&[
+        "generate",
+        "gaussian",
+        "--n",
+        "200",
+        "--d",
+        "2",
+        "--k",
+        "3",
+        "--seed",
+        "5",
+        "--out",
+        &x,
+        "--labels-out",
+        &y,
+    ]);
+    let out = dir.arg("run");
+    ok(&[
+        "run", "--data", &x, "--sweeps", "30", "--chains", "2", "--seed", "1", "--out", &out,
+    ]);
+    let record: Value = serde_json::from_str(&dir.read("run/run.json")).expect("run.json");
+    let psi: Vec<String> = field(field(&record, "model"), "nw_psi")
+        .as_array()
+        .expect("the pilot recorded its scale")
+        .iter()
+        .map(|v| v.as_f64().expect("a number").to_string())
+        .collect();
+    for chain in 0..2 {
+        let labels = dir.arg(&format!("run/chain-{chain}/labels.txt"));
+        let v = ok_json(&["loglik", "--run", &out, "--labels", &labels, "--json"]);
+        let trace = dir.read(&format!("run/chain-{chain}/trace.csv"));
+        let last = trace.lines().last().expect("a trace row");
+        let traced: f64 = last.split(',').nth(3).expect("log_joint").parse().unwrap();
+        let scored = f64_of(&v, "log_joint");
+        assert!(
+            (scored - traced).abs() < 1e-5,
+            "{scored} vs the trace's {traced}"
+        );
+        let own = &field(&v, "chains").as_array().expect("chains")[chain];
+        assert_eq!(f64_of(own, "gap_per_point"), 0.0, "{v}");
+        assert_eq!(u64_of(&v, "n"), 200);
+        let per_point = f64_of(&v, "log_joint_per_point");
+        assert!((per_point * 200.0 - scored).abs() < 1e-9, "{v}");
+    }
+    let truth = f64_of(
+        &ok_json(&["loglik", "--run", &out, "--labels", &y, "--json"]),
+        "log_joint",
+    );
+    let flags = |extra: &[&str]| {
+        let mut args = vec!["loglik", "--data", &x, "--labels", &y, "--json"];
+        args.extend_from_slice(extra);
+        f64_of(&ok_json(&args), "log_joint")
+    };
+    let at_psi = flags(&["--nw-psi", &psi.join(",")]);
+    assert!((truth - at_psi).abs() < 1e-9, "{truth} vs {at_psi}");
+    let at_defaults = flags(&[]);
+    assert!(
+        (truth - at_defaults).abs() > 1e-3,
+        "the pilot's scale was not used"
+    );
+    let text = ok(&["loglik", "--run", &out, "--labels", &y]);
+    assert!(text.contains("chain 1: final"), "{text}");
+}
+
+/// `loglik --run` refuses, naming the file: labels of the wrong length, a directory that holds
+/// no run, data changed since the run, and model flags (the run's model is used).
+#[test]
+fn loglik_run_refuses_what_does_not_fit_the_run() {
+    let dir = TempDir::new("loglik-run-bad");
+    let x = dir.arg("x.txt");
+    ok(&[
+        "generate", "gaussian", "--n", "60", "--d", "2", "--k", "2", "--seed", "2", "--out", &x,
+    ]);
+    let out = dir.arg("run");
+    ok(&[
+        "run",
+        "--data",
+        &x,
+        "--sweeps",
+        "5",
+        "--chains",
+        "1",
+        "--nw-defaults",
+        "scaled",
+        "--seed",
+        "1",
+        "--out",
+        &out,
+    ]);
+    let short = dir.write("short.txt", "0\n1\n0\n");
+    fails_no_stdout(
+        &["loglik", "--run", &out, "--labels", &short],
+        1,
+        &[
+            "short.txt",
+            "holds 3 labels",
+            "60 points",
+            "one label per point",
+        ],
+    );
+    let nowhere = dir.arg("no-such-run");
+    fails_no_stdout(
+        &["loglik", "--run", &nowhere, "--labels", &short],
+        1,
+        &["no-such-run", "expected the directory of an earlier run"],
+    );
+    fails_no_stdout(
+        &["loglik", "--run", &dir.arg(""), "--labels", &short],
+        1,
+        &["no run.json"],
+    );
+    let labels = dir.arg("run/chain-0/labels.txt");
+    fails_no_stdout(
+        &["loglik", "--run", &out, "--labels", &labels, "--alpha", "2"],
+        2,
+        &["--run"],
+    );
+    ok(&[
+        "generate", "gaussian", "--n", "60", "--d", "2", "--k", "2", "--seed", "3", "--out", &x,
+    ]);
+    fails_no_stdout(
+        &["loglik", "--run", &out, "--labels", &labels],
+        1,
+        &["x.txt", "have changed since"],
+    );
+    std::fs::remove_file(&x).expect("remove the data");
+    fails_no_stdout(
+        &["loglik", "--run", &out, "--labels", &labels],
+        1,
+        &["cannot read the data of run", "x.txt"],
+    );
+}
+
 #[test]
 fn exact_text_and_json_describe_the_same_posterior() {
     let v = ok_json(&["exact", "--json"]);

@@ -21,6 +21,7 @@ pub mod record;
 pub mod resume;
 pub mod runner;
 mod schedule;
+pub mod score;
 pub mod spec;
 pub mod start;
 pub mod summary;

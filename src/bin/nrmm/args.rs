@@ -200,6 +200,11 @@ pub struct LoglikArgs {
     /// Cluster labels, one integer per line (any integers).
     #[arg(long)]
     pub labels: PathBuf,
+    /// Score the labels under this finished run's own model (its data, kernel, pilot-chosen
+    /// scale, prior and hyperparameters as its run.json records them) instead of one built
+    /// from flags, next to its chains' final and best partitions.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["DataArgs", "ModelArgs"])]
+    pub run: Option<PathBuf>,
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,

@@ -9,11 +9,18 @@ use nrmm::model::{Model, PriorKind};
 use nrmm::prior::NrmPrior;
 use nrmm::run::check::{check_sampler, exact_posterior, log_joint};
 use nrmm::run::record::Builtin;
+use nrmm::run::score::{score_run, Scored};
+use nrmm::run::RunDir;
 use nrmm::{Error, Result};
 use serde_json::json;
+use std::path::Path;
 
-/// `nrmm loglik`: the log joint of the given labels under the model (MATH §1.2).
+/// `nrmm loglik`: the log joint of the given labels under the model (MATH §1.2), or with
+/// `--run` under that run's own model ([`loglik_run`]).
 pub fn loglik(a: LoglikArgs) -> Result<()> {
+    if let Some(dir) = &a.run {
+        return loglik_run(dir, &a.labels, a.json);
+    }
     let model = build(&a.data, &a.model, Builtin::Toy)?;
     let n = model.n_points();
     let labels = load::load_labels(&a.labels, n)?;
@@ -36,6 +43,86 @@ pub fn loglik(a: LoglikArgs) -> Result<()> {
             "clusters: {k}   points: {n}   dimension: {}",
             kernel.dim()
         )
+    })
+}
+
+/// `nrmm loglik --run DIR`: the labels and the run's chains scored under the run's own
+/// model ([`score_run`]), each chain's distance from the labels in nats per point.
+fn loglik_run(dir: &Path, labels: &Path, json: bool) -> Result<()> {
+    let run = RunDir::open(dir)?;
+    let s = score_run(&run, labels).map_err(flags)?;
+    if json {
+        let gap = |x: &Option<Scored>| x.as_ref().map(|x| s.gap_per_point(x));
+        let chains: Vec<_> = (s.chains.iter())
+            .map(|c| {
+                json!({
+                    "chain": c.chain,
+                    "log_joint": c.last.map(|x| x.log_joint),
+                    "n_clusters": c.last.map(|x| x.n_clusters),
+                    "gap_per_point": gap(&c.last),
+                    "best_log_joint": c.best.map(|x| x.log_joint),
+                    "best_n_clusters": c.best.map(|x| x.n_clusters),
+                    "best_gap_per_point": gap(&c.best),
+                    "recorded_log_joint": c.recorded_log_joint,
+                })
+            })
+            .collect();
+        return print_json(&json!({
+            "run": dir.display().to_string(),
+            "labels": labels.display().to_string(),
+            "log_joint": s.labels.log_joint,
+            "log_joint_per_point": s.labels.log_joint / s.n as f64,
+            "joint": s.joint,
+            "n_clusters": s.labels.n_clusters,
+            "n": s.n,
+            "d": s.d,
+            "kernel": s.kernel,
+            "hyper": s.hyper,
+            "resampled": s.resampled,
+            "chains": chains,
+        }));
+    }
+    output::stdout(|out| {
+        let (l, n) = (&s.labels, s.n);
+        writeln!(
+            out,
+            "{} = {:.6} ({:.6} per point) under the model of {}",
+            s.joint,
+            l.log_joint,
+            l.log_joint / n as f64,
+            dir.display()
+        )?;
+        writeln!(
+            out,
+            "clusters: {}   points: {n}   dimension: {}   kernel: {}",
+            l.n_clusters, s.d, s.kernel
+        )?;
+        if !s.resampled.is_empty() {
+            writeln!(
+                out,
+                "the run resamples {}: every score here is at the values its run.json records",
+                s.resampled.join(", ")
+            )?;
+        }
+        for c in &s.chains {
+            let show = |x: &Option<Scored>| match x {
+                Some(x) => format!(
+                    "{:.6} (K = {}, {:+.6} per point)",
+                    x.log_joint,
+                    x.n_clusters,
+                    s.gap_per_point(x)
+                ),
+                None => "none".to_string(),
+            };
+            writeln!(
+                out,
+                "chain {}: final {}, best {}",
+                c.chain,
+                show(&c.last),
+                show(&c.best)
+            )?;
+        }
+        Ok(())
     })
 }
 
