@@ -20,7 +20,7 @@
 //! fitting its sub-clusters on the whole set and, in a second configuration, on a sample of
 //! 2 points (so the subsampled launch of large sets is covered too); a third configuration
 //! gives every set of more than one point the large-set proposals (spread anchors, restarts
-//! on a sample of 3 points, sides sharpened in both families), which the sampler otherwise
+//! on a sample of 3 points, launch sides sharpened), which the sampler otherwise
 //! makes only on sets of more than 1,024 points.
 
 use crate::support;

@@ -122,12 +122,12 @@ pub const LAUNCH_SAMPLE: usize = 8192;
 pub const ALLOCATION_EARLY: usize = 32;
 
 /// Sets of more points than this get the large-set proposals of the exact variant: launches
-/// from spread anchors with restarts, and side probabilities sharpened by [`SHARPEN`] in
-/// both families (see [`SubCluster`]). Smaller sets keep the plain proposals, whose fuzzier
+/// from spread anchors with restarts, and launch side probabilities sharpened by
+/// [`SHARPEN`] (see [`SubCluster`]). Smaller sets keep the plain proposals, whose fuzzier
 /// splits and merges mix better where a split's entropy is a few nats.
 pub const LARGE_SET: usize = 1024;
 
-/// The power `γ` to which the exact variant raises a large set's side weights
+/// The power `γ` to which the exact variant raises a large set's launch side weights
 /// (`b_i(s) ∝ (π̄_s f(x_i | θ̄_s))^γ`; see [`SubCluster`]).
 pub const SHARPEN: f64 = 10.0;
 
@@ -218,20 +218,23 @@ enum Variant {
 ///      overlapping clusters were cut into 15-20 fuzzy pieces within a sweep, whose
 ///      pairwise merges each lose (the reverse split's probability of reproducing a fuzzy
 ///      boundary is as small), so the chain stayed 80,000 nats below the true partition.
-///      A large set's proposals therefore differ in three ways, each a function of `S`
-///      alone (so the same in both directions, and the move stays exact): the launch runs
-///      [`LAUNCH_RESTARTS`] restarts on a uniform sample of 1,024 points, each from spread
-///      anchors (the second drawn in proportion to how poorly the first one's sub-cluster
-///      explains it, k-means++ seeding), keeps the restart with the highest two-component
-///      log likelihood and refines it for half the iterations on the launch sample, so that
-///      it cuts `S` along its largest gap rather than through a cluster; and in both
-///      families the side probabilities are sharpened, `b_i(s) ∝ (weight_s)^γ` with
-///      `γ =` [`SHARPEN`], so that a proposed split is nearly determined by the fit and is
-///      accepted only where the split partition itself is more probable. Measured on that
-///      data (one chain from one cluster, `--nw-defaults scaled`, 30 sweeps): K = 5 and log
-///      joint -719,800 (the true partition -751,468; DPMM.jl's criterion -719,680), where the
-///      plain proposals ended at K = 19, -878,000. Small sets keep the plain proposals,
-///      whose chains are unchanged.
+///      A large set's launch-family proposals therefore differ in two ways, each a
+///      function of `S` alone (so the same in both directions, and the move stays exact):
+///      the launch runs [`LAUNCH_RESTARTS`] restarts on a uniform sample of 1,024 points,
+///      each from spread anchors (the second drawn in proportion to how poorly the first
+///      one's sub-cluster explains it, k-means++ seeding), keeps the restart with the
+///      highest two-component log likelihood and refines it for half the iterations on the
+///      launch sample, so that it cuts `S` along its largest gap rather than through a
+///      cluster; and its side probabilities are sharpened, `b_i(s) ∝ (π̄_s f(x_i | θ̄_s))^γ`
+///      with `γ =` [`SHARPEN`], so that a proposed split is nearly determined by the fit and
+///      is accepted only where the split partition itself is more probable. The allocation
+///      family keeps its plain sequential allocation: its merges are what reunite random or
+///      spatial halves of clusters (sharpened as well, they stopped doing so on 10⁴ points
+///      in `tests/scale.rs`). Measured on that data (one chain from one cluster,
+///      `--nw-defaults scaled`): the plain proposals ended at K = 19, log joint -878,231
+///      after 20 sweeps; these at K = 11, -793,861 after 30 (the true partition -751,468;
+///      DPMM.jl's criterion -719,680). Small sets keep the plain proposals, whose chains are
+///      unchanged.
 ///
 /// All parallel passes run on the [`super::engine`], so a chain is bit-identical for any
 /// number of threads. The exact variant keeps no state between steps.
@@ -571,7 +574,6 @@ impl<K: ParametricKernel> SubCluster<K> {
             ];
             let seed = if forced.is_none() { rng.next_u64() } else { 0 };
             let (st, ord) = (&stats, &order[start..end]);
-            let gamma = if n > self.large_set { SHARPEN } else { 1.0 };
             for_each_point(
                 seed,
                 &mut drawn[start..end],
@@ -579,8 +581,8 @@ impl<K: ParametricKernel> SubCluster<K> {
                 |p, o, _, rng| {
                     let j = ord[p];
                     let i = s[j];
-                    let w0 = gamma * (ln_w[0] + kernel.ln_predictive(i, &st[0]));
-                    let w1 = gamma * (ln_w[1] + kernel.ln_predictive(i, &st[1]));
+                    let w0 = ln_w[0] + kernel.ln_predictive(i, &st[0]);
+                    let w1 = ln_w[1] + kernel.ln_predictive(i, &st[1]);
                     *o = match forced {
                         Some(f) => {
                             let side = f[j];
