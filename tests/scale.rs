@@ -653,9 +653,6 @@ reach_truth!(OVERLAPPING, StartFrom::One;
     sams_overlapping_from_one => Sams,
     tgmcmc_overlapping_from_one => Tgmcmc,
     tgmcmc_paper_overlapping_from_one => TgmcmcPaper,
-    #[ignore = "fails today: over-splits; after 100 sweeps the best is 5714.7 nats below the \
-        truth (K = 15, true 7); 4844.9 below (K = 9) after 200; first within the tolerance at \
-        sweep 361 of 1000"]
     subcluster_overlapping_from_one => Subcluster,
     subcluster_dpmm_overlapping_from_one => SubclusterDpmm,
     direct_overlapping_from_one => Direct,
