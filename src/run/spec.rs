@@ -98,11 +98,11 @@ impl SamplerKind {
 
 impl SamplerKind {
     /// The fewest points for which [`SamplerKind::for_data`] picks the sub-cluster sampler.
-    /// Measured on 3-dimensional data in 8 clusters with 2 cores: a SAMS sweep (100
-    /// proposals and a Gibbs scan) takes 0.15 s on 20,000 points and grows with `n` and with
-    /// the clusters' sizes, 2.2 s on 200,000, where a sub-cluster sweep takes 0.3 s; below
-    /// 50,000 points SAMS, whose proposals reallocate points one at a time, stays within a
-    /// second per sweep and is the better mixer.
+    /// Measured on 3-dimensional data in 8 clusters on two shared cores: a SAMS sweep (100
+    /// proposals and a Gibbs scan) took 0.15 s on 20,000 points and 0.8 s on 50,000 (each
+    /// proposal reallocates the points of one or two clusters), 2.2 s on 200,000 points in 2
+    /// dimensions; a sub-cluster sweep 0.09, 0.27 and 0.3 s. Below 50,000 points SAMS stays
+    /// under a second per sweep and is the default that the benchmarks were measured with.
     pub const SUBCLUSTER_FROM: usize = 50_000;
 
     /// The default sampler for `n` points: [`SamplerKind::Sams`] below
