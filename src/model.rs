@@ -169,6 +169,10 @@ pub struct PilotScale {
     /// partition was above the full kernel's at its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagonal_by: Option<i64>,
+    /// When the pilot ran on a random subsample of the points
+    /// ([`crate::run::pilot::pilot_rows`]), how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<usize>,
 }
 
 impl Default for ModelSpec {

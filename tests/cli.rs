@@ -2422,7 +2422,7 @@ fn run_announces_itself_and_its_warnings_say_what_to_try() {
         "DP(α = 1) mixture",
         "Normal-Wishart kernel (scale from a pilot's 3 clusters, 2 chains of 200 sweeps)",
         "40 × 2 points",
-        "sampler sams (1 proposal + 1 Gibbs sweep per sweep)",
+        "sampler sams (chosen for n = 40; 1 proposal + 1 Gibbs sweep per sweep)",
         "2 chains of 8 sweeps",
         "--init auto",
         "--seed 1",

@@ -1,8 +1,10 @@
 //! The automatic budget ([`Budget::Auto`]): chains lengthened in rounds until they agree. A
 //! run that needs more than one round is exactly the fixed-length run of the length it ended
 //! at (the rounds never touch a chain's draws); it stops at the first round whose traces pass
-//! the R-hat and ESS test and never past its most sweeps; and a run stopped at a round's end
-//! and resumed with the automatic budget makes the same decisions and the same chains.
+//! the R-hat and ESS test and never past its most sweeps; chains that all hold one and the
+//! same value of a quantity agree on it; and a run stopped at a round's end and resumed with
+//! the automatic budget makes the same decisions and the same chains. The command line's
+//! default sampler follows the number of points, and its header says so.
 
 use nrmm::data::generate::{gaussian_mixture, partition_equal, NormalWishartSampler};
 use nrmm::data::{Dataset, DenseData};
@@ -67,7 +69,7 @@ fn chains(dir: &Path) -> Vec<(Vec<String>, String)> {
 
 /// Whether a quantity passes the automatic budget's test.
 fn agrees(s: &SeriesSummary) -> bool {
-    (s.sd == 0.0 || s.rhat <= 1.01) && s.ess_bulk >= 400.0
+    nrmm::run::summary::agrees(s)
 }
 
 /// The sweeps every chain of the run in `dir` ended at.
@@ -196,4 +198,113 @@ fn a_resume_below_the_checkpoint_is_refused() {
         .unwrap_err()
         .to_string();
     assert!(refused.contains("`max_sweeps`"), "{refused}");
+}
+
+#[test]
+fn a_quantity_constant_and_equal_in_every_chain_agrees() {
+    let eight = [8.0; 300];
+    let nine = [9.0; 300];
+    // R-hat and ESS say nothing of a series that never changes; the chains agree on it.
+    let same = SeriesSummary::of(&[&eight, &eight, &eight]);
+    assert!(agrees(&same), "{same:?}");
+    // Chains each constant at another value disagree.
+    assert!(!agrees(&SeriesSummary::of(&[&eight, &nine])));
+    // So does a quantity with no draws.
+    assert!(!agrees(&SeriesSummary::of(&[&[], &[]])));
+    // A log joint equal up to rounding agrees; one that moves by a hundredth does not.
+    let lj = |off: f64| -> Vec<f64> { (0..300).map(|i| -3000.0 + off * (i % 2) as f64).collect() };
+    assert!(agrees(&SeriesSummary::of(&[&lj(1e-12), &lj(0.0)])));
+    assert!(!agrees(&SeriesSummary::of(&[&lj(1e-2), &lj(0.0)])));
+}
+
+/// Two clusters of 500 points 2,000 apart with unit spread in 1-D, under the default model
+/// with its pilot's cluster scale: every chain finds both at its start and never leaves them
+/// (no split of a Gaussian cluster, no point alone 100 prior scales from the data's mean), so
+/// K and the log joint are constant and equal across chains.
+fn two_far_clusters() -> Model {
+    let mut rng = SeedPlan::new(3).chain(0);
+    let values = (0..1000)
+        .map(|i| {
+            let z: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng);
+            z + if i < 500 { -1000.0 } else { 1000.0 }
+        })
+        .collect();
+    let x = DenseData::new(1000, 1, values).unwrap();
+    let model = Model::build(&ModelSpec::default(), Dataset::Dense(x)).unwrap();
+    nrmm::run::pilot::settled(model, 1).unwrap()
+}
+
+#[test]
+fn chains_that_all_hold_one_state_stop_at_the_first_round() {
+    let model = two_far_clusters();
+    assert!(model.spec.pilot.is_some());
+    let dir = scratch("constant");
+    let budget = AutoBudget {
+        first: 50,
+        max: 800,
+    };
+    Runner::new(&model, spec(Budget::Auto(budget)), &dir)
+        .run()
+        .unwrap();
+    let run = RunDir::resolve(std::slice::from_ref(&dir)).unwrap();
+    let summary = Summary::of(&run, None).unwrap();
+    let k = &summary.diagnostics["n_clusters"];
+    assert_eq!((k.mean, k.sd), (2.0, 0.0), "{k:?}");
+    // One partition, its log joint equal up to the rounding of each chain's path to it, with
+    // fewer than 400 effective draws: R-hat and ESS alone would have doubled the chains.
+    let lj = &summary.diagnostics["log_joint"];
+    assert!(lj.sd < 1e-9 && lj.ess_bulk < 400.0, "{lj:?}");
+    assert_eq!(sweeps(&dir), 50);
+}
+
+/// Runs `nrmm run` on `x` (written to `dir`) with `args`, returning its standard error.
+fn cli_run(dir: &Path, x: &DenseData, args: &[&str]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let data = dir.join("x.txt");
+    nrmm::data::load::write_dense(&data, x).unwrap();
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_nrmm"))
+        .args(["run", "--data"])
+        .arg(&data)
+        .args(["--chains", "1", "--sweeps", "2", "--nw-defaults", "scaled"])
+        .arg("--out")
+        .arg(dir.join("run"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(done.status.success(), "{stderr}");
+    stderr
+}
+
+/// Without `--sampler`, `nrmm run` takes SAMS below 50,000 points and the sub-cluster sampler
+/// from there, and its header says the sampler was chosen by size; an asked-for sampler is
+/// not marked so.
+#[test]
+fn the_command_line_chooses_the_sampler_by_size() {
+    let small = cli_run(&scratch("by-size-small"), &data(), &[]);
+    assert!(
+        small.contains("sampler sams (chosen for n = 90; 1 proposal + 1 Gibbs sweep per sweep)"),
+        "{small}"
+    );
+    let asked = cli_run(&scratch("by-size-asked"), &data(), &["--sampler", "sams"]);
+    assert!(
+        asked.contains("sampler sams (1 proposal + 1 Gibbs sweep per sweep)"),
+        "{asked}"
+    );
+    let n = SamplerKind::SUBCLUSTER_FROM;
+    let mut rng = SeedPlan::new(4).chain(0);
+    let values = (0..n)
+        .map(|i| {
+            let z: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng);
+            z + 20.0 * (i % 2) as f64
+        })
+        .collect();
+    let large = DenseData::new(n, 1, values).unwrap();
+    let large = cli_run(&scratch("by-size-large"), &large, &[]);
+    assert!(
+        large.contains(&format!(
+            "sampler subcluster (chosen for n = {n}; 100 proposals per sweep)"
+        )),
+        "{large}"
+    );
 }

@@ -1,13 +1,14 @@
 //! The pilot that sets the default cluster scale ([`nrmm::run::pilot`]): it finds the
 //! within-cluster covariance of clustered data, keeps the scaled default on data with no
 //! structure, gives the same partition on the data in other units (per-column scales,
-//! shifts, a rotation), depends on the seed only (not on the thread count), and a run records
-//! the chosen scale so that resuming uses it.
+//! shifts, a rotation), depends on the seed only (not on the thread count), runs on a bounded
+//! random subsample of large data, and a run records the chosen scale so that resuming uses
+//! it.
 
 use nrmm::data::{Dataset, DenseData};
 use nrmm::model::{AnyKernel, KernelKind, Model, ModelSpec, NwDefaults};
 use nrmm::rng::SeedPlan;
-use nrmm::run::pilot::{pooled_within, settle, Settled};
+use nrmm::run::pilot::{pooled_within, settle, Settled, PILOT_POINTS};
 use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec};
 use rand_distr::{Distribution, StandardNormal};
 use std::path::PathBuf;
@@ -285,4 +286,29 @@ fn a_run_on_the_diagonal_kernel_the_pilot_chose_resumes_from_the_default_setting
         .budget(Budget::Sweeps(90))
         .run()
         .unwrap();
+}
+
+/// On more points than [`PILOT_POINTS`] the pilot runs on that many, says so in the model it
+/// returns, and still finds the within-cluster covariance; the subsample, and so the scale,
+/// depend on the seed only, not on the thread count.
+#[test]
+fn a_large_data_sets_pilot_runs_on_a_bounded_subsample() {
+    // Two clusters of 6,000 points about 57 apart in 2-D, each with covariance I.
+    let x = separated(2, 6_000, 2, &identity(2), 3);
+    assert!(x.n() > PILOT_POINTS);
+    let m = settled(x.clone(), 1);
+    let pilot = m.spec.pilot.expect("the pilot set the scale");
+    assert_eq!((pilot.points, pilot.clusters), (Some(PILOT_POINTS), 2));
+    // Ψ / (ν - d - 1) is the pooled covariance, here near I.
+    let nu = 2.0 + 3.0 + 1.0;
+    let cov: Vec<f64> = psi(&m).iter().map(|p| p / (nu - 3.0)).collect();
+    for (got, want) in cov.iter().zip(identity(2)) {
+        assert!((got - want).abs() < 0.08, "{cov:?}");
+    }
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| psi(&settled(x, 1)));
+    assert_eq!(one, psi(&m));
 }

@@ -2,14 +2,16 @@
 //! sampler and its moves, the chains, their start and their budget, so that what the defaults
 //! chose is never a surprise.
 
-use super::spec::{Budget, SamplerKind, SamplerSpec, Start};
+use super::spec::{Budget, SamplerKind, SamplerSpec};
 use crate::model::{KernelKind, Model, NwDefaults, PriorKind};
 
 /// What a run will do, in one line: `"run: DP(α = 1) mixture, Normal-Wishart kernel (scaled
 /// defaults), 600 × 10 points; sampler sams (6 proposals + 1 Gibbs sweep per sweep), 4 chains
-/// of 1000 sweeps from init auto, seed 1"`. Parameters are named between backticks for front
-/// ends to rename. Cost: O(1).
-pub fn header(model: &Model, spec: &SamplerSpec) -> String {
+/// of 1000 sweeps from init auto, seed 1"`. `by_size` says that the sampler was not asked for
+/// but chosen by the number of points ([`SamplerKind::for_data`]), which the line then says:
+/// `"sampler subcluster (chosen for n = 200000; 100 proposals per sweep)"`. Parameters are
+/// named between backticks for front ends to rename. Cost: O(1).
+pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
     let m = &model.spec;
     let alpha = m.alpha.unwrap_or(1.0);
     let prior = match m.prior {
@@ -27,8 +29,11 @@ pub fn header(model: &Model, spec: &SamplerSpec) -> String {
             let chosen = p.diagonal_by.map_or(String::new(), |by| {
                 format!("chosen over the full covariance by {by} nats of evidence; ")
             });
+            let on = p.points.map_or(String::new(), |m| {
+                format!(" on {m} of {} points", model.fingerprint.n)
+            });
             pilot = format!(
-                "{chosen}scale from a pilot's {} clusters, {} chains of {} sweeps",
+                "{chosen}scale from a pilot's {} clusters, {} chains of {} sweeps{on}",
                 p.clusters, p.chains, p.sweeps
             );
             pilot.as_str()
@@ -60,19 +65,26 @@ pub fn header(model: &Model, spec: &SamplerSpec) -> String {
     let mix = match s.kind {
         SamplerKind::Gibbs => String::new(),
         SamplerKind::Sams | SamplerKind::JainNeal => format!(
-            " ({} + {gibbs} per sweep)",
+            "{} + {gibbs} per sweep",
             plural(moves.proposals, "proposal")
         ),
         SamplerKind::Subcluster | SamplerKind::SubclusterDpmm => {
-            format!(" ({} per sweep)", plural(moves.proposals, "proposal"))
+            format!("{} per sweep", plural(moves.proposals, "proposal"))
         }
         SamplerKind::Tgmcmc | SamplerKind::TgmcmcPaper => format!(
-            " ({} + {gibbs} per sweep)",
+            "{} + {gibbs} per sweep",
             plural(moves.global_moves, "tree-guided proposal")
         ),
         SamplerKind::Direct | SamplerKind::QuasiDirect | SamplerKind::QuasiCollapsed => {
             String::new()
         }
+    };
+    let chosen = by_size.then(|| format!("chosen for n = {}", f.n));
+    let mix = match (chosen, mix.is_empty()) {
+        (None, true) => String::new(),
+        (None, false) => format!(" ({mix})"),
+        (Some(c), true) => format!(" ({c})"),
+        (Some(c), false) => format!(" ({c}; {mix})"),
     };
     let budget = match spec.budget {
         Budget::Sweeps(n) => format!("{n} sweeps"),
@@ -82,14 +94,7 @@ pub fn header(model: &Model, spec: &SamplerSpec) -> String {
             a.first, a.max
         ),
     };
-    let init = match &spec.init {
-        Start::Single => "single".to_string(),
-        Start::Singletons => "singletons".to_string(),
-        Start::Labels(p) => format!("labels:{}", p.display()),
-        Start::Ibhc(mode) => format!("{mode:?}").to_lowercase() + "-ibhc",
-        Start::Sva => "sva".to_string(),
-        Start::Auto => "auto".to_string(),
-    };
+    let init = &spec.init;
     format!(
         "run: {prior}{hyper} mixture, {kernel}{kernel_hyper}, {} × {} points; sampler {}{mix}, {} \
          of {budget} from `init` {init}, `seed` {}",

@@ -1,24 +1,73 @@
 //! What a user at a terminal sees of a running launch ([`Progress`], a [`Monitor`]): one
 //! progress bar per chain on standard error, drawn only when standard error is a terminal, so
 //! that pipes, files and tests see nothing; and the runner's notes on standard error, one line
-//! each, in the front end's words.
+//! each, in the front end's words. The phases around the sampling (the pilot, the chains'
+//! starts, the summary) each show a [`Phase`]: a spinner with the time spent, left as one line
+//! with the phase's time when it ends.
 
 use super::spec::Budget;
 use super::{ChainMonitor, Monitor, SweepRecord};
 use crate::error::{one_line, rename_in_text};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How often a bar's position and message are refreshed: formatting the message allocates, so
 /// it is done at most this often rather than every sweep.
 const REFRESH: Duration = Duration::from_millis(100);
 
+/// One phase of a run on a terminal (the pilot, the starts, the summary): a spinner on
+/// standard error naming the phase with its elapsed time, replaced when it ends by the line
+/// `"<phase>: <seconds> s"`; nothing when standard error is not a terminal. Cost: a
+/// background tick every 100 ms while it runs.
+pub struct Phase {
+    bar: Option<ProgressBar>,
+    what: String,
+    started: Instant,
+}
+
+impl Phase {
+    /// Shows that the phase `what` (one line, in the front end's words) has begun.
+    pub fn start(what: &str) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let style = ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                .with_style(style)
+                .with_message(what.to_string());
+            bar.enable_steady_tick(REFRESH);
+            bar
+        });
+        Phase {
+            bar,
+            what: what.to_string(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Ends the phase, leaving one line with its time on the terminal.
+    pub fn finish(self) {
+        if let Some(bar) = &self.bar {
+            if let Ok(style) = ProgressStyle::with_template("{msg}") {
+                bar.set_style(style);
+            }
+            bar.finish_with_message(format!(
+                "{}: {:.1} s",
+                self.what,
+                self.started.elapsed().as_secs_f64()
+            ));
+        }
+    }
+}
+
 /// The bars of one launch, or nothing when standard error is not a terminal.
 pub struct Progress {
     multi: Option<MultiProgress>,
     budget: Budget,
     rename: fn(&str) -> Option<String>,
+    /// The phase the runner has begun and not yet ended.
+    phase: Mutex<Option<Phase>>,
 }
 
 impl Progress {
@@ -32,6 +81,7 @@ impl Progress {
             multi,
             budget,
             rename,
+            phase: Mutex::new(None),
         }
     }
 
@@ -78,6 +128,26 @@ impl Monitor for Progress {
 
     fn chain(&self, _chain: u64, label: &str) -> Box<dyn ChainMonitor + '_> {
         Box::new(self.bar(label))
+    }
+
+    fn phase(&self, what: &str) {
+        let started = Phase::start(&one_line(&rename_in_text(what, &self.rename)));
+        if let Some(earlier) = self.lock_phase().replace(started) {
+            earlier.finish();
+        }
+    }
+
+    fn phase_done(&self) {
+        if let Some(phase) = self.lock_phase().take() {
+            phase.finish();
+        }
+    }
+}
+
+impl Progress {
+    /// The current phase; a panic elsewhere while it was held leaves it usable.
+    fn lock_phase(&self) -> std::sync::MutexGuard<'_, Option<Phase>> {
+        self.phase.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -62,6 +62,13 @@ pub trait Monitor: Sync {
     fn chain(&self, _chain: u64, _label: &str) -> Box<dyn ChainMonitor + '_> {
         Box::new(())
     }
+
+    /// A phase of the launch outside the sweeps has begun (the chains' starts), named in one
+    /// line; it lasts until [`Monitor::phase_done`] or the next phase.
+    fn phase(&self, _what: &str) {}
+
+    /// The phase begun last has ended.
+    fn phase_done(&self) {}
 }
 
 impl Monitor for () {}
@@ -446,6 +453,21 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
         })
         .collect();
     let failed = AtomicBool::new(false);
+    // The starts (an SVA pass per chain under `init` auto) are the one phase before the
+    // sweeps whose time grows with the data; the first run's monitor shows it.
+    let fresh = jobs
+        .iter()
+        .filter(|(job, _)| job.checkpoint.is_none())
+        .count();
+    let monitor = runners[0].monitor;
+    monitor.phase(&if fresh == 0 {
+        format!("resuming {} chains from their checkpoints", jobs.len())
+    } else {
+        format!(
+            "start: {fresh} chains from `init` {}",
+            runners[0].record.spec.init
+        )
+    });
     let opened: Vec<Result<Running<'_, '_, K>>> = jobs
         .into_par_iter()
         .map(|(job, moves)| {
@@ -453,6 +475,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
             Running::open(kernel, prior, model, r, job, moves)
         })
         .collect();
+    monitor.phase_done();
     let mut running = Vec::with_capacity(opened.len());
     for chain in opened {
         running.push(chain?);

@@ -96,6 +96,29 @@ impl SamplerKind {
     }
 }
 
+impl SamplerKind {
+    /// The fewest points for which [`SamplerKind::for_data`] picks the sub-cluster sampler.
+    /// Measured on 3-dimensional data in 8 clusters on two shared cores: a SAMS sweep (100
+    /// proposals and a Gibbs scan) took 0.15 s on 20,000 points and 0.8 s on 50,000 (each
+    /// proposal reallocates the points of one or two clusters), 2.2 s on 200,000 points in 2
+    /// dimensions; a sub-cluster sweep 0.09, 0.27 and 0.3 s. Below 50,000 points SAMS stays
+    /// under a second per sweep and is the default that the benchmarks were measured with.
+    pub const SUBCLUSTER_FROM: usize = 50_000;
+
+    /// The default sampler for `n` points: [`SamplerKind::Sams`] below
+    /// [`SamplerKind::SUBCLUSTER_FROM`], the exact sub-cluster sampler
+    /// ([`SamplerKind::Subcluster`], Chang and Fisher 2013) from there, whose sweep is one
+    /// pass over the points against the clusters and their two sub-clusters, O(n K d²), and
+    /// parallel over the points. Depends on `n` only, so a seed gives the same run anywhere.
+    pub fn for_data(n: usize) -> SamplerKind {
+        if n >= Self::SUBCLUSTER_FROM {
+            SamplerKind::Subcluster
+        } else {
+            SamplerKind::Sams
+        }
+    }
+}
+
 impl std::fmt::Display for SamplerKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -259,6 +282,20 @@ impl std::str::FromStr for Start {
     }
 }
 
+impl std::fmt::Display for Start {
+    /// The start as `init` takes it (`auto`, `labels:FILE`, `exact-ibhc`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Start::Single => f.write_str("single"),
+            Start::Singletons => f.write_str("singletons"),
+            Start::Labels(p) => write!(f, "labels:{}", p.display()),
+            Start::Ibhc(mode) => write!(f, "{}-ibhc", format!("{mode:?}").to_lowercase()),
+            Start::Sva => f.write_str("sva"),
+            Start::Auto => f.write_str("auto"),
+        }
+    }
+}
+
 impl Start {
     /// The start with a labels file made absolute, so that a resumed run finds it from any
     /// directory.
@@ -308,9 +345,11 @@ pub enum Budget {
 
 /// A budget that lengthens the chains until they agree: every chain runs `first` sweeps,
 /// then the run's chains are diagnosed together over the second half of their traces (the
-/// burn-in, if one is set, instead); unless every quantity has a rank-normalised split R-hat
-/// of at most 1.01 and a bulk effective sample size of at least 400 (Vehtari et al. 2021),
-/// every chain doubles its length, up to `max` sweeps.
+/// burn-in, if one is set, instead); unless every quantity agrees, every chain doubles its
+/// length, up to `max` sweeps. A quantity agrees when it has a rank-normalised split R-hat of
+/// at most 1.01 and a bulk effective sample size of at least 400 (Vehtari et al. 2021), or
+/// when it held one and the same value in every chain (an R-hat and an ESS of a constant
+/// series say nothing; see [`super::summary::chains_agree`]).
 ///
 /// The decision at each round depends only on the chains' traces up to that round, never on
 /// time, so a seed gives the same chains and the same length on any machine, on any number
@@ -329,6 +368,11 @@ impl AutoBudget {
     /// quickly to stop there.
     pub const FIRST: u64 = 1000;
 
+    /// The fewest sweeps of the first round by default, however large the data: the hundred
+    /// iterations that sub-cluster samplers are run for on millions of points (Chang and
+    /// Fisher 2013; DPMM.jl's default).
+    pub const MIN_FIRST: u64 = 100;
+
     /// Most rounds by default: the chains grow at most 16-fold past the first round.
     const MAX_FACTOR: u64 = 16;
 
@@ -338,15 +382,27 @@ impl AutoBudget {
     /// at 16,000.
     const WORK: f64 = 1e9;
 
-    /// The default budget for `n` points in `d` dimensions: rounds from
-    /// [`AutoBudget::FIRST`] sweeps up to 16 times that, fewer where `n · d²` is large, never
-    /// below the first round. Depends on the data's shape only, so the run stays reproducible.
+    /// The work `n · d² · sweeps` of the first round by default (10⁸): data with
+    /// `n · d²` up to 10⁵ (150 points in 4 dimensions, 178 in 13) have a first round of
+    /// [`AutoBudget::FIRST`] sweeps; larger data fewer (555 for 20,000 points in 3
+    /// dimensions, 277 for 10,000 in 6), down to [`AutoBudget::MIN_FIRST`] from `n · d²` =
+    /// 10⁶ (250,000 points in 2 dimensions, a million in 1), so that the first round's work
+    /// stops growing with the data until that floor. Rounds double from there, so data whose
+    /// chains need more sweeps reach them within a factor of two, at the same most sweeps.
+    const FIRST_WORK: f64 = 1e8;
+
+    /// The default budget for `n` points in `d` dimensions: a first round of
+    /// [`AutoBudget::FIRST`] sweeps, fewer where `n · d²` is large (never below
+    /// [`AutoBudget::MIN_FIRST`]), then rounds up to 16 times that, fewer where `n · d²` is
+    /// large, never below the first round. Depends on the data's shape only, so the run stays
+    /// reproducible.
     pub fn for_data(n: usize, d: usize) -> Self {
         let work = (n.max(1) as f64) * (d.max(1) as f64).powi(2);
+        let first = ((Self::FIRST_WORK / work).floor() as u64).clamp(Self::MIN_FIRST, Self::FIRST);
         let cap = (Self::WORK / work).floor() as u64;
         AutoBudget {
-            first: Self::FIRST,
-            max: cap.clamp(Self::FIRST, Self::FIRST * Self::MAX_FACTOR),
+            first,
+            max: cap.clamp(first, Self::FIRST * Self::MAX_FACTOR),
         }
     }
 
@@ -462,6 +518,20 @@ impl Budget {
 /// Partition draws kept per chain at the coarsest spacing (see [`super::draws`]): enough for a
 /// posterior similarity estimate, small enough that draws × n labels fit in memory.
 pub const DRAWS_PER_CHAIN: usize = 256;
+
+/// The fewest partition draws kept per chain by [`draws_per_chain`].
+pub const MIN_DRAWS_PER_CHAIN: usize = 16;
+
+/// Labels kept per chain by [`draws_per_chain`] (2²⁴, 128 MiB as read back).
+const DRAW_LABELS: usize = 1 << 24;
+
+/// The partition draws to keep per chain for `n` points: [`DRAWS_PER_CHAIN`], fewer for large
+/// `n` so that a chain's draws hold at most 2²⁴ labels (65 draws of 256,000 points), never
+/// fewer than [`MIN_DRAWS_PER_CHAIN`] (16 draws of a million points: the draws file and the
+/// summary, which reads one chain's draws at a time, stay bounded at any `n`). Cost: O(1).
+pub fn draws_per_chain(n: usize) -> usize {
+    (DRAW_LABELS / n.max(1)).clamp(MIN_DRAWS_PER_CHAIN, DRAWS_PER_CHAIN)
+}
 
 /// What to run: a sampler, how many chains from which start, for how long, what is recorded
 /// and how often a checkpoint is taken. The model it samples is given separately
@@ -615,10 +685,10 @@ mod tests {
             .map(|d| a.round_end(d))
             .collect();
         assert_eq!(ends, [1000, 1000, 1000, 2000, 2000, 2777, 2777, 2777]);
-        assert_eq!(AutoBudget::for_data(10_000, 6), a);
+        assert_eq!(AutoBudget::for_data(10_000, 6).max, 2777);
         assert_eq!(AutoBudget::for_data(569, 30).max, 1952);
         assert_eq!(AutoBudget::for_data(150, 4).max, 16_000);
-        assert_eq!(AutoBudget::for_data(600, 500).max, 1000);
+        assert_eq!(AutoBudget::for_data(600, 500).max, 100);
         assert_eq!(
             a.at_most(500),
             AutoBudget {
@@ -631,6 +701,58 @@ mod tests {
             bad.validate(),
             Err(Error::InvalidParameter { name, .. }) if name == "max_sweeps"
         ));
+    }
+
+    #[test]
+    fn the_first_round_shrinks_with_the_data_down_to_its_floor() {
+        let first = |n, d| AutoBudget::for_data(n, d).first;
+        assert_eq!(first(150, 4), 1000);
+        assert_eq!(first(178, 13), 1000);
+        assert_eq!(first(20_000, 3), 555);
+        assert_eq!(first(10_000, 6), 277);
+        assert_eq!(first(200_000, 2), 125);
+        assert_eq!(first(1_000_000, 2), 100);
+        assert_eq!(first(70_000, 50), 100);
+        // A million points in 2 dimensions: 100 sweeps, then at most 250.
+        assert_eq!(
+            AutoBudget::for_data(1_000_000, 2),
+            AutoBudget {
+                first: 100,
+                max: 250
+            }
+        );
+    }
+
+    #[test]
+    fn the_default_sampler_follows_the_number_of_points() {
+        assert_eq!(SamplerKind::for_data(0), SamplerKind::Sams);
+        assert_eq!(SamplerKind::for_data(49_999), SamplerKind::Sams);
+        assert_eq!(SamplerKind::for_data(50_000), SamplerKind::Subcluster);
+        assert_eq!(SamplerKind::for_data(1_000_000), SamplerKind::Subcluster);
+    }
+
+    #[test]
+    fn draws_per_chain_bound_the_labels_kept() {
+        let got: Vec<usize> = [0, 150, 65_536, 100_000, 1_000_000, 100_000_000]
+            .into_iter()
+            .map(draws_per_chain)
+            .collect();
+        assert_eq!(got, [256, 256, 256, 167, 16, 16]);
+    }
+
+    #[test]
+    fn starts_print_as_init_takes_them() {
+        for s in [
+            "single",
+            "singletons",
+            "noisy-ibhc",
+            "exact-ibhc",
+            "sva",
+            "auto",
+        ] {
+            assert_eq!(s.parse::<Start>().unwrap().to_string(), s);
+        }
+        assert_eq!(Start::Labels("a/b".into()).to_string(), "labels:a/b");
     }
 
     #[test]

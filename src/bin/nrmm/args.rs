@@ -276,19 +276,20 @@ pub struct GenerateArgs {
 /// Sampler settings shared by `run` and `check-exact`.
 #[derive(Debug, Args, Clone, PartialEq)]
 pub struct SamplerArgs {
-    /// The sampler.
-    #[arg(long, value_parser = one_of::<SamplerKind>(), default_value = "sams")]
-    pub sampler: SamplerKind,
+    /// The sampler (default: sams below 50,000 points, subcluster from there).
+    #[arg(long, value_parser = one_of::<SamplerKind>())]
+    pub sampler: Option<SamplerKind>,
     /// How its moves are set.
     #[command(flatten)]
     pub moves: MoveArgs,
 }
 
 impl SamplerArgs {
-    /// The library's sampler settings for `n` points.
+    /// The library's sampler settings for `n` points: the sampler asked for, else the one
+    /// chosen by size ([`SamplerKind::for_data`]).
     pub fn settings(&self, n: usize) -> SamplerSettings {
         SamplerSettings {
-            kind: self.sampler,
+            kind: self.sampler.unwrap_or_else(|| SamplerKind::for_data(n)),
             moves: self.moves.settings(n),
         }
     }

@@ -61,7 +61,8 @@ pub fn run(a: &RunArgs) -> Result<Status> {
     request::check(
         given.iter().map(|(id, _)| id.as_str()),
         &a.model.spec(),
-        a.sampler.sampler,
+        // A data-parallel run is asked for by its sampler, never chosen by size.
+        a.sampler.sampler.unwrap_or_default(),
         &a.init,
         a.data.data.as_deref(),
         a.data.format,

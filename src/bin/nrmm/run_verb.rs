@@ -6,10 +6,10 @@ use crate::args::{DiagnoseArgs, RunArgs};
 use crate::common::{build_model, command_line, flags, print_json, summary_of, Status};
 use crate::output;
 use nrmm::run::pilot::{self, Settled};
-use nrmm::run::progress::Progress;
+use nrmm::run::progress::{Phase, Progress};
 use nrmm::run::record::Builtin;
 use nrmm::run::runner::check_target;
-use nrmm::run::spec::DRAWS_PER_CHAIN;
+use nrmm::run::spec::draws_per_chain;
 use nrmm::run::summary::run_record;
 use nrmm::run::SamplerSpec;
 use nrmm::run::{AutoBudget, Budget, ChainEnd, Outcome, RunDir, RunRecord, Runner};
@@ -37,8 +37,23 @@ fn new_spec(a: &RunArgs, n: usize, d: usize) -> Result<SamplerSpec> {
         budget: budget.unwrap_or(Budget::Auto(AutoBudget::for_data(n, d))),
         burn_in: a.burn_in,
         checkpoint_every: a.checkpoint_every,
-        draws_per_chain: DRAWS_PER_CHAIN,
+        draws_per_chain: draws_per_chain(n),
     })
+}
+
+/// What the pilot of a new run over `n` points runs on ([`pilot::pilot_rows`]), for its
+/// progress line.
+fn pilot_line(n: usize) -> String {
+    let points = if n > pilot::PILOT_POINTS {
+        format!("{} random points of {n}", pilot::PILOT_POINTS)
+    } else {
+        format!("all {n} points")
+    };
+    format!(
+        "pilot: {} chains of {} sweeps on {points} for the cluster scale",
+        pilot::PILOT_CHAINS,
+        pilot::PILOT_SWEEPS
+    )
 }
 
 /// The one line that tells what an interruption left behind and how to go on.
@@ -103,16 +118,21 @@ pub fn run(a: RunArgs) -> Result<Status> {
     let (model, columns) = build_model(&source, &model_spec, Builtin::Toy)?;
     crate::interrupt::install();
     let model = match &spec {
-        Some(s) => match pilot::settle(&model, s.seed, Some(&crate::interrupt::REQUESTED))? {
-            Settled::Scaled(settled) => *settled,
-            // The header says the scaled defaults stay; the reason is the library's to give.
-            Settled::NotDue | Settled::Kept(_) => model,
-            Settled::Interrupted => {
-                output::report_line("interrupted during the pilot run: nothing was written");
-                return Ok(Status::Interrupted);
+        Some(s) if pilot::is_due(&model) => {
+            let phase = Phase::start(&pilot_line(model.n_points()));
+            let settled = pilot::settle(&model, s.seed, Some(&crate::interrupt::REQUESTED))?;
+            phase.finish();
+            match settled {
+                Settled::Scaled(settled) => *settled,
+                // The header says the scaled defaults stay; the reason is the library's to give.
+                Settled::NotDue | Settled::Kept(_) => model,
+                Settled::Interrupted => {
+                    output::report_line("interrupted during the pilot run: nothing was written");
+                    return Ok(Status::Interrupted);
+                }
             }
-        },
-        None => model,
+        }
+        _ => model,
     };
     let runner = match spec {
         None => {
@@ -134,7 +154,9 @@ pub fn run(a: RunArgs) -> Result<Status> {
         .replace(a.force),
     };
     let runner = runner.invocation(command_line());
-    let header = nrmm::run::header::header(&model, &runner.record().spec);
+    // A new run whose sampler was not asked for has it chosen by size, which the header says.
+    let by_size = a.resume.is_none() && a.sampler.sampler.is_none();
+    let header = nrmm::run::header::header(&model, &runner.record().spec, by_size);
     output::report_line(&nrmm::error::rename_in_text(&header, &crate::common::flag));
     let progress = Progress::new(runner.record().spec.budget, crate::common::flag);
     let outcome = runner
@@ -160,8 +182,10 @@ fn finish(
         output::report_line(&interrupted_line(&run.dir, &outcome.ends, checkpoints));
         return Ok(Status::Interrupted);
     }
+    let phase = Phase::start("summary: diagnostics and Dahl's estimate");
     let summary = summary_of(std::slice::from_ref(run), None)?;
     summary.write(&run.dir, run_record(run, model, columns, wall_seconds))?;
+    phase.finish();
     output::stdout(|out| {
         summary.print(out)?;
         writeln!(out, "wrote {}", run.dir.display())
