@@ -11,9 +11,8 @@ use super::BestDraw;
 use crate::data::load;
 use crate::data::Fingerprint;
 use crate::error::{Error, Result};
-use crate::model::{Model, PriorKind};
+use crate::model::{KernelKind, Model, PriorKind};
 use crate::prior::NrmPrior;
-use crate::Choice;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -80,8 +79,8 @@ pub struct RunScore {
     pub n: usize,
     /// Dimension.
     pub d: usize,
-    /// The kernel's name (`nw`, `diag`, `md`).
-    pub kernel: String,
+    /// The kernel the run recorded (`None` where its record names none).
+    pub kernel: Option<KernelKind>,
     /// The prior's hyperparameters the scores are at: the run's recorded initial values.
     pub hyper: BTreeMap<String, f64>,
     /// The hyperparameters the run's chains resample (empty when all are fixed); the chains'
@@ -170,11 +169,7 @@ pub fn score_run(run: &RunDir, labels: &Path) -> Result<RunScore> {
         labels: score(&given)?,
         n,
         d: model.fingerprint.dim,
-        kernel: model
-            .spec
-            .kernel
-            .map(|k| k.name().to_string())
-            .unwrap_or_default(),
+        kernel: model.spec.kernel,
         hyper: model
             .prior
             .hyper_values()

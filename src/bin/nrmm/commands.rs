@@ -76,7 +76,7 @@ fn loglik_run(dir: &Path, labels: &Path, json: bool) -> Result<()> {
             "n_clusters": s.labels.n_clusters,
             "n": s.n,
             "d": s.d,
-            "kernel": s.kernel,
+            "kernel": s.kernel.map_or("", nrmm::Choice::name),
             "hyper": s.hyper,
             "resampled": s.resampled,
             "chains": chains,
@@ -95,7 +95,7 @@ fn loglik_run(dir: &Path, labels: &Path, json: bool) -> Result<()> {
         writeln!(
             out,
             "clusters: {}   points: {n}   dimension: {}   kernel: {}",
-            l.n_clusters, s.d, s.kernel
+            l.n_clusters, s.d, s.kernel.map_or("", nrmm::Choice::name)
         )?;
         if !s.resampled.is_empty() {
             writeln!(
