@@ -56,7 +56,7 @@ use crate::sampler::dpmm::engine::{
     draw_side, for_each_point_from, jump_shape, label_pass_from, side_log_probs, side_weights,
     CHUNK,
 };
-use crate::sampler::dpmm::subcluster::{LARGE_SET, SHARPEN};
+use crate::sampler::dpmm::subcluster::{sample_size, LARGE_SET, SHARPEN};
 use crate::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 
 /// A kernel whose moments can travel between ranks and be turned into statistics.
@@ -201,14 +201,7 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
     /// Fits launches on at most `points` points of a set (see
     /// [`crate::sampler::dpmm::SubCluster::with_launch_sample`]). Errors if `points < 2`.
     pub fn with_launch_sample(mut self, points: usize) -> Result<Self> {
-        if points < 2 {
-            return Err(Error::param(
-                "launch sample",
-                points as f64,
-                "at least 2 points",
-            ));
-        }
-        self.launch_sample = points;
+        self.launch_sample = sample_size("launch sample", points)?;
         Ok(self)
     }
 

@@ -95,7 +95,9 @@ fn loglik_run(dir: &Path, labels: &Path, json: bool) -> Result<()> {
         writeln!(
             out,
             "clusters: {}   points: {n}   dimension: {}   kernel: {}",
-            l.n_clusters, s.d, s.kernel.map_or("", nrmm::Choice::name)
+            l.n_clusters,
+            s.d,
+            s.kernel.map_or("", nrmm::Choice::name)
         )?;
         if !s.resampled.is_empty() {
             writeln!(

@@ -292,14 +292,7 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// (the launch law still depends only on `S`); smaller values make launches on large
     /// sets cheaper and noisier. Errors if `points < 2`. No effect on the faithful variant.
     pub fn with_launch_sample(mut self, points: usize) -> Result<Self> {
-        if points < 2 {
-            return Err(Error::param(
-                "launch sample",
-                points as f64,
-                "at least 2 points",
-            ));
-        }
-        self.launch_sample = points;
+        self.launch_sample = sample_size("launch sample", points)?;
         Ok(self)
     }
 
@@ -311,15 +304,8 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// small ones so that the exact checks on a few points cover the large-set path. Errors if
     /// `restart_sample < 2`. No effect on the faithful variant.
     pub fn with_large_sets(mut self, above: usize, restart_sample: usize) -> Result<Self> {
-        if restart_sample < 2 {
-            return Err(Error::param(
-                "restart sample",
-                restart_sample as f64,
-                "at least 2 points",
-            ));
-        }
         self.large_set = above;
-        self.restart_sample = restart_sample;
+        self.restart_sample = sample_size("restart sample", restart_sample)?;
         Ok(self)
     }
 
@@ -1139,6 +1125,15 @@ impl<K: ParametricKernel> SubCluster<K> {
         self.history.retain(|key, _| keys.contains(key));
         Ok(info)
     }
+}
+
+/// `points` as the size of the sample that setting `name` asks for, or an error naming it
+/// when it is below 2 (a sub-cluster fit needs two points).
+pub(crate) fn sample_size(name: &str, points: usize) -> Result<usize> {
+    if points < 2 {
+        return Err(Error::param(name, points as f64, "at least 2 points"));
+    }
+    Ok(points)
 }
 
 /// Draws `θ̄ ~ p(θ | x_i)`, the posterior given the anchor point `i` alone, into `theta`.
