@@ -20,8 +20,9 @@
 //! fitting its sub-clusters on the whole set and, in a second configuration, on a sample of
 //! 2 points (so the subsampled launch of large sets is covered too); a third configuration
 //! gives every set of more than one point the large-set proposals (spread anchors, restarts
-//! on a sample of 3 points, launch sides sharpened), which the sampler otherwise
-//! makes only on sets of more than 1,024 points.
+//! on a sample of 3 points, launch sides sharpened, the allocation family only for sets of
+//! at most 4 points), which the sampler otherwise makes only on sets of more than 1,024
+//! points (the allocation family's limit: 16,384).
 
 use crate::support;
 
@@ -128,7 +129,7 @@ fn large_set_move() -> Box<dyn Move<NormalWishart, Prior>> {
     Box::new(
         mv.with_launch_sample(2)
             .unwrap()
-            .with_large_sets(1, 3)
+            .with_large_sets(1, 3, 4)
             .unwrap(),
     )
 }

@@ -131,6 +131,10 @@ pub const LARGE_SET: usize = 1024;
 /// (`b_i(s) ∝ (π̄_s f(x_i | θ̄_s))^γ`; see [`SubCluster`]).
 pub const SHARPEN: f64 = 10.0;
 
+/// The most points of a set the allocation family splits or merges into (see
+/// [`SubCluster`]); larger ones are left to the launch family.
+pub const ALLOCATION_MAX: usize = 16_384;
+
 /// Restarts of a large launch's sub-cluster fit, each from its own spread anchors.
 const LAUNCH_RESTARTS: usize = 4;
 
@@ -228,13 +232,16 @@ enum Variant {
 ///      cluster; and its side probabilities are sharpened, `b_i(s) ∝ (π̄_s f(x_i | θ̄_s))^γ`
 ///      with `γ =` [`SHARPEN`], so that a proposed split is nearly determined by the fit and
 ///      is accepted only where the split partition itself is more probable. The allocation
-///      family keeps its plain sequential allocation: its merges are what reunite random or
-///      spatial halves of clusters (sharpened as well, they stopped doing so on 10⁴ points
-///      in `tests/scale.rs`). Measured on that data (one chain from one cluster,
-///      `--nw-defaults scaled`): the plain proposals ended at K = 19, log joint -878,231
-///      after 20 sweeps; these at K = 11, -793,861 after 30 (the true partition -751,468;
-///      DPMM.jl's criterion -719,680). Small sets keep the plain proposals, whose chains are
-///      unchanged.
+///      family keeps its plain sequential allocation, whose merges are what reunite random
+///      or spatial halves of clusters (sharpened as well, they stopped doing so on 10⁴ points
+///      in `tests/scale.rs`), but makes no proposal whose set `S` exceeds
+///      [`ALLOCATION_MAX`] points (a split of such a set, or a merge into one, is rejected
+///      in both directions, so the family stays reversible): there its splits carry the
+///      same thousands of nats of side entropy, and they alone kept the chain over-split.
+///      Measured on that data (one chain from one cluster, `--nw-defaults scaled`, 30
+///      sweeps): K = 5, log joint -719,377 in 3.9 s (the true partition -751,468; DPMM.jl's
+///      criterion -719,680), where the plain proposals ended at K = 19, -878,231 after 20.
+///      Small sets keep the plain proposals, whose chains are unchanged.
 ///
 /// All parallel passes run on the [`super::engine`], so a chain is bit-identical for any
 /// number of threads. The exact variant keeps no state between steps.
@@ -256,6 +263,8 @@ pub struct SubCluster<K: ParametricKernel> {
     large_set: usize,
     /// Exact variant: the sample on which a large launch's restarts run.
     restart_sample: usize,
+    /// Exact variant: the largest set the allocation family proposes for.
+    allocation_max: usize,
     params: Vec<K::Param>,
     labels: Vec<u32>,
     /// Faithful variant: sub-label (0 = ℓ, 1 = r) of every point.
@@ -278,6 +287,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             launch_sample: LAUNCH_SAMPLE,
             large_set: LARGE_SET,
             restart_sample: RESTART_SAMPLE,
+            allocation_max: ALLOCATION_MAX,
             params: Vec::new(),
             labels: Vec::new(),
             sub: Vec::new(),
@@ -297,15 +307,22 @@ impl<K: ParametricKernel> SubCluster<K> {
     }
 
     /// The exact sampler with the large-set proposals (spread anchors, restarts on a sample
-    /// of `restart_sample` points drawn uniformly with replacement, sharpened sides; see
-    /// [`SubCluster`]) for every set of more than `above` points instead of more than
-    /// [`LARGE_SET`], the restarts on `restart_sample` points instead of 1,024. Any values
-    /// keep the move exact (the proposal law still depends only on `S`); the tests use
-    /// small ones so that the exact checks on a few points cover the large-set path. Errors if
-    /// `restart_sample < 2`. No effect on the faithful variant.
-    pub fn with_large_sets(mut self, above: usize, restart_sample: usize) -> Result<Self> {
+    /// of `restart_sample` points drawn uniformly with replacement, sharpened launch sides;
+    /// see [`SubCluster`]) for every set of more than `above` points instead of more than
+    /// [`LARGE_SET`], the restarts on `restart_sample` points instead of 1,024, and the
+    /// allocation family limited to sets of at most `allocation_max` points instead of
+    /// [`ALLOCATION_MAX`]. Any values keep the move exact (the proposal law still depends
+    /// only on `S`); the tests use small ones so that the exact checks on a few points cover
+    /// these paths. Errors if `restart_sample < 2`. No effect on the faithful variant.
+    pub fn with_large_sets(
+        mut self,
+        above: usize,
+        restart_sample: usize,
+        allocation_max: usize,
+    ) -> Result<Self> {
         self.large_set = above;
         self.restart_sample = sample_size("restart sample", restart_sample)?;
+        self.allocation_max = allocation_max;
         Ok(self)
     }
 
@@ -622,7 +639,8 @@ impl<K: ParametricKernel> SubCluster<K> {
         if split {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
-            if c.size() < 2 {
+            // Both directions refuse a set above the limit, so the family stays reversible.
+            if c.size() < 2 || c.size() > self.allocation_max {
                 return Ok(REJECTED);
             }
             let (s, _) = sorted_members(&state.partition, slot, None);
@@ -667,6 +685,9 @@ impl<K: ParametricKernel> SubCluster<K> {
                 state.partition.cluster(sy).expect("live"),
             );
             let (nx, ny) = (cx.size(), cy.size());
+            if nx + ny > self.allocation_max {
+                return Ok(REJECTED);
+            }
             let ln_target_ratio = h(nx + ny, kernel.ln_marginal_pair(cx.stat(), cy.stat()))
                 - h(nx, cx.ln_marginal())
                 - h(ny, cy.ln_marginal());
