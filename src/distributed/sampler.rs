@@ -53,10 +53,9 @@ use crate::math::ln_add_exp;
 use crate::prior::NrmPrior;
 use crate::rng::{uniform_index, uniform_open01, NrmmRng};
 use crate::sampler::dpmm::engine::{
-    draw_side, for_each_point_from, jump_shape, label_pass_from, side_log_probs, side_weights,
-    CHUNK,
+    draw_side, for_each_point_from, jump_shape, label_pass_from, side_weights, CHUNK,
 };
-use crate::sampler::dpmm::subcluster::{sample_size, LARGE_SET, SHARPEN};
+use crate::sampler::dpmm::subcluster::{final_side, sample_size, LARGE_SET, SHARPEN};
 use crate::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 
 /// A kernel whose moments can travel between ranks and be turned into statistics.
@@ -562,13 +561,7 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
             || (),
             |j, o, _, rng| {
                 let (w0, w1) = side_weights(kernel, members[j] as usize, &lp, th);
-                let (w0, w1) = (gamma * w0, gamma * w1);
-                *o = if draw {
-                    let (side, ln_b) = draw_side(w0, w1, rng)?;
-                    (ln_b, side)
-                } else {
-                    (side_log_probs(w0, w1)?, 0)
-                };
+                *o = final_side(w0, w1, gamma, draw, rng)?;
                 Ok(())
             },
         )?;

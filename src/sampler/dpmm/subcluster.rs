@@ -1301,16 +1301,29 @@ fn final_scan<K: ParametricKernel>(
         || (),
         |j, o, _, rng| {
             let (w0, w1) = side_weights(kernel, s[j], ln_pi, theta);
-            let (w0, w1) = (gamma * w0, gamma * w1);
-            *o = if draw {
-                let (side, ln_b) = draw_side(w0, w1, rng)?;
-                (ln_b, side)
-            } else {
-                (side_log_probs(w0, w1)?, 0)
-            };
+            *o = final_side(w0, w1, gamma, draw, rng)?;
             Ok(())
         },
     )
+}
+
+/// One point of a launch's final scan from its side weights `w0, w1`: the log side
+/// probabilities `∝ γ w` and, with `draw`, a side drawn from them (otherwise 0). Shared by
+/// the threaded and the data-parallel sampler. Cost: one exponential and one `ln_1p`.
+pub(crate) fn final_side(
+    w0: f64,
+    w1: f64,
+    gamma: f64,
+    draw: bool,
+    rng: &mut NrmmRng,
+) -> Result<([f64; 2], u8)> {
+    let (w0, w1) = (gamma * w0, gamma * w1);
+    if draw {
+        let (side, ln_b) = draw_side(w0, w1, rng)?;
+        Ok((ln_b, side))
+    } else {
+        Ok((side_log_probs(w0, w1)?, 0))
+    }
 }
 
 /// DPMM.jl's `maybeSplit` on a cluster's history of sub-cluster log marginal likelihoods
