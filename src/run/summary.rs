@@ -412,9 +412,9 @@ fn diagnose(series: &[ChainSeries]) -> (BTreeMap<String, SeriesSummary>, u64) {
 /// partition moves the log joint by far more.
 const CONSTANT_RELATIVE: f64 = 1e-10;
 
-/// Whether a quantity's chains agree: R-hat at most [`RHAT_LIMIT`] and a bulk ESS of at
-/// least [`ESS_WANTED`], or one and the same value, up to rounding ([`CONSTANT_RELATIVE`]),
-/// in every draw of every chain.
+/// Whether a quantity's chains agree: R-hat at most `RHAT_LIMIT` (1.01) and a bulk ESS of
+/// at least `ESS_WANTED` (400), or one and the same value, up to rounding
+/// (`CONSTANT_RELATIVE`, 10⁻¹⁰ of its magnitude), in every draw of every chain.
 ///
 /// **Why constant agrees.** R-hat and ESS compare variances within and between chains; a
 /// series that never changes has neither, so they say nothing about it, and asking for 400

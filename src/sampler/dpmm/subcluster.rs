@@ -138,7 +138,7 @@ pub const ALLOCATION_MAX: usize = 16_384;
 /// Restarts of a large launch's sub-cluster fit, each from its own spread anchors, run in
 /// parallel (a restart's 1,024 points are one block of the engine, so one restart alone
 /// would keep one core busy).
-const LAUNCH_RESTARTS: usize = 4;
+pub const LAUNCH_RESTARTS: usize = 4;
 
 /// Points of the uniform sample of a large launch on which its restarts run.
 const RESTART_SAMPLE: usize = 1024;
@@ -255,8 +255,11 @@ enum Variant {
 /// Normal-Wishart), in vectors over blocks of points ([`super::engine::label_pass_from`]), for
 /// the restricted pass; per launch-family proposal, O(launch_iters · min(|S|, launch sample))
 /// evaluations of two sub-cluster likelihoods plus one final scan of `S` (two likelihoods,
-/// one `exp`, one `ln_1p` per point); per allocation-family proposal, two predictive
-/// evaluations per point of `S` and its batch statistics; and O(N) to collect a large `S`.
+/// one `exp`, one `ln_1p` per point), and on a large set besides, [`LAUNCH_RESTARTS`] ×
+/// (launch_iters + 2) scans of 1,024 points (the restarts in parallel) with half the
+/// iterations on the launch sample; per allocation-family proposal, two predictive
+/// evaluations per point of `S` and its batch statistics; and O(N) to collect a large `S`,
+/// in parallel chunks.
 #[derive(Clone, Debug)]
 pub struct SubCluster<K: ParametricKernel> {
     variant: Variant,
