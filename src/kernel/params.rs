@@ -102,6 +102,28 @@ pub trait ParametricKernel: ConjugateKernel {
         }
     }
 
+    /// [`ParametricKernel::ln_f_block`] for any up to [`BLOCK`] points, `points[b]` in lane
+    /// `b` (a sample or the members of a cluster, for the sub-cluster launches): lanes past
+    /// `points.len()` weigh `points[0]` again. Normal-Wishart gathers the points into its
+    /// lanes; the default calls [`ParametricKernel::ln_f`] per pair. Cost: one likelihood
+    /// per (point, component).
+    fn ln_f_points(
+        &self,
+        points: &[usize],
+        offsets: &[f64],
+        params: &[Self::Param],
+        out: &mut Vec<f64>,
+    ) {
+        debug_assert!((1..=BLOCK).contains(&points.len()) && params.len() >= offsets.len());
+        out.resize(offsets.len() * BLOCK, 0.0);
+        for (k, (&a, theta)) in offsets.iter().zip(params).enumerate() {
+            for b in 0..BLOCK {
+                let i = points[if b < points.len() { b } else { 0 }];
+                out[k * BLOCK + b] = a + self.ln_f(i, theta);
+            }
+        }
+    }
+
     /// `ln p(θ | X_S)`, the posterior log density (the prior's when `S` is empty).
     fn ln_posterior_density(&self, s: &Self::Stat, theta: &Self::Param) -> f64;
 
@@ -200,6 +222,38 @@ impl NwMoments {
 }
 
 impl NormalWishart {
+    /// The log weights of one block of points against `params`, as
+    /// [`ParametricKernel::ln_f_block`]: lane `b` holds the point `point(b)`, gathered into
+    /// vectors of lanes for [`super::nw_lanes::weigh_block`]. Cost: one likelihood per
+    /// (lane, component), in vectors.
+    fn weigh_lanes(
+        &self,
+        point: impl Fn(usize) -> usize,
+        offsets: &[f64],
+        params: &[NwParam],
+        out: &mut Vec<f64>,
+    ) {
+        let d = self.dim();
+        // Every value is written by `weigh_block`.
+        out.resize(offsets.len() * BLOCK, 0.0);
+        // On the stack up to d = 8 (the fixed-dimension forms), so that a block allocates
+        // nothing.
+        let mut stack = [[0.0; BLOCK]; 8];
+        let mut heap = Vec::new();
+        let y = if d <= stack.len() {
+            &mut stack[..d]
+        } else {
+            heap.resize(d, [0.0; BLOCK]);
+            &mut heap[..]
+        };
+        for b in 0..BLOCK {
+            for (lanes, &v) in y.iter_mut().zip(self.centred_point(point(b))) {
+                lanes[b] = v;
+            }
+        }
+        super::nw_lanes::weigh_block(y, offsets, &params[..offsets.len()], out);
+    }
+
     /// Draws `Λ ~ W(ν_n, Ψ_n⁻¹)` and `μ | Λ` (see [`ParametricKernel::sample_posterior`])
     /// given `n`, the centred mean and the lower factor `l` of `Ψ_n`. Cost: O(d³).
     fn draw_from_factor<R: Rng + ?Sized>(
@@ -475,26 +529,29 @@ impl ParametricKernel for NormalWishart {
         out: &mut Vec<f64>,
     ) {
         debug_assert!((1..=BLOCK).contains(&count) && params.len() >= offsets.len());
-        let d = self.dim();
-        // Every value is written by `weigh_block`.
-        out.resize(offsets.len() * BLOCK, 0.0);
-        // On the stack up to d = 8 (the fixed-dimension forms), so that a block allocates
-        // nothing.
-        let mut stack = [[0.0; BLOCK]; 8];
-        let mut heap = Vec::new();
-        let y = if d <= stack.len() {
-            &mut stack[..d]
-        } else {
-            heap.resize(d, [0.0; BLOCK]);
-            &mut heap[..]
-        };
-        for b in 0..BLOCK {
-            let point = self.centred_point(first + if b < count { b } else { 0 });
-            for (lanes, &v) in y.iter_mut().zip(point) {
-                lanes[b] = v;
-            }
-        }
-        super::nw_lanes::weigh_block(y, offsets, &params[..offsets.len()], out);
+        self.weigh_lanes(
+            |b| first + if b < count { b } else { 0 },
+            offsets,
+            params,
+            out,
+        );
+    }
+
+    fn ln_f_points(
+        &self,
+        points: &[usize],
+        offsets: &[f64],
+        params: &[NwParam],
+        out: &mut Vec<f64>,
+    ) {
+        debug_assert!((1..=BLOCK).contains(&points.len()) && params.len() >= offsets.len());
+        let count = points.len();
+        self.weigh_lanes(
+            |b| points[if b < count { b } else { 0 }],
+            offsets,
+            params,
+            out,
+        );
     }
 
     /// `ln N(μ | ξ_n, (r_n Λ)⁻¹) + ln W(Λ | ν_n, Ψ_n⁻¹)` with

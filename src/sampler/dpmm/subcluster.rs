@@ -34,10 +34,12 @@ use rayon::prelude::*;
 
 use super::apply_labels;
 use super::engine::{
-    chain_rng, draw_side, for_each_point, group_moments, group_stats, jump_shape, label_pass_from,
-    side_log_probs, side_weights, CHUNK,
+    chain_rng, draw_side, for_each_point, for_each_run_from, group_moments, group_stats,
+    jump_shape, label_pass_from, side_log_probs, CHUNK,
 };
+use crate::chooser::RngChooser;
 use crate::error::{Error, Result};
+use crate::kernel::sweep_cache::BLOCK;
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::math::{ln_add_exp, ln_gamma};
 use crate::partition::{Partition, Slot};
@@ -151,6 +153,13 @@ const HISTORY: usize = 4;
 /// Tolerance of the "splittable" heuristic.
 const SPLITTABLE_TOL: f64 = 1e-2;
 
+/// The change an accepted proposal makes: split the points off a cluster into a new one, or
+/// merge the second cluster into the first.
+enum Change {
+    Split(Slot, Vec<usize>),
+    Merge(Slot, Slot),
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Variant {
     Exact(SubClusterOptions),
@@ -241,13 +250,19 @@ enum Variant {
 ///      in both directions, so the family stays reversible): there its splits carry the
 ///      same thousands of nats of side entropy, and they alone kept the chain over-split.
 ///      Measured on that data (one chain from one cluster, `--nw-defaults scaled`, 30
-///      sweeps, 2 threads): K = 7, log joint -720,946 in 2.7 s (the true partition
-///      -751,468; DPMM.jl's criterion -719,680), where the plain proposals ended at K = 19,
-///      -878,231 after 20. The restarts run in parallel, each on its own stream.
-///      Small sets keep the plain proposals, whose chains are unchanged.
+///      sweeps): K = 5, log joint -719,352 (the true partition -751,468, where overlapping
+///      clusters are better explained as one; DPMM.jl's criterion -719,680), where the
+///      plain proposals ended at K = 19, -878,231 after 20. The restarts run in parallel,
+///      each on its own stream. Small sets keep the plain proposals.
 ///
 /// All parallel passes run on the [`super::engine`], so a chain is bit-identical for any
-/// number of threads. The exact variant keeps no state between steps.
+/// number of threads. Each proposal draws its choices from its own stream (one seed per
+/// proposal, drawn from the chain's stream after the restricted pass), so that as many
+/// proposals as there are threads are made at once from the same state and the first
+/// accepted one in order wins (see `proposals`): at large `n` nearly every proposal is
+/// rejected, and one proposal alone keeps only a few cores busy. The launch's likelihoods
+/// are computed in vectors over blocks of points ([`ParametricKernel::ln_f_points`]). The
+/// exact variant keeps no state between steps.
 ///
 /// **DPMM.jl-faithful variant** ([`SubCluster::dpmm`], DP only): see there.
 ///
@@ -456,7 +471,7 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// drawn from them (otherwise 0). Needs `|s| ≥ 2`.
     #[allow(clippy::too_many_arguments)]
     fn launch<P: NrmPrior>(
-        &mut self,
+        &self,
         kernel: &K,
         prior: &P,
         s: &[usize],
@@ -544,7 +559,7 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// O(|s|) predictive evaluations and statistic additions, parallel within blocks.
     #[allow(clippy::too_many_arguments)]
     fn allocate<P: NrmPrior>(
-        &mut self,
+        &self,
         kernel: &K,
         prior: &P,
         s: &[usize],
@@ -639,13 +654,14 @@ impl<K: ParametricKernel> SubCluster<K> {
         Ok((sides, ln_q))
     }
 
-    /// One split or merge proposal of the allocation family (see [`SubCluster`]).
+    /// One split or merge proposal of the allocation family (see [`SubCluster`]): its
+    /// decision and, when accepted, the change to make.
     fn allocation_split_merge<P: NrmPrior>(
-        &mut self,
+        &self,
         kernel: &K,
-        state: &mut State<K, P>,
+        state: &State<K, P>,
         chooser: &mut dyn Chooser,
-    ) -> Result<StepInfo> {
+    ) -> Result<(StepInfo, Option<Change>)> {
         let k = state.partition.n_clusters();
         let slots: Vec<Slot> = state.partition.slots().collect();
         let split = chooser.choose_uniform(2) == 0;
@@ -657,7 +673,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             let c = state.partition.cluster(slot).expect("live");
             // Both directions refuse a set above the limit, so the family stays reversible.
             if c.size() < 2 || c.size() > self.allocation_max {
-                return Ok(REJECTED);
+                return Ok((REJECTED, None));
             }
             let (s, _) = sorted_members(&state.partition, slot, None);
             let h_s = h(c.size(), c.ln_marginal());
@@ -680,7 +696,6 @@ impl<K: ParametricKernel> SubCluster<K> {
             let pairs_k1 = pairs(k + 1);
             split_by_sides(
                 kernel,
-                state,
                 &prior,
                 slot,
                 &s,
@@ -692,7 +707,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             )
         } else {
             if k < 2 {
-                return Ok(REJECTED);
+                return Ok((REJECTED, None));
             }
             let (x, y) = pick_pair(chooser, k);
             let (sx, sy) = (slots[x], slots[y]);
@@ -702,7 +717,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             );
             let (nx, ny) = (cx.size(), cy.size());
             if nx + ny > self.allocation_max {
-                return Ok(REJECTED);
+                return Ok((REJECTED, None));
             }
             let ln_target_ratio = h(nx + ny, kernel.ln_marginal_pair(cx.stat(), cy.stat()))
                 - h(nx, cx.ln_marginal())
@@ -715,7 +730,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             let rng = chain_rng(chooser, "subcluster")?;
             let ln_u = uniform_open01(rng).ln();
             if ln_rest <= ln_u {
-                return Ok(decide(ln_rest, ln_u));
+                return Ok((decide(ln_rest, ln_u), None));
             }
             let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
             // The anchors: the r-th point of each cluster in index order.
@@ -742,21 +757,19 @@ impl<K: ParametricKernel> SubCluster<K> {
                 rng,
             )?;
             let info = decide(ln_rest + ln_q, ln_u);
-            if info.accepted == 1 {
-                state.partition.merge_clusters(kernel, sx, sy);
-            }
-            Ok(info)
+            Ok((info, (info.accepted == 1).then_some(Change::Merge(sx, sy))))
         }
     }
 
-    /// One split or merge proposal of the exact variant.
+    /// One split or merge proposal of the launch family (see [`SubCluster`]): its decision
+    /// and, when accepted, the change to make.
     fn split_merge<P: NrmPrior>(
-        &mut self,
+        &self,
         kernel: &K,
-        state: &mut State<K, P>,
+        state: &State<K, P>,
         chooser: &mut dyn Chooser,
         iters: usize,
-    ) -> Result<StepInfo> {
+    ) -> Result<(StepInfo, Option<Change>)> {
         let k = state.partition.n_clusters();
         let slots: Vec<Slot> = state.partition.slots().collect();
         let split = chooser.choose_uniform(2) == 0;
@@ -767,7 +780,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
             if c.size() < 2 {
-                return Ok(REJECTED);
+                return Ok((REJECTED, None));
             }
             let (s, _) = sorted_members(&state.partition, slot, None);
             let (h_s, n_s) = (h(c.size(), c.ln_marginal()), c.size());
@@ -776,11 +789,10 @@ impl<K: ParametricKernel> SubCluster<K> {
             let ln_q = side_prob(&launched);
             let n_b = launched.iter().filter(|o| o.1 == 1).count();
             if n_b == 0 || n_b == n_s {
-                return Ok(REJECTED);
+                return Ok((REJECTED, None));
             }
             split_by_sides(
                 kernel,
-                state,
                 &prior,
                 slot,
                 &s,
@@ -792,7 +804,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             )
         } else {
             if k < 2 {
-                return Ok(REJECTED);
+                return Ok((REJECTED, None));
             }
             let (x, y) = pick_pair(chooser, k);
             let (sx, sy) = (slots[x], slots[y]);
@@ -812,7 +824,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             let rng = chain_rng(chooser, "subcluster")?;
             let ln_u = uniform_open01(rng).ln();
             if ln_rest + std::f64::consts::LN_2 <= ln_u {
-                return Ok(decide(ln_rest + std::f64::consts::LN_2, ln_u));
+                return Ok((decide(ln_rest + std::f64::consts::LN_2, ln_u), None));
             }
             let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
             self.launch(kernel, &prior, &points, iters, false, rng, &mut launched)?;
@@ -820,10 +832,79 @@ impl<K: ParametricKernel> SubCluster<K> {
                 o.1 = side;
             }
             let info = decide(ln_rest + side_prob(&launched), ln_u);
-            if info.accepted == 1 {
-                state.partition.merge_clusters(kernel, sx, sy);
+            Ok((info, (info.accepted == 1).then_some(Change::Merge(sx, sy))))
+        }
+    }
+
+    /// The split/merge proposals of one step of the exact variant, proposal `p` drawing all
+    /// its random choices (family, split or merge, which clusters, the launch or the
+    /// allocation, the decision) from its own stream of `seeds[p]`, in order, each from the
+    /// state its predecessors left: as many proposals as there are threads are made at once,
+    /// in parallel, each from the state the earlier ones leave when all of them are
+    /// rejected (speculative moves, Byrd, Jarvis & Bhalerao 2008); the first
+    /// accepted one in order is applied and those after it are made again from the new
+    /// state. Which proposals run together thus never changes a result, so the chain is the
+    /// same on any thread count, and at large `n`, where nearly every proposal is rejected,
+    /// a step's proposals keep every core busy where each alone keeps only a few (a
+    /// launch's restarts, its final scan of `S`). Cost: that of the proposals, plus one
+    /// wasted proposal for each of those (fewer than the threads) made after an accepted one.
+    fn proposals<P: NrmPrior>(
+        &self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        seeds: &[u64],
+        iters: usize,
+    ) -> Result<StepInfo> {
+        let mut info = StepInfo::default();
+        let width = rayon::current_num_threads().max(1);
+        let mut next = 0;
+        while next < seeds.len() {
+            let end = (next + width).min(seeds.len());
+            let current = &*state;
+            let made: Vec<Result<(StepInfo, Option<Change>)>> = seeds[next..end]
+                .par_iter()
+                .map(|&seed| self.proposal(kernel, current, seed, iters))
+                .collect();
+            let mut applied = None;
+            for (p, outcome) in made.into_iter().enumerate() {
+                let (step, change) = outcome?;
+                info.absorb(step);
+                if let Some(change) = change {
+                    applied = Some((next + p + 1, change));
+                    break;
+                }
             }
-            Ok(info)
+            match applied {
+                Some((after, change)) => {
+                    match change {
+                        Change::Split(slot, b) => {
+                            state.partition.split_off(kernel, slot, &b);
+                        }
+                        Change::Merge(x, y) => state.partition.merge_clusters(kernel, x, y),
+                    }
+                    next = after;
+                }
+                None => next = end,
+            }
+        }
+        Ok(info)
+    }
+
+    /// One proposal of the exact variant from the state `state`, all its choices drawn from
+    /// the stream of `seed`: a fair coin picks the launch or the allocation family.
+    fn proposal<P: NrmPrior>(
+        &self,
+        kernel: &K,
+        state: &State<K, P>,
+        seed: u64,
+        iters: usize,
+    ) -> Result<(StepInfo, Option<Change>)> {
+        let mut rng = SeedPlan::new(seed).chain(0);
+        let chooser = &mut RngChooser::new(&mut rng);
+        if chooser.choose_uniform(2) == 0 {
+            self.split_merge(kernel, state, chooser, iters)
+        } else {
+            self.allocation_split_merge(kernel, state, chooser)
         }
     }
 
@@ -1240,12 +1321,14 @@ fn fit_sub_clusters<K: ParametricKernel>(
     let mut sides = vec![0u32; if iters > 0 { pts.len() } else { 0 }];
     for _ in 0..iters {
         let (lp, th) = (*ln_pi, &*theta);
-        for_each_point(
+        side_pass(
+            kernel,
             rng.next_u64(),
+            pts,
+            &lp,
+            th,
             &mut sides,
-            || (),
-            |j, o, _, rng| {
-                let (w0, w1) = side_weights(kernel, pts[j], &lp, th);
+            |_, w0, w1, o, rng| {
                 *o = u32::from(draw_side(w0, w1, rng)?.0);
                 Ok(())
             },
@@ -1271,13 +1354,12 @@ fn two_component_ln_lik<K: ParametricKernel>(
 ) -> f64 {
     let norm = ln_add_exp(ln_pi[0], ln_pi[1]);
     let lp = [ln_pi[0] - norm, ln_pi[1] - norm];
-    let terms: Vec<f64> = pts
-        .par_iter()
-        .map(|&i| {
-            let (w0, w1) = side_weights(kernel, i, &lp, theta);
-            ln_add_exp(w0, w1)
-        })
-        .collect();
+    let mut terms = vec![0.0; pts.len()];
+    side_pass(kernel, 0, pts, &lp, theta, &mut terms, |_, w0, w1, o, _| {
+        *o = ln_add_exp(w0, w1);
+        Ok(())
+    })
+    .expect("the pass itself never fails");
     terms.iter().sum()
 }
 
@@ -1298,16 +1380,37 @@ fn final_scan<K: ParametricKernel>(
     out.clear();
     out.resize(s.len(), ([0.0; 2], 0));
     let seed = if draw { rng.next_u64() } else { 0 };
-    for_each_point(
-        seed,
-        out,
-        || (),
-        |j, o, _, rng| {
-            let (w0, w1) = side_weights(kernel, s[j], ln_pi, theta);
-            *o = final_side(w0, w1, gamma, draw, rng)?;
-            Ok(())
-        },
-    )
+    side_pass(kernel, seed, s, ln_pi, theta, out, |_, w0, w1, o, rng| {
+        *o = final_side(w0, w1, gamma, draw, rng)?;
+        Ok(())
+    })
+}
+
+/// `f(j, w0, w1, &mut out[j], rng)` for every position `j` of `pts`, with the side weights
+/// `w_s = ln π̄_s + ln f(x_{pts[j]} | θ̄_s)`, in parallel over the chunks of
+/// [`super::engine::for_each_point`] (whose streams and draws it shares), the weights of
+/// each block of [`BLOCK`] points computed together in vectors
+/// ([`ParametricKernel::ln_f_points`]). Cost: two likelihoods per point, in vectors.
+#[allow(clippy::too_many_arguments)]
+fn side_pass<K: ParametricKernel, T: Send>(
+    kernel: &K,
+    seed: u64,
+    pts: &[usize],
+    ln_pi: &[f64; 2],
+    theta: &[K::Param; 2],
+    out: &mut [T],
+    f: impl Fn(usize, f64, f64, &mut T, &mut NrmmRng) -> Result<()> + Sync,
+) -> Result<()> {
+    for_each_run_from(seed, 0, out, Vec::new, |start, run, w, rng| {
+        for (c, block) in run.chunks_mut(BLOCK).enumerate() {
+            let j0 = start + c * BLOCK;
+            kernel.ln_f_points(&pts[j0..j0 + block.len()], ln_pi, theta, w);
+            for (b, o) in block.iter_mut().enumerate() {
+                f(j0 + b, w[b], w[BLOCK + b], o, rng)?;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// One point of a launch's final scan from its side weights `w0, w1`: the log side
@@ -1364,12 +1467,11 @@ fn pick_pair(chooser: &mut dyn Chooser, k: usize) -> (usize, usize) {
 /// The split of the cluster at `slot` (its points `members`, in order) into the points `j`
 /// with `in_b(j)` and the rest, accepted by Metropolis-Hastings with forward log probability
 /// `ln_q_fwd`, reverse `ln_q_rev(|a|, |b|)` and the target ratio from `h_s = ln κ(n) + ln m`
-/// of the whole cluster. Both proposal families end here. Cost: two `stat_of` and two
-/// marginals.
+/// of the whole cluster; returns the decision and, when accepted, the split to make. Both
+/// proposal families end here. Cost: two `stat_of` and two marginals.
 #[allow(clippy::too_many_arguments)]
 fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     kernel: &K,
-    state: &mut State<K, P>,
     prior: &P,
     slot: Slot,
     members: &[usize],
@@ -1378,7 +1480,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     ln_q_rev: impl Fn(usize, usize) -> f64,
     h_s: f64,
     chooser: &mut dyn Chooser,
-) -> Result<StepInfo> {
+) -> Result<(StepInfo, Option<Change>)> {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for (j, &i) in members.iter().enumerate() {
         if in_b(j) {
@@ -1396,10 +1498,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
             - h_s,
     };
     let (accepted, info) = metropolis_hastings(&proposal, chooser);
-    if accepted {
-        state.partition.split_off(kernel, slot, &b);
-    }
-    Ok(info)
+    Ok((info, accepted.then_some(Change::Split(slot, b))))
 }
 
 /// The Metropolis-Hastings decision with the uniform `u` drawn by the caller: accept when
@@ -1500,16 +1599,8 @@ impl<K: ParametricKernel, P: NrmPrior> Move<K, P> for SubCluster<K> {
             Variant::Exact(opts) => {
                 let rng = chain_rng(chooser, "subcluster")?;
                 self.restricted_gibbs(kernel, state, rng)?;
-                let mut info = StepInfo::default();
-                for _ in 0..opts.proposals {
-                    let step = if chooser.choose_uniform(2) == 0 {
-                        self.split_merge(kernel, state, chooser, opts.launch_iters)?
-                    } else {
-                        self.allocation_split_merge(kernel, state, chooser)?
-                    };
-                    info.absorb(step);
-                }
-                Ok(info)
+                let seeds: Vec<u64> = (0..opts.proposals).map(|_| rng.next_u64()).collect();
+                self.proposals(kernel, state, &seeds, opts.launch_iters)
             }
             Variant::Dpmm(opts) => self.dpmm_step(kernel, state, chooser, opts),
         }
