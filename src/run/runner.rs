@@ -403,7 +403,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
         if !r.resume {
             check_target(&r.dir, r.replace)?;
         }
-        starts.push(spec.init.resolve(n)?);
+        starts.push(spec.init.resolve(n, spec.sampler.kind)?);
         for c in spec.chain_indices() {
             schedules.push(spec.sampler.schedule::<K>(model.resamples_hyper(), prior)?);
             let checkpoint = if r.resume {

@@ -254,7 +254,8 @@ pub enum Start {
     /// The components of a one-pass SVA-PM fit over the points in the chain's own random
     /// order.
     Sva,
-    /// Whichever of one cluster and the chain's SVA-PM fit has the higher log joint.
+    /// Whichever of one cluster and the chain's SVA-PM fit has the higher log joint; one
+    /// cluster for the exact sub-cluster sampler (see [`Start::resolve`]).
     Auto,
 }
 

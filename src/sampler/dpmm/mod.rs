@@ -15,8 +15,17 @@ pub mod subcluster;
 pub use direct::{Direct, QuasiCollapsed, QuasiDirect};
 pub use subcluster::{DpmmOptions, Splittable, SubCluster, SubClusterOptions, LAUNCH_SAMPLE};
 
+use rayon::prelude::*;
+
 use crate::kernel::ConjugateKernel;
 use crate::partition::{Partition, Slot};
+
+/// Points per chunk of [`apply_labels`]' parallel scan.
+const SCAN_CHUNK: usize = 1 << 16;
+
+/// One chunk of that scan: how many points stay in each cluster, and the points that move
+/// with their new labels, in index order.
+type Scanned = (Vec<usize>, Vec<(usize, u32)>);
 
 /// Moves every point `i` to the cluster `slots[labels[i]]`, or, for `labels[i] ==
 /// slots.len()`, to one new cluster shared by every such point; clusters left without points
@@ -34,36 +43,50 @@ pub(crate) fn apply_labels<K: ConjugateKernel>(
     labels: &[u32],
 ) {
     let k = slots.len();
-    let mut stayers = vec![0usize; k];
-    let mut receives = vec![false; k + 1];
-    let mut movers = 0usize;
     let mut index_of = vec![u32::MAX; partition.slot_capacity()];
     for (j, &s) in slots.iter().enumerate() {
         index_of[s] = j as u32;
     }
-    for (i, &l) in labels.iter().enumerate() {
-        let old = index_of[partition.slot_of(i)];
-        if old == l {
-            stayers[l as usize] += 1;
-        } else {
-            movers += 1;
+    // Who stays and who moves, by chunks of points in parallel, gathered in index order.
+    let scanned: Vec<Scanned> = labels
+        .par_chunks(SCAN_CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut stayers = vec![0usize; k];
+            let mut moved = Vec::new();
+            for (j, &l) in chunk.iter().enumerate() {
+                let i = c * SCAN_CHUNK + j;
+                if index_of[partition.slot_of(i)] == l {
+                    stayers[l as usize] += 1;
+                } else {
+                    moved.push((i, l));
+                }
+            }
+            (stayers, moved)
+        })
+        .collect();
+    let mut stayers = vec![0usize; k];
+    let mut receives = vec![false; k + 1];
+    let mut movers = Vec::new();
+    for (st, moved) in scanned {
+        for (t, x) in stayers.iter_mut().zip(st) {
+            *t += x;
+        }
+        for &(_, l) in &moved {
             receives[l as usize] = true;
         }
+        movers.extend(moved);
     }
-    if movers == 0 {
+    if movers.is_empty() {
         return;
     }
     let emptied_target = (0..k).any(|j| stayers[j] == 0 && receives[j]);
-    if emptied_target || movers * 4 > labels.len() {
+    if emptied_target || movers.len() * 4 > labels.len() {
         *partition = Partition::from_labels(kernel, labels).expect("one label per point");
         return;
     }
     let mut new_slot = None;
-    for (i, &l) in labels.iter().enumerate() {
-        let old = index_of[partition.slot_of(i)];
-        if old == l {
-            continue;
-        }
+    for (i, l) in movers {
         partition.remove(kernel, i);
         if (l as usize) < k {
             partition.insert(kernel, i, slots[l as usize]);

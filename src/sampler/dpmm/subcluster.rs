@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::kernel::sweep_cache::BLOCK;
 use crate::kernel::{ln_gamma_variate, ParametricKernel};
 use crate::math::{ln_add_exp, ln_gamma};
-use crate::partition::{Partition, Slot};
+use crate::partition::{batch_stat, Partition, Slot};
 use crate::prior::{NrmPrior, PriorHyper};
 use crate::rng::{uniform_index, uniform_open01, NrmmRng, SeedPlan};
 use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
@@ -152,6 +152,10 @@ const SCAN_CHUNK: usize = 16_384;
 const HISTORY: usize = 4;
 /// Tolerance of the "splittable" heuristic.
 const SPLITTABLE_TOL: f64 = 1e-2;
+
+/// How many times the threads a step of the exact sub-cluster sampler may make proposals at
+/// once (see `SubCluster::proposals`).
+const SPECULATION: usize = 4;
 
 /// The change an accepted proposal makes: split the points off a cluster into a new one, or
 /// merge the second cluster into the first.
@@ -439,26 +443,42 @@ impl<K: ParametricKernel> SubCluster<K> {
         for (j, &s) in slots.iter().enumerate() {
             index_of[s] = j as u32;
         }
-        let mut counts: Vec<usize> = slots
+        let mut counts: Vec<i64> = slots
             .iter()
-            .map(|&s| partition.cluster(s).expect("live").size())
+            .map(|&s| partition.cluster(s).expect("live").size() as i64)
             .collect();
         // One independence Metropolis-Hastings step per block of points, in block order:
         // the block's drawn labels are kept unless they would leave a cluster empty given
-        // the labels of every other point.
-        for start in (0..self.labels.len()).step_by(CHUNK) {
-            let end = (start + CHUNK).min(self.labels.len());
-            for i in start..end {
-                let (old, new) = (index_of[partition.slot_of(i)], self.labels[i]);
-                counts[old as usize] -= 1;
-                counts[new as usize] += 1;
+        // the labels of every other point. What each block would change in the counts is
+        // found in parallel; only the decisions, O(K) a block, are made in order.
+        let k = slots.len();
+        let deltas: Vec<Vec<i64>> = self
+            .labels
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(b, chunk)| {
+                let mut delta = vec![0i64; k];
+                for (j, &new) in chunk.iter().enumerate() {
+                    let old = index_of[partition.slot_of(b * CHUNK + j)];
+                    if old != new {
+                        delta[old as usize] -= 1;
+                        delta[new as usize] += 1;
+                    }
+                }
+                delta
+            })
+            .collect();
+        for (b, delta) in deltas.iter().enumerate() {
+            for (c, &x) in counts.iter_mut().zip(delta) {
+                *c += x;
             }
             if counts.contains(&0) {
-                for i in start..end {
-                    let old = index_of[partition.slot_of(i)];
-                    counts[self.labels[i] as usize] -= 1;
-                    counts[old as usize] += 1;
-                    self.labels[i] = old;
+                for (c, &x) in counts.iter_mut().zip(delta) {
+                    *c -= x;
+                }
+                let end = ((b + 1) * CHUNK).min(self.labels.len());
+                for i in b * CHUNK..end {
+                    self.labels[i] = index_of[partition.slot_of(i)];
                 }
             }
         }
@@ -839,15 +859,17 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// The split/merge proposals of one step of the exact variant, proposal `p` drawing all
     /// its random choices (family, split or merge, which clusters, the launch or the
     /// allocation, the decision) from its own stream of `seeds[p]`, in order, each from the
-    /// state its predecessors left: as many proposals as there are threads are made at once,
-    /// in parallel, each from the state the earlier ones leave when all of them are
-    /// rejected (speculative moves, Byrd, Jarvis & Bhalerao 2008); the first
+    /// state its predecessors left: several proposals are made at once, in parallel, each
+    /// from the state the earlier ones leave when all of them are rejected (speculative
+    /// moves, Byrd, Jarvis & Bhalerao 2008): as many as there are threads after an accepted
+    /// one, twice as many after a round without one, up to [`SPECULATION`] times the
+    /// threads, so that long proposals overlap where nearly all are rejected; the first
     /// accepted one in order is applied and those after it are made again from the new
     /// state. Which proposals run together thus never changes a result, so the chain is the
     /// same on any thread count, and at large `n`, where nearly every proposal is rejected,
     /// a step's proposals keep every core busy where each alone keeps only a few (a
     /// launch's restarts, its final scan of `S`). Cost: that of the proposals, plus one
-    /// wasted proposal for each of those (fewer than the threads) made after an accepted one.
+    /// wasted proposal for each of those made after an accepted one.
     fn proposals<P: NrmPrior>(
         &self,
         kernel: &K,
@@ -856,7 +878,8 @@ impl<K: ParametricKernel> SubCluster<K> {
         iters: usize,
     ) -> Result<StepInfo> {
         let mut info = StepInfo::default();
-        let width = rayon::current_num_threads().max(1);
+        let threads = rayon::current_num_threads().max(1);
+        let mut width = threads;
         let mut next = 0;
         while next < seeds.len() {
             let end = (next + width).min(seeds.len());
@@ -883,8 +906,12 @@ impl<K: ParametricKernel> SubCluster<K> {
                         Change::Merge(x, y) => state.partition.merge_clusters(kernel, x, y),
                     }
                     next = after;
+                    width = threads;
                 }
-                None => next = end,
+                None => {
+                    next = end;
+                    width = (2 * width).min(SPECULATION * threads);
+                }
             }
         }
         Ok(info)
@@ -1489,7 +1516,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
             a.push(i);
         }
     }
-    let (sa, sb) = (kernel.stat_of(&a), kernel.stat_of(&b));
+    let (sa, sb) = rayon::join(|| batch_stat(kernel, &a), || batch_stat(kernel, &b));
     let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
     let proposal = Proposal {
         ln_q_fwd,
@@ -1565,7 +1592,7 @@ fn sorted_members<K: ParametricKernel>(
         if let Some(o) = other {
             tagged.extend(members(o).iter().map(|&i| (i, 1u8)));
         }
-        tagged.sort_unstable();
+        tagged.par_sort_unstable();
         for (i, v) in tagged {
             points.push(i);
             sides.push(v);
