@@ -23,8 +23,8 @@ pub type Slot = usize;
 /// Points per chunk of [`batch_stat`].
 const BATCH_CHUNK: usize = 1 << 16;
 
-/// The statistic of `points`, [`ConjugateKernel::stat_of`] of fixed chunks of
-/// [`BATCH_CHUNK`] points in parallel, merged in chunk order: the same on any thread count,
+/// The statistic of `points`, [`ConjugateKernel::stat_of`] of fixed chunks of 65,536
+/// points in parallel, merged in chunk order: the same on any thread count,
 /// and on one chunk exactly `stat_of`. A cluster of a million points is summarised on every
 /// core instead of one. Cost: one `stat_of` per chunk, spread over the threads, and one
 /// `merge` per chunk after the first.
