@@ -26,6 +26,7 @@ mod data_pca;
 mod data_real;
 mod diag_cli;
 mod diagnostics_agreement;
+mod diagnostics_estimates;
 mod docs_links;
 mod dpmm_cli;
 mod dpmm_determinism;
