@@ -93,9 +93,9 @@ impl PartitionLoss {
     /// (`vi(a=1.5)`).
     pub fn name(&self) -> String {
         match *self {
-            PartitionLoss::Binder { a } if a == 1.0 => "binder".to_string(),
+            PartitionLoss::Binder { a: 1.0 } => "binder".to_string(),
             PartitionLoss::Binder { a } => format!("binder(a={a})"),
-            PartitionLoss::Vi { a } if a == 1.0 => "vi".to_string(),
+            PartitionLoss::Vi { a: 1.0 } => "vi".to_string(),
             PartitionLoss::Vi { a } => format!("vi(a={a})"),
             PartitionLoss::OneMinusAri => "1-ari".to_string(),
         }

@@ -10,6 +10,14 @@
 //! sequential allocation opens clusters freely among the first few points, and on diffuse
 //! posteriors sweetening alone cannot merge them back.
 //!
+//! **Written here rather than taken from the crate `dahl-salso`.** The method's author
+//! publishes SALSO in Rust (`dahl-salso`, MIT/Apache). Version 0.6 depends on `rand` 0.8 and
+//! 0.7 on `rand` 0.9, beside this crate's 0.10, and both on `ndarray`, `rand_pcg`,
+//! `crossbeam` and `num_cpus`, running their own threads beside rayon's; docs.rs counts under
+//! 1% of its items documented. This search holds the draws once in the [`DrawSet`] that the
+//! expected losses and credible balls read too, draws every random choice from the user's
+//! seed through the crate's one generator, and is checked against enumeration here.
+//!
 //! **State.** Each run keeps, per cluster `k` of the estimate, its count in every column of
 //! the [`DrawSet`] (the draws' clusters side by side): `N_kl` for every draw at once. Placing
 //! point `i` in cluster `k` raises `n_k` and, per draw `m`, the one count `N_k,c⁽ᵐ⁾ᵢ`, so the
