@@ -27,6 +27,7 @@ mod data_real;
 mod diag_cli;
 mod diagnostics_agreement;
 mod diagnostics_estimates;
+mod diagnostics_loo;
 mod docs_links;
 mod dpmm_cli;
 mod dpmm_determinism;

@@ -63,7 +63,7 @@ impl Default for SearchSettings {
 
 /// Point-draw pairs `n M` up to which a search makes all 16 runs; beyond, the runs shrink in
 /// proportion down to [`MIN_RUNS`], so that 5,000 points and 1,000 draws take a few seconds.
-const FULL_SEARCH_WORK: usize = 4_000_000;
+const FULL_SEARCH_WORK: usize = 1_000_000;
 
 /// The fewest runs [`SearchSettings::for_size`] makes.
 const MIN_RUNS: usize = 4;
