@@ -35,16 +35,16 @@ fn loo_predictives_average_to_the_ratio_of_evidences() {
                 inverse_cpo[i] += p * (-l).exp();
             }
         });
-        for i in 0..x.len() {
+        for (i, inverse) in inverse_cpo.iter().enumerate() {
             let rest: Vec<f64> = (0..x.len()).filter(|&j| j != i).map(|j| x[j]).collect();
             let rest = DenseData::new(rest.len(), 1, rest).unwrap();
             let without = NormalWishart::new(Arc::new(rest), hyper.clone()).unwrap();
             let ln_ratio =
                 ExactPosterior::dp(&without, alpha).unwrap().ln_normaliser() - post.ln_normaliser();
             assert!(
-                (inverse_cpo[i].ln() - ln_ratio).abs() < 1e-9,
+                (inverse.ln() - ln_ratio).abs() < 1e-9,
                 "alpha {alpha}, point {i}: E[1/p] = {} against p(X_-i)/p(X) = {}",
-                inverse_cpo[i],
+                inverse,
                 ln_ratio.exp()
             );
         }

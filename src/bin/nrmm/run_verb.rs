@@ -182,8 +182,8 @@ fn finish(
         output::report_line(&interrupted_line(&run.dir, &outcome.ends, checkpoints));
         return Ok(Status::Interrupted);
     }
-    let phase = Phase::start("summary: diagnostics and Dahl's estimate");
-    let summary = summary_of(std::slice::from_ref(run), None)?;
+    let phase = Phase::start("summary: diagnostics, Dahl's estimate, estimates by loss");
+    let summary = summary_of(std::slice::from_ref(run), None, true)?;
     summary.write(&run.dir, run_record(run, model, columns, wall_seconds))?;
     phase.finish();
     output::stdout(|out| {
@@ -196,7 +196,7 @@ fn finish(
 /// `nrmm diagnose`: the summary of every chain of the given run directories, merged.
 pub fn diagnose(a: DiagnoseArgs) -> Result<()> {
     let runs = RunDir::resolve(&a.dirs)?;
-    let summary = summary_of(&runs, a.burn_in)?;
+    let summary = summary_of(&runs, a.burn_in, true)?;
     // The merged runs share data and model (checked by the summary): the first's serve.
     let fit = if a.predictive {
         let run = &runs[0];
