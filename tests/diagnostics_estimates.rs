@@ -397,3 +397,35 @@ fn search_misses_are_rare_on_random_small_posteriors() {
     // the restarts carry the search past the optima one run gets caught in.
     assert!(missed * 200 <= tried, "{missed} of {tried}");
 }
+
+/// On real data (the galaxies, 82 × 1, and wine, 178 × 13, from `../shared/data`; skipped with
+/// a message when absent) each search estimate's expected loss is at most that of Dahl's
+/// least-squares draw and of the best state visited under the same loss: the search ranges
+/// over all partitions, those two over the visited ones.
+#[test]
+fn on_real_data_the_search_beats_dahls_draw_in_expected_loss() {
+    use crate::support::cli::{ok, TempDir};
+    use crate::support::data_dir;
+    let dir = TempDir::new("real-by-loss");
+    for (sub, file) in [("galaxies", "galaxies.txt"), ("real", "wine.txt")] {
+        let Some(data) = data_dir(sub) else { continue };
+        let data = data.join(file).display().to_string();
+        let run = dir.arg(sub);
+        ok(&[
+            "run", "--data", &data, "--sweeps", "1000", "--seed", "1", "--out", &run,
+        ]);
+        let summary: serde_json::Value =
+            serde_json::from_str(&dir.read(&format!("{sub}/summary.json"))).unwrap();
+        let table = &summary["by_loss"]["expected_losses"];
+        for loss in ["vi", "binder", "1-ari"] {
+            let ours = table[loss][loss].as_f64().unwrap();
+            for other in ["dahl", "map"] {
+                let theirs = table[other][loss].as_f64().unwrap();
+                assert!(
+                    ours <= theirs + 1e-12,
+                    "{file}, {loss}: {ours} against {other}'s {theirs}"
+                );
+            }
+        }
+    }
+}
