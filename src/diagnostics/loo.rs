@@ -170,8 +170,9 @@ pub fn predictive_fit(ln_lik: &[Vec<f64>]) -> Result<PredictiveFit> {
 /// ratios `ln_ratios` with their largest `M = ⌈min(S/5, 3 √S)⌉` replaced by the expected
 /// order statistics of a generalised Pareto fitted to them above the next largest, capped at
 /// the largest raw ratio; returns the smoothed log weights (shifted so the largest raw one is
-/// 0) and the fitted shape `k̂`. With fewer than 5 tail draws nothing is smoothed and `k̂` is
-/// infinite (too few draws to judge); a tail of equal ratios has `k̂ = 0` (no tail at all).
+/// 0) and the fitted shape `k̂`. With fewer than 5 tail draws, or a tail whose fit fails
+/// (mostly tied with the threshold), nothing is smoothed and `k̂` is infinite (nothing to
+/// judge by: not to be trusted); a tail of equal ratios has `k̂ = 0` (no tail at all).
 /// Cost: O(S log S).
 pub fn psis_smooth(ln_ratios: &[f64]) -> (Vec<f64>, f64) {
     let s = ln_ratios.len();
@@ -191,17 +192,20 @@ pub fn psis_smooth(ln_ratios: &[f64]) -> (Vec<f64>, f64) {
         return (lw, 0.0);
     }
     let (k, sigma) = gpd_fit(&excess);
-    if k.is_finite() {
-        for (j, &d) in tail.iter().enumerate() {
-            let p = (j as f64 + 0.5) / m as f64;
-            let q = if k.abs() < 1e-12 {
-                -sigma * (-p).ln_1p()
-            } else {
-                sigma * (-k * (-p).ln_1p()).exp_m1() / k
-            };
-            // Capped at the largest raw ratio, which after the shift is e⁰.
-            lw[d] = (q + exp_cutoff).ln().min(0.0);
-        }
+    if !(k.is_finite() && sigma.is_finite()) {
+        // The fit failed: most of the tail ties with the threshold (ratios taking a few
+        // values), so no Pareto tail can be judged; the point is not to be trusted.
+        return (lw, f64::INFINITY);
+    }
+    for (j, &d) in tail.iter().enumerate() {
+        let p = (j as f64 + 0.5) / m as f64;
+        let q = if k.abs() < 1e-12 {
+            -sigma * (-p).ln_1p()
+        } else {
+            sigma * (-k * (-p).ln_1p()).exp_m1() / k
+        };
+        // Capped at the largest raw ratio, which after the shift is e⁰.
+        lw[d] = (q + exp_cutoff).ln().min(0.0);
     }
     (lw, k)
 }
@@ -272,6 +276,19 @@ mod tests {
                 .collect();
             let (_, khat) = psis_smooth(&ln_ratios);
             assert!((khat - k).abs() < 0.3 * (1.0 + k), "k = {k}, k̂ = {khat}");
+        }
+    }
+
+    /// Ratios taking a few values, ties at the tail's threshold included, give a number or
+    /// infinity, never NaN.
+    #[test]
+    fn tied_ratios_give_no_nan() {
+        for (low, high) in [(90, 10), (70, 30), (99, 1), (50, 50)] {
+            let mut ln_ratios = vec![0.0; low];
+            ln_ratios.extend(vec![3.0; high]);
+            let (weights, k) = psis_smooth(&ln_ratios);
+            assert!(!k.is_nan(), "{low}/{high}: k = {k}");
+            assert!(weights.iter().all(|w| !w.is_nan()), "{low}/{high}");
         }
     }
 
