@@ -69,8 +69,9 @@ const FULL_SEARCH_WORK: usize = 1_000_000;
 const MIN_RUNS: usize = 4;
 
 impl SearchSettings {
-    /// The default settings with `seed`, and fewer runs for large problems: 16 up to
-    /// [`FULL_SEARCH_WORK`] point-draw pairs `n M`, then in proportion, at least [`MIN_RUNS`].
+    /// The default settings with `seed`, and fewer runs for large problems: 16 up to 10⁶
+    /// point-draw pairs `n M`, then in proportion, at least 4 (4 at 5,000 points and 1,000
+    /// draws).
     /// On concentrated posteriors of many points the runs agree, so fewer lose little.
     pub fn for_size(n: usize, draws: usize, seed: u64) -> Self {
         let full = SearchSettings::default().runs;
@@ -514,7 +515,7 @@ fn run(
 const ENUMERATION_WORK: u64 = 5_000_000;
 
 /// The partition minimising the posterior expected `loss` over `draws`: by trying every set
-/// partition when that is cheap ([`ENUMERATION_WORK`]: the Bell number `B_n` times the draws at
+/// partition when that is cheap (the Bell number `B_n` times the draws at
 /// most 5·10⁶, so n ≤ 8 for up to 1,207 draws), where it is exact, else by
 /// [`search_expected_loss`]. Errors on an invalid loss or settings. Cost: O(B_n M (n + K²))
 /// enumerating, the search's otherwise.
