@@ -16,3 +16,4 @@ run paper-mnist-infinite-mixtures
 run paper-sva-nips2013
 run paper-dpmm-jl
 run paper-tgmcmc-nips2015
+run paper-wade-ghahramani-2018

@@ -1,16 +1,24 @@
 //! Prediction for new points from a fitted model: the probability of joining each cluster of a
-//! point estimate (or a new one), and the posterior predictive density averaged over draws.
-//! One copy for every front end (the command line's `predict`, the Python package).
+//! point estimate (or a new one), and the posterior predictive density averaged over draws;
+//! and the leave-one-out predictive fit of the training points (LPML, WAIC, PSIS-LOO) by which
+//! two runs' models are compared. One copy for every front end (the command line's `predict`
+//! and `diagnose --predictive`, the Python package).
 
 use crate::data::Dataset;
-use crate::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
+use crate::diagnostics::{
+    cluster_log_probabilities, ln_loo_predictives, ln_predictive_density, predictive_fit,
+    PredictiveFit, PredictiveKernel,
+};
 use crate::error::{Error, Result};
+use crate::kernel::ConjugateKernel;
 use crate::kernel::HyperKernel;
 use crate::math::ln_add_exp;
 use crate::model::{AnyKernel, Model};
 use crate::partition::Partition;
 use crate::prior::Prior;
+use crate::run::summary::DrawSource;
 use crate::run::{HyperState, RunDir, Summary};
+use rayon::prelude::*;
 
 /// A partition of the training points (any integer labels) with the hyperparameters it was
 /// drawn with.
@@ -174,4 +182,47 @@ fn predict_with<K: PredictiveKernel + HyperKernel, L: Copy + Ord>(
         ln_probs,
         ln_density: ln_sum.into_iter().map(|s| s - ln_draws).collect(),
     })
+}
+
+/// The leave-one-out predictive fit ([`crate::diagnostics::loo`]) of `model`'s data from the
+/// partition draws of `sources` (a summary's, after its burn-in): per draw, each point's
+/// predictive given the others' partition and the draw's hyperparameters
+/// ([`ln_loo_predictives`]), the draws in parallel. Errors without draws or if a draw does not
+/// label the model's points. Cost: O(S n K) predictives for S draws.
+pub fn predictive_fit_of(model: &Model, sources: &[DrawSource]) -> Result<PredictiveFit> {
+    let mut draws = Vec::new();
+    for source in sources {
+        draws.extend(source.read()?.into_iter().map(|d| (d.labels, d.hyper)));
+    }
+    if draws.is_empty() {
+        return Err(Error::Usage(
+            "no partition draws after the burn-in: no predictive fit (lower `burn_in`)".into(),
+        ));
+    }
+    let p = &model.prior;
+    let rows = match &model.kernel {
+        AnyKernel::Nw(k) => loo_rows(k, p, &draws),
+        AnyKernel::Diag(k) => loo_rows(k, p, &draws),
+        AnyKernel::Md(k) => loo_rows(k, p, &draws),
+    }?;
+    predictive_fit(&rows)
+}
+
+/// Each draw's [`ln_loo_predictives`] under the model's kernel and prior moved to the draw's
+/// hyperparameters.
+fn loo_rows<K: ConjugateKernel + HyperKernel + Sync>(
+    kernel: &K,
+    base: &Prior,
+    draws: &[LabelledDraw<usize>],
+) -> Result<Vec<Vec<f64>>> {
+    draws
+        .par_iter()
+        .map(|(labels, hyper)| {
+            let moved = hyper.kernel.map(|h| kernel.at(&h)).transpose()?;
+            let k = moved.as_ref().unwrap_or(kernel);
+            let prior = base.at(hyper.prior)?;
+            let partition = Partition::from_labels(k, labels)?;
+            Ok(ln_loo_predictives(k, &partition, &prior))
+        })
+        .collect()
 }

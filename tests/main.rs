@@ -26,6 +26,8 @@ mod data_pca;
 mod data_real;
 mod diag_cli;
 mod diagnostics_agreement;
+mod diagnostics_estimates;
+mod diagnostics_loo;
 mod docs_links;
 mod dpmm_cli;
 mod dpmm_determinism;

@@ -12,6 +12,7 @@ pub mod cost;
 pub mod curves;
 mod dahl;
 pub mod draws;
+pub mod estimates;
 pub mod executor;
 pub mod header;
 pub mod hyper;

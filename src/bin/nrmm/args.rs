@@ -457,6 +457,13 @@ pub struct DiagnoseArgs {
     /// Print the summary as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also the leave-one-out predictive fit of the model from the draws: LPML (the sum of
+    /// log conditional predictive ordinates), PSIS-LOO's elpd with its standard error and
+    /// Pareto k per point, and WAIC. Two models of the same data compare by them: the higher
+    /// elpd_loo or LPML predicts held-out points better (a difference of a few standard
+    /// errors matters), a Pareto k above 0.7 marks a point whose estimate is unreliable.
+    #[arg(long)]
+    pub predictive: bool,
     /// Also write summary.json, estimate.txt and map.txt of the merged chains to this
     /// directory.
     #[arg(long)]

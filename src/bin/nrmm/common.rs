@@ -84,9 +84,13 @@ pub fn command_line() -> Vec<String> {
         .collect()
 }
 
-/// A summary in the command line's words: its warnings name flags.
-pub fn summary_of(runs: &[RunDir], burn_in: Option<u64>) -> Result<Summary> {
+/// A summary in the command line's words: its warnings name flags; with `by_loss`, also the
+/// point estimates by loss and the credible ball.
+pub fn summary_of(runs: &[RunDir], burn_in: Option<u64>, by_loss: bool) -> Result<Summary> {
     let mut summary = Summary::of(runs, burn_in).map_err(flags)?;
+    if by_loss {
+        summary.add_estimates_by_loss().map_err(flags)?;
+    }
     for w in &mut summary.warnings {
         *w = nrmm::error::rename_in_text(w, &flag);
     }

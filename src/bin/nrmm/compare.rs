@@ -57,7 +57,9 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     let joint = model.prior.joint_label();
     let mut reports = Vec::new();
     for r in &runs {
-        let report = summary_of(std::slice::from_ref(r), None)?;
+        // Each run's summary without the searches: a comparison is of samplers, and
+        // `nrmm diagnose` adds the estimates by loss to any of its runs.
+        let report = summary_of(std::slice::from_ref(r), None, false)?;
         report.write(&r.dir, compare::run_record(r, &model.spec))?;
         reports.push(report);
     }

@@ -182,8 +182,8 @@ fn finish(
         output::report_line(&interrupted_line(&run.dir, &outcome.ends, checkpoints));
         return Ok(Status::Interrupted);
     }
-    let phase = Phase::start("summary: diagnostics and Dahl's estimate");
-    let summary = summary_of(std::slice::from_ref(run), None)?;
+    let phase = Phase::start("summary: diagnostics, Dahl's estimate, estimates by loss");
+    let summary = summary_of(std::slice::from_ref(run), None, true)?;
     summary.write(&run.dir, run_record(run, model, columns, wall_seconds))?;
     phase.finish();
     output::stdout(|out| {
@@ -196,19 +196,37 @@ fn finish(
 /// `nrmm diagnose`: the summary of every chain of the given run directories, merged.
 pub fn diagnose(a: DiagnoseArgs) -> Result<()> {
     let runs = RunDir::resolve(&a.dirs)?;
-    let summary = summary_of(&runs, a.burn_in)?;
+    let summary = summary_of(&runs, a.burn_in, true)?;
+    // The merged runs share data and model (checked by the summary): the first's serve.
+    let fit = if a.predictive {
+        let run = &runs[0];
+        let (model, _) = build_model(&run.record.source, &run.record.model, Builtin::Toy)?;
+        Some(nrmm::predict::predictive_fit_of(&model, &summary.sources).map_err(flags)?)
+    } else {
+        None
+    };
     if let Some(out) = &a.out {
         nrmm::run::create_dir(out)?;
         let dirs: Vec<String> = runs.iter().map(|r| r.dir.display().to_string()).collect();
-        summary.write(out, json!({ "runs": dirs, "burn_in": a.burn_in }))?;
+        let mut extra = json!({ "runs": dirs, "burn_in": a.burn_in });
+        if let Some(fit) = &fit {
+            extra["predictive"] = json!(fit);
+        }
+        summary.write(out, extra)?;
     }
     if a.json {
-        let value = serde_json::to_value(&summary)
+        let mut value = serde_json::to_value(&summary)
             .map_err(|e| Error::Usage(format!("cannot print the summary: {e}")))?;
+        if let Some(fit) = &fit {
+            value["predictive"] = json!(fit);
+        }
         return print_json(&value);
     }
     output::stdout(|out| {
         summary.print(out)?;
+        if let Some(fit) = &fit {
+            fit.print(out)?;
+        }
         if let Some(dir) = &a.out {
             writeln!(out, "wrote {}", dir.display())?;
         }

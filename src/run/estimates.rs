@@ -1,0 +1,114 @@
+//! Point estimates by loss for the summary of a run: the partitions minimising the posterior
+//! expected Variation of Information, Binder's loss and one minus the adjusted Rand index
+//! over the run's draws ([`crate::diagnostics::salso`]), the expected loss of each estimate
+//! (these, Dahl's and the best state visited) under each loss, and the 95% credible ball in
+//! the VI around the VI estimate (Wade & Ghahramani 2018).
+
+use super::dahl::{DrawSource, Estimate};
+use crate::diagnostics::{
+    minimise_expected_loss, CredibleBall, DrawSet, LossEstimate, PartitionLoss, SearchSettings,
+};
+use crate::error::Result;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The losses whose minimisers the summary reports, in its order.
+pub const LOSSES: [PartitionLoss; 3] = [
+    PartitionLoss::VI,
+    PartitionLoss::BINDER,
+    PartitionLoss::OneMinusAri,
+];
+
+/// The level of the credible ball the summary reports.
+pub const BALL_LEVEL: f64 = 0.95;
+
+/// Most points for which the summary searches: beyond, a search over enough draws takes
+/// minutes (its cost is O(n M K) per scan).
+pub const MAX_POINTS: usize = 20_000;
+
+/// Most draws the search uses, evenly spaced within each chain.
+const MAX_DRAWS: usize = 1000;
+
+/// Point-draw pairs `n M` the search's draws hold at most (20 MB), but never fewer than
+/// [`MIN_DRAWS`] draws.
+const MAX_CELLS: usize = 5_000_000;
+
+/// The fewest draws the search uses when there are as many.
+const MIN_DRAWS: usize = 100;
+
+/// The summary's point estimates by loss.
+#[derive(Clone, Debug, Serialize)]
+pub struct LossSummary {
+    /// Draws the estimates and expected losses are over.
+    pub draws: usize,
+    /// The minimiser of each of [`LOSSES`].
+    pub estimates: Vec<LossEstimate>,
+    /// Per estimate (`vi`, `binder`, `1-ari`, `dahl`, `map`), its expected loss under each
+    /// loss: lower is better, and each minimiser should be lowest under its own loss.
+    pub expected_losses: BTreeMap<String, BTreeMap<String, f64>>,
+    /// The credible ball at [`BALL_LEVEL`] in the VI around the VI estimate.
+    pub credible_ball: CredibleBall,
+}
+
+/// The draws of `sources` for the search: each chain's evenly thinned to its share of
+/// `limit` draws. Cost: reading the draws files, one chain in memory at a time.
+fn thinned_draws(sources: &[DrawSource], n: usize) -> Result<Vec<Vec<usize>>> {
+    let limit = (MAX_CELLS / n.max(1)).clamp(MIN_DRAWS, MAX_DRAWS);
+    let share = limit.div_ceil(sources.len().max(1));
+    let mut kept = Vec::new();
+    for source in sources {
+        let draws = source.read()?;
+        let stride = draws.len().div_ceil(share).max(1);
+        kept.extend(draws.into_iter().step_by(stride).map(|d| d.labels));
+    }
+    Ok(kept)
+}
+
+/// The point estimates by loss over the draws of `sources` (see the module documentation),
+/// with the expected losses of Dahl's estimate `dahl` and the best state `map`; `None` when
+/// there are no draws or more than [`MAX_POINTS`] points (`n`). The search's runs draw from
+/// `seed`. Cost: the searches' (see [`crate::diagnostics::salso`]) and O(M (n + K²)) per
+/// expected loss.
+pub(super) fn loss_summary(
+    sources: &[DrawSource],
+    n: usize,
+    dahl: Option<&Estimate>,
+    map: Option<&Estimate>,
+    seed: u64,
+) -> Result<Option<LossSummary>> {
+    if n > MAX_POINTS {
+        return Ok(None);
+    }
+    let draws = thinned_draws(sources, n)?;
+    if draws.is_empty() {
+        return Ok(None);
+    }
+    let set = DrawSet::new(&draws)?;
+    let settings = SearchSettings::for_size(set.n(), set.len(), seed);
+    let estimates = LOSSES
+        .iter()
+        .map(|&loss| minimise_expected_loss(&set, loss, &settings))
+        .collect::<Result<Vec<_>>>()?;
+    let mut named: Vec<(String, &[usize])> = estimates
+        .iter()
+        .map(|e| (e.loss.name(), e.labels.as_slice()))
+        .collect();
+    named.extend(dahl.map(|e| ("dahl".to_string(), e.labels.as_slice())));
+    named.extend(map.map(|e| ("map".to_string(), e.labels.as_slice())));
+    let mut expected_losses = BTreeMap::new();
+    for (name, labels) in named {
+        let mut row = BTreeMap::new();
+        for loss in LOSSES {
+            row.insert(loss.name(), set.expected_loss(loss, labels)?);
+        }
+        expected_losses.insert(name, row);
+    }
+    let credible_ball =
+        CredibleBall::around(&set, PartitionLoss::VI, &estimates[0].labels, BALL_LEVEL)?;
+    Ok(Some(LossSummary {
+        draws: set.len(),
+        estimates,
+        expected_losses,
+        credible_ball,
+    }))
+}
