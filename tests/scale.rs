@@ -766,8 +766,8 @@ reach_truth!(OVERLAPPING_LARGE, StartFrom::One;
     #[ignore = "long: 10^5 points"] large_sams_overlapping_from_one => Sams,
     #[ignore = "long: 10^5 points"] large_tgmcmc_overlapping_from_one => Tgmcmc,
     #[ignore = "long: 10^5 points"] large_tgmcmc_paper_overlapping_from_one => TgmcmcPaper,
-    #[ignore = "long: 10^5 points; fails today: after 300 sweeps the best is 4939.8 nats below \
-        the truth (K = 9, true 9; K = 12 at the end)"]
+    #[ignore = "long: 10^5 points; fails today: K = 20 after the first sweep, and after 300 \
+        sweeps the best is 2800.3 nats below the truth (K = 12, true 9; K = 17 at the end)"]
     large_subcluster_overlapping_from_one => Subcluster,
     #[ignore = "long: 10^5 points; fails today: after 300 sweeps the best is 782.9 nats below the \
         truth (K = 3, true 9)"]
@@ -780,8 +780,9 @@ reach_truth!(OVERLAPPING_LARGE, StartFrom::One;
 reach_truth!(OVERLAPPING_LARGE, StartFrom::Default;
     #[ignore = "long: 10^5 points"] large_gibbs_overlapping_from_default => Gibbs,
     #[ignore = "long: 10^5 points"] large_sams_overlapping_from_default => Sams,
-    #[ignore = "long: 10^5 points; fails today: over-splits from 9503.6 above to 4943.0 nats \
-        below the truth in 300 sweeps (K = 11, true 9; K = 14 at the end)"]
+    #[ignore = "long: 10^5 points; fails today (its default start is one cluster): K = 20 \
+        after the first sweep, and after 300 sweeps the best is 2800.3 nats below the truth \
+        (K = 12, true 9; K = 17 at the end)"]
     large_subcluster_overlapping_from_default => Subcluster,
 );
 
