@@ -3,9 +3,9 @@
 //! One copy for every front end (the command line's `predict`, the Python package).
 
 use crate::data::Dataset;
-use crate::diagnostics::{cluster_log_probabilities, ln_predictive_density, PredictiveKernel};
+use crate::diagnostics::{cluster_log_probabilities, ln_predictive_density};
 use crate::error::{Error, Result};
-use crate::kernel::HyperKernel;
+use crate::kernel::Kernel;
 use crate::math::ln_add_exp;
 use crate::model::{AnyKernel, Model};
 use crate::partition::Partition;
@@ -53,34 +53,11 @@ impl Predictions {
     }
 }
 
-/// Errors unless `new` holds points of the kind and dimension of the model's data. The new
-/// points are named `` `new` `` in the message, for front ends to rename.
+/// Errors unless `new` holds points of the kind and dimension of the model's data
+/// ([`Kernel::new_points`]). The new points are named `` `new` `` in the message, for front
+/// ends to rename.
 pub fn check_new(kernel: &AnyKernel, new: &Dataset) -> Result<()> {
-    match (kernel, new) {
-        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Dense(x)) if x.d() != kernel.dim() => {
-            Err(Error::DimensionMismatch(format!(
-                "`new` has points of dimension {} ({} features), but the training data have \
-                 dimension {}",
-                x.d(),
-                x.d(),
-                kernel.dim()
-            )))
-        }
-        (AnyKernel::Md(_), Dataset::Counts(c)) if c.vocab() > kernel.dim() => {
-            Err(Error::DimensionMismatch(format!(
-                "`new` has a vocabulary of {} words, but the training data have {}",
-                c.vocab(),
-                kernel.dim()
-            )))
-        }
-        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Counts(_)) => Err(Error::Usage(
-            "`new` holds counts, but the training data are real vectors".into(),
-        )),
-        (AnyKernel::Md(_), Dataset::Dense(_)) => Err(Error::Usage(
-            "`new` holds real vectors, but the training data are counts".into(),
-        )),
-        _ => Ok(()),
-    }
+    crate::with_kernel!(kernel, |k| k.new_points(new).map(|_| ()))
 }
 
 /// Predictions for the points of `new` under `model`: cluster probabilities under the point
@@ -94,14 +71,14 @@ pub fn predict<L: Copy + Ord>(
     estimate: (&[L], &HyperState),
     draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
 ) -> Result<Predictions> {
-    check_new(&model.kernel, new)?;
     let p = &model.prior;
-    match (&model.kernel, new) {
-        (AnyKernel::Nw(k), Dataset::Dense(x)) => predict_with(k, p, x, estimate, draws),
-        (AnyKernel::Diag(k), Dataset::Dense(x)) => predict_with(k, p, x, estimate, draws),
-        (AnyKernel::Md(k), Dataset::Counts(c)) => predict_with(k, p, c, estimate, draws),
-        _ => unreachable!("checked by check_new"),
-    }
+    crate::with_kernel!(&model.kernel, |k| predict_with(
+        k,
+        p,
+        k.new_points(new)?,
+        estimate,
+        draws
+    ))
 }
 
 /// Predictions for the points of `new` from the run `run`, whose data `model` was built
@@ -136,7 +113,7 @@ pub fn predict_run(
 }
 
 /// [`predict`] for one kernel type.
-fn predict_with<K: PredictiveKernel + HyperKernel, L: Copy + Ord>(
+fn predict_with<K: Kernel, L: Copy + Ord>(
     kernel: &K,
     base: &Prior,
     new: &K::NewData,
