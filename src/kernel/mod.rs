@@ -7,10 +7,7 @@
 //! Normal-Wishart kernel, the Cholesky factor of Ψ_n), kept valid by every method here.
 
 pub mod cholesky;
-pub mod diagonal;
 pub mod hyperprior;
-pub mod multinomial_dirichlet;
-pub mod normal_wishart;
 pub mod params;
 pub mod predictive;
 pub mod registry;
@@ -18,6 +15,9 @@ mod scratch;
 pub mod settings;
 pub mod soft;
 pub mod sweep_cache;
+
+// The registered kernels' modules (`src/kernel/<name>/`).
+crate::registered_kernels!(declare_kernel_modules!);
 
 pub use diagonal::{DiagHyper, DiagMoments, DiagParam, DiagStat, Diagonal};
 pub use hyperprior::{HyperKernel, KernelHyper, KernelHyperPriors, LogNormalPrior};

@@ -80,7 +80,7 @@ pub trait ParametricKernel: ConjugateKernel {
     /// weigh point `first` again (finite values, not to be read). `out` is resized to
     /// `offsets.len() · BLOCK`. Equal to `offsets[k] + ln_f` up to rounding in the last bits,
     /// and identical at every [`crate::simd::Level`]. Normal-Wishart computes it in vectors
-    /// with the points in lanes (the kernel's `nw_lanes` module); the default calls
+    /// with the points in lanes (its `lanes` module); the default calls
     /// [`ParametricKernel::ln_f`] per pair. Cost: one likelihood per (point, component).
     fn ln_f_block(
         &self,

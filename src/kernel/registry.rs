@@ -79,8 +79,9 @@ pub trait Kernel: HyperKernel + ParametricKernel + PredictiveKernel + SvaKernel 
     }
 }
 
-/// The registered kernels, one line each as `Variant: type`: the one place that lists them.
-/// It hands the list to the macro `$mac` (a macro exported by this crate) after the tokens
+/// The registered kernels, one line each as `Variant: module::Type` (the kernel's module under
+/// `src/kernel/`, which this list declares, and its type): the one place that lists them. It
+/// hands the list to the macro `$mac` (a macro exported by this crate) after the tokens
 /// `$args`, in brackets.
 #[doc(hidden)]
 #[macro_export]
@@ -88,10 +89,19 @@ macro_rules! registered_kernels {
     ($mac:ident! $($args:tt)*) => {
         $crate::$mac! {
             [$($args)*]
-            Nw: $crate::kernel::NormalWishart,
-            Md: $crate::kernel::MultinomialDirichlet,
-            Diag: $crate::kernel::Diagonal,
+            Nw: normal_wishart::NormalWishart,
+            Md: multinomial_dirichlet::MultinomialDirichlet,
+            Diag: diagonal::Diagonal,
         }
+    };
+}
+
+/// The modules of the registered kernels, declared in `src/kernel/mod.rs`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! declare_kernel_modules {
+    ([] $($variant:ident: $module:ident::$ty:ident,)*) => {
+        $(pub mod $module;)*
     };
 }
 
@@ -108,7 +118,7 @@ macro_rules! with_kernel {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! with_kernel_arms {
-    ([($any:expr) $k:ident ($body:expr)] $($variant:ident: $ty:ty,)*) => {
+    ([($any:expr) $k:ident ($body:expr)] $($variant:ident: $module:ident::$ty:ident,)*) => {
         match $any {
             $($crate::kernel::AnyKernel::$variant($k) => $body,)*
         }
@@ -119,13 +129,16 @@ macro_rules! with_kernel_arms {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! define_kernels {
-    ([] $($variant:ident: $ty:ty,)*) => {
+    ([] $($variant:ident: $module:ident::$ty:ident,)*) => {
         /// Which conjugate kernel: one per registered kernel, named by its
         /// [`Kernel::NAME`](crate::kernel::Kernel::NAME) (in settings and run files).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum KernelKind {
             $(
-                #[doc = concat!("[`", stringify!($ty), "`].")]
+                #[doc = concat!(
+                    "[`", stringify!($ty), "`](crate::kernel::", stringify!($module), "::",
+                    stringify!($ty), ")."
+                )]
                 $variant,
             )*
         }
@@ -134,8 +147,11 @@ macro_rules! define_kernels {
         #[derive(Clone, Debug)]
         pub enum AnyKernel {
             $(
-                #[doc = concat!("[`", stringify!($ty), "`].")]
-                $variant($ty),
+                #[doc = concat!(
+                    "[`", stringify!($ty), "`](crate::kernel::", stringify!($module), "::",
+                    stringify!($ty), ")."
+                )]
+                $variant($crate::kernel::$module::$ty),
             )*
         }
 
@@ -146,21 +162,21 @@ macro_rules! define_kernels {
             /// Its name ([`Kernel::NAME`](crate::kernel::Kernel::NAME)).
             pub fn name(self) -> &'static str {
                 match self {
-                    $(KernelKind::$variant => <$ty as $crate::kernel::Kernel>::NAME,)*
+                    $(KernelKind::$variant => <$crate::kernel::$module::$ty as $crate::kernel::Kernel>::NAME,)*
                 }
             }
 
             /// One line on what it is ([`Kernel::ABOUT`](crate::kernel::Kernel::ABOUT)).
             pub fn about(self) -> &'static str {
                 match self {
-                    $(KernelKind::$variant => <$ty as $crate::kernel::Kernel>::ABOUT,)*
+                    $(KernelKind::$variant => <$crate::kernel::$module::$ty as $crate::kernel::Kernel>::ABOUT,)*
                 }
             }
 
             /// Its name in a run's header ([`Kernel::TITLE`](crate::kernel::Kernel::TITLE)).
             pub fn title(self) -> &'static str {
                 match self {
-                    $(KernelKind::$variant => <$ty as $crate::kernel::Kernel>::TITLE,)*
+                    $(KernelKind::$variant => <$crate::kernel::$module::$ty as $crate::kernel::Kernel>::TITLE,)*
                 }
             }
 
@@ -168,7 +184,7 @@ macro_rules! define_kernels {
             /// ([`Kernel::SCALE_DEFAULTS`](crate::kernel::Kernel::SCALE_DEFAULTS)).
             pub fn scale_defaults(self) -> bool {
                 match self {
-                    $(KernelKind::$variant => <$ty as $crate::kernel::Kernel>::SCALE_DEFAULTS,)*
+                    $(KernelKind::$variant => <$crate::kernel::$module::$ty as $crate::kernel::Kernel>::SCALE_DEFAULTS,)*
                 }
             }
 
@@ -177,7 +193,7 @@ macro_rules! define_kernels {
             pub fn hyper_names(self) -> &'static [&'static str] {
                 match self {
                     $(KernelKind::$variant => {
-                        <$ty as $crate::kernel::HyperKernel>::HYPER_NAMES
+                        <$crate::kernel::$module::$ty as $crate::kernel::HyperKernel>::HYPER_NAMES
                     })*
                 }
             }
@@ -190,7 +206,7 @@ macro_rules! define_kernels {
             ) -> $crate::error::Result<()> {
                 match self {
                     $(KernelKind::$variant => {
-                        <$ty as $crate::kernel::Kernel>::check_settings(settings, data)
+                        <$crate::kernel::$module::$ty as $crate::kernel::Kernel>::check_settings(settings, data)
                     })*
                 }
             }
@@ -203,7 +219,7 @@ macro_rules! define_kernels {
             ) -> $crate::error::Result<AnyKernel> {
                 match self {
                     $(KernelKind::$variant => {
-                        <$ty as $crate::kernel::Kernel>::build(settings, data).map(AnyKernel::$variant)
+                        <$crate::kernel::$module::$ty as $crate::kernel::Kernel>::build(settings, data).map(AnyKernel::$variant)
                     })*
                 }
             }

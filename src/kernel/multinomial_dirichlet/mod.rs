@@ -773,54 +773,6 @@ impl HyperKernel for MultinomialDirichlet {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gallop_finds_the_first_not_smaller_key() {
-        let keys = [1u32, 3, 3, 7, 9, 12, 20, 21, 40];
-        for lo in 0..=keys.len() {
-            for target in 0..45 {
-                let expected = (lo..keys.len())
-                    .find(|&k| keys[k] >= target)
-                    .unwrap_or(keys.len());
-                assert_eq!(
-                    gallop(keys.len(), |k| keys[k], lo, target),
-                    expected,
-                    "lo {lo} target {target}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn common_words_in_both_walking_directions() {
-        let a: &[(u32, u32)] = &[(2, 1), (5, 1), (9, 1)];
-        let b: &[(u32, u32)] = &[(1, 1), (2, 1), (3, 1), (9, 1), (10, 1)];
-        let mut seen = Vec::new();
-        for_each_common(&a, &b, |i, j| seen.push((i, j)));
-        assert_eq!(seen, vec![(0, 1), (2, 3)]);
-        seen.clear();
-        for_each_common(&b, &a, |i, j| seen.push((i, j)));
-        assert_eq!(seen, vec![(1, 0), (3, 2)]);
-    }
-
-    #[test]
-    fn word_table_matches_ln_gamma_and_falls_back_beyond() {
-        let data = SparseCounts::from_rows(10, &[vec![(0, 5000)], vec![(1, 3)]]).unwrap();
-        let k = MultinomialDirichlet::new(Arc::new(data), 0.3).unwrap();
-        assert_eq!(k.word_table.len(), WORD_TABLE_MAX + 1);
-        for c in [0u64, 1, 2, 17, 4095, 4096, 10_000] {
-            let direct = ln_gamma(0.3 + c as f64) - ln_gamma(0.3);
-            assert!(
-                (k.t(c) - direct).abs() < 1e-12 * direct.abs().max(1.0),
-                "{c}"
-            );
-        }
-    }
-}
-
 /// New points are documents over the training data's vocabulary (or a shorter one).
 impl PredictiveKernel for MultinomialDirichlet {
     type NewData = SparseCounts;
@@ -890,5 +842,53 @@ impl Kernel for MultinomialDirichlet {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gallop_finds_the_first_not_smaller_key() {
+        let keys = [1u32, 3, 3, 7, 9, 12, 20, 21, 40];
+        for lo in 0..=keys.len() {
+            for target in 0..45 {
+                let expected = (lo..keys.len())
+                    .find(|&k| keys[k] >= target)
+                    .unwrap_or(keys.len());
+                assert_eq!(
+                    gallop(keys.len(), |k| keys[k], lo, target),
+                    expected,
+                    "lo {lo} target {target}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn common_words_in_both_walking_directions() {
+        let a: &[(u32, u32)] = &[(2, 1), (5, 1), (9, 1)];
+        let b: &[(u32, u32)] = &[(1, 1), (2, 1), (3, 1), (9, 1), (10, 1)];
+        let mut seen = Vec::new();
+        for_each_common(&a, &b, |i, j| seen.push((i, j)));
+        assert_eq!(seen, vec![(0, 1), (2, 3)]);
+        seen.clear();
+        for_each_common(&b, &a, |i, j| seen.push((i, j)));
+        assert_eq!(seen, vec![(1, 0), (3, 2)]);
+    }
+
+    #[test]
+    fn word_table_matches_ln_gamma_and_falls_back_beyond() {
+        let data = SparseCounts::from_rows(10, &[vec![(0, 5000)], vec![(1, 3)]]).unwrap();
+        let k = MultinomialDirichlet::new(Arc::new(data), 0.3).unwrap();
+        assert_eq!(k.word_table.len(), WORD_TABLE_MAX + 1);
+        for c in [0u64, 1, 2, 17, 4095, 4096, 10_000] {
+            let direct = ln_gamma(0.3 + c as f64) - ln_gamma(0.3);
+            assert!(
+                (k.t(c) - direct).abs() < 1e-12 * direct.abs().max(1.0),
+                "{c}"
+            );
+        }
     }
 }

@@ -340,7 +340,7 @@ impl ParametricKernel for NormalWishart {
             }
     }
 
-    /// The points in vector lanes (the `nw_lanes` module): their centred coordinates gathered
+    /// The points in vector lanes (the kernel's `lanes` module): their centred coordinates gathered
     /// once per block, then `d(d+3)/2 + 1` multiply-adds per (point, component) across the
     /// lanes.
     fn ln_f_block(
