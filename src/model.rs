@@ -49,7 +49,8 @@ pub enum PriorKind {
 pub struct ModelSpec {
     /// Kernel; `None` follows the data.
     pub kernel: Option<KernelKind>,
-    /// Dirichlet concentration of the Multinomial-Dirichlet kernel (`None`: [`DEFAULT_BETA`]).
+    /// Dirichlet concentration of the Multinomial-Dirichlet kernel, and the Beta(β, β)
+    /// parameter of the Beta-Bernoulli kernel (`None`: [`DEFAULT_BETA`]).
     pub beta: Option<f64>,
     /// Normal-Wishart ξ.
     pub nw_xi: Option<Vec<f64>>,
@@ -73,7 +74,7 @@ pub struct ModelSpec {
     /// Whether α (and σ) carry the reference hyperpriors instead of being fixed.
     pub hyperpriors: bool,
     /// Whether the kernel's own hyperparameters (the Normal-Wishart and diagonal kernels' scale
-    /// multiplier `s` of `Ψ = s Ψ₀`; Multinomial-Dirichlet `β`) carry the default
+    /// multiplier `s` of `Ψ = s Ψ₀`; Multinomial-Dirichlet and Beta-Bernoulli `β`) carry the default
     /// log-normal hyperpriors of [`crate::kernel::KernelHyperPriors::default_for`], centred on
     /// the kernel this spec builds, and are resampled every sweep
     /// ([`crate::sampler::KernelHyperMove`]). Off by default, and then not serialised (as

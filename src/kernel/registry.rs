@@ -92,6 +92,7 @@ macro_rules! registered_kernels {
             Nw: normal_wishart::NormalWishart,
             Md: multinomial_dirichlet::MultinomialDirichlet,
             Diag: diagonal::Diagonal,
+            Bb: beta_bernoulli::BetaBernoulli,
         }
     };
 }

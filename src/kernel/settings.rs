@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 /// ([`super::Kernel::check_settings`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KernelSettings {
-    /// Dirichlet concentration of the Multinomial-Dirichlet kernel.
+    /// Dirichlet concentration of the Multinomial-Dirichlet kernel; the Beta(β, β) parameter
+    /// of the Beta-Bernoulli kernel.
     pub beta: Option<f64>,
     /// Prior mean ξ of the kernels on real vectors.
     pub xi: Option<Vec<f64>>,
