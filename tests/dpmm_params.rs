@@ -215,17 +215,20 @@ fn multinomial_dirichlet_ln_f_matches_dense_pmf() {
     }
 }
 
-/// 12 random binary points in 5 columns from `seed`, under `Beta(β, β)`.
+/// 12 random binary points in 5 columns from `seed`, a tenth of the entries missing, under
+/// `Beta(β, β)`.
 fn bb_kernel(seed: u64, beta: f64) -> BetaBernoulli {
     let mut rng = SeedPlan::new(seed).chain(3);
-    let values = (0..60)
-        .map(|_| f64::from(u8::from(uniform_open01(&mut rng) < 0.4)))
+    let entries: Vec<Option<bool>> = (0..60)
+        .map(|_| {
+            let u = uniform_open01(&mut rng);
+            (u >= 0.1).then_some(u < 0.45)
+        })
         .collect();
-    let data = DenseData::new(12, 5, values).unwrap();
-    BetaBernoulli::new(Arc::new(data), beta).unwrap()
+    BetaBernoulli::with_missing(12, 5, &entries, beta).unwrap()
 }
 
-/// The Beta-Bernoulli draws: `θ_j ~ Beta(β + k_j, β + n - k_j)` has mean `(β + k_j)/(2β + n)`;
+/// The Beta-Bernoulli draws: `θ_j ~ Beta(β + k_j, β + z_j)` has mean `(β + k_j)/(2β + n_j)`;
 /// 4,000 draws put each column's mean within 5 standard errors, and the moments path draws
 /// the same values as the statistic's.
 #[test]
@@ -251,13 +254,14 @@ fn beta_bernoulli_posterior_means_match_closed_form() {
             .unwrap();
         assert_eq!(other, again);
     }
-    let n = members.len() as f64;
     for (j, acc) in sum.iter().enumerate() {
-        let ones = members
-            .iter()
-            .filter(|&&i| k.data().row(i)[j] == 1.0)
-            .count() as f64;
-        let (a, b) = (0.6 + ones, 0.6 + n - ones);
+        let count = |v| {
+            members
+                .iter()
+                .filter(|&&i| k.entry(i, j) == Some(v))
+                .count() as f64
+        };
+        let (a, b) = (0.6 + count(true), 0.6 + count(false));
         let mean = a / (a + b);
         let sd = (a * b / ((a + b) * (a + b) * (a + b + 1.0)) / draws as f64).sqrt();
         let got = acc / draws as f64;

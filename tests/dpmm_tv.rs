@@ -274,7 +274,7 @@ fn subcluster_on_the_beta_bernoulli_kernel_visits_match_exact_posterior() {
     ];
     let rows: Vec<Vec<f64>> = rows.iter().map(|r| r.to_vec()).collect();
     let data = DenseData::from_rows(&rows).unwrap();
-    let kernel = BetaBernoulli::new(Arc::new(data), 0.7).unwrap();
+    let kernel = BetaBernoulli::new(&data, 0.7).unwrap();
     let schedule = || -> Vec<Scheduled<BetaBernoulli, Prior>> {
         vec![Scheduled {
             mv: Box::new(SubCluster::new(SubClusterOptions {

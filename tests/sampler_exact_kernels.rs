@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use std::sync::Arc;
 
 use crate::exact_check::nw_kernel_own_hyper as nw_kernel;
-use crate::exact_check::{bb_kernel, check, diag_kernel, md_kernel, priors};
+use crate::exact_check::{bb_kernel, bb_missing_kernel, check, diag_kernel, md_kernel, priors};
 
 #[test]
 fn gibbs_full_sweep_is_exact() {
@@ -26,6 +26,7 @@ fn gibbs_full_sweep_is_exact() {
     check(&diag_kernel(5), &nggp, &mut mv);
     check(&bb_kernel(4), &dp, &mut mv);
     check(&bb_kernel(5), &nggp, &mut mv);
+    check(&bb_missing_kernel(5), &dp, &mut mv);
 }
 
 #[test]
@@ -51,6 +52,7 @@ fn sams_is_exact() {
         check(&diag_kernel(n), &nggp, &mut mv);
         check(&bb_kernel(n), &dp, &mut mv);
         check(&bb_kernel(n), &nggp, &mut mv);
+        check(&bb_missing_kernel(n), &nggp, &mut mv);
     }
 }
 
@@ -63,6 +65,7 @@ fn jain_neal_is_exact() {
         check(&md_kernel(4), &nggp, &mut mv);
         check(&diag_kernel(4), &nggp, &mut mv);
         check(&bb_kernel(4), &dp, &mut mv);
+        check(&bb_missing_kernel(4), &nggp, &mut mv);
     }
 }
 
@@ -122,17 +125,16 @@ proptest! {
         check(&kernel, &dp, &mut Gibbs::new(GibbsScan::Full).unwrap());
     }
 
-    /// Random binary data sets (4 points, 3 columns) and random `β`: the Beta-Bernoulli
-    /// kernel's moves stay exact.
+    /// Random binary data sets (4 points, 3 columns, entries missing at random) and random
+    /// `β`: the Beta-Bernoulli kernel's moves stay exact.
     #[test]
     fn random_binary_models_stay_exact(
-        bits in proptest::collection::vec(0u8..2, 12),
+        bits in proptest::collection::vec(0u8..3, 12),
         beta in 0.05f64..3.0,
         alpha in 0.2f64..5.0,
     ) {
-        let rows: Vec<Vec<f64>> = bits.chunks(3).map(|r| r.iter().map(|&b| f64::from(b)).collect()).collect();
-        let data = DenseData::from_rows(&rows).unwrap();
-        let kernel = BetaBernoulli::new(Arc::new(data), beta).unwrap();
+        let entries: Vec<Option<bool>> = bits.iter().map(|&b| (b < 2).then_some(b == 1)).collect();
+        let kernel = BetaBernoulli::with_missing(4, 3, &entries, beta).unwrap();
         let dp = Dp::new(alpha).unwrap();
         check(&kernel, &dp, &mut Sams::new());
         check(&kernel, &dp, &mut Gibbs::new(GibbsScan::Full).unwrap());

@@ -14,7 +14,9 @@ use nrmm::prior::{Dp, NrmPrior};
 use nrmm::sampler::{Chooser, Gibbs, GibbsScan, Move, PathEnumerator, State, StepInfo, TgSams};
 
 use crate::exact_check;
-use exact_check::{bb_kernel, diag_kernel, md_kernel, nw_kernel, posterior, priors, TOL};
+use exact_check::{
+    bb_kernel, bb_missing_kernel, diag_kernel, md_kernel, nw_kernel, posterior, priors, TOL,
+};
 
 fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, mv: &mut M) {
     let name = mv.name();
@@ -70,6 +72,7 @@ fn tg_sams_is_exact_on_binary_data() {
     for n in [4, 6] {
         check(&bb_kernel(n), &dp, &mut TgSams::new());
         check(&bb_kernel(n), &nggp, &mut TgSams::new());
+        check(&bb_missing_kernel(n), &dp, &mut TgSams::new());
     }
 }
 

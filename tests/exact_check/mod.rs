@@ -112,7 +112,18 @@ pub fn bb_kernel(n: usize) -> BetaBernoulli {
     ];
     let rows: Vec<Vec<f64>> = rows[..n].iter().map(|r| r.to_vec()).collect();
     let data = DenseData::from_rows(&rows).expect("valid rows");
-    BetaBernoulli::new(Arc::new(data), 0.7).expect("binary values")
+    BetaBernoulli::new(&data, 0.7).expect("binary values")
+}
+
+/// [`bb_kernel`]'s points with five entries missing (one point keeps a single entry).
+pub fn bb_missing_kernel(n: usize) -> BetaBernoulli {
+    let k = bb_kernel(6);
+    let gone = [(0, 1), (2, 3), (3, 0), (3, 1), (3, 2)];
+    let entries: Vec<Option<bool>> = (0..n * 4)
+        .map(|t| (t / 4, t % 4))
+        .map(|(i, j)| (!gone.contains(&(i, j))).then(|| k.entry(i, j).unwrap()))
+        .collect();
+    BetaBernoulli::with_missing(n, 4, &entries, 0.7).expect("valid entries")
 }
 
 /// The two priors of the checks: DP `α = 1` and NGGP `α = 1.3`, `σ = 0.4`, `u = 2.5`.
