@@ -25,25 +25,14 @@ pub trait Choice: Copy + Send + Sync + 'static {
 }
 
 impl Choice for KernelKind {
-    const ALL: &'static [Self] = &[KernelKind::Nw, KernelKind::Md, KernelKind::Diag];
+    const ALL: &'static [Self] = KernelKind::ALL;
 
     fn name(self) -> &'static str {
-        match self {
-            KernelKind::Nw => "nw",
-            KernelKind::Md => "md",
-            KernelKind::Diag => "diag",
-        }
+        KernelKind::name(self)
     }
 
     fn about(self) -> &'static str {
-        match self {
-            KernelKind::Nw => "Normal-Wishart on real vectors",
-            KernelKind::Md => "Multinomial-Dirichlet on count vectors",
-            KernelKind::Diag => {
-                "Independent Normal-Gamma per dimension (diagonal covariance) on real vectors: \
-                 O(d) per point, for high dimensions"
-            }
-        }
+        KernelKind::about(self)
     }
 }
 

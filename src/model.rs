@@ -1,25 +1,18 @@
 //! A model assembled at run time from user settings: a conjugate kernel over a data set and
 //! an NRM prior (the command line's shared model flags).
 
-use crate::data::{Dataset, DenseData};
+use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::diagonal::full_covariance_problem;
-use crate::kernel::{DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper};
+use crate::kernel::{DiagHyper, Diagonal, KernelSettings, NormalWishart, NwHyper};
 use crate::prior::{AlphaUpdate, Dp, GammaPrior, Nggp, NggpHyperPriors, Prior};
 use std::sync::Arc;
 
-/// Which conjugate kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KernelKind {
-    /// Normal-Wishart on real vectors (MATH §2.1).
-    Nw,
-    /// Multinomial-Dirichlet on count vectors (MATH §2.2).
-    Md,
-    /// Independent Normal-Gamma per dimension (diagonal covariance) on real vectors
-    /// ([`crate::kernel::diagonal`]).
-    Diag,
-}
+pub use crate::kernel::multinomial_dirichlet::DEFAULT_BETA;
+pub use crate::kernel::settings::{
+    scaled_nu_minus_d, scaled_share, NwDefaults, SCALED_NOMINAL_CLUSTERS, SCALED_R,
+};
+pub use crate::kernel::{AnyKernel, KernelKind};
 
 /// The kernel a model uses for its data, and why, when it was chosen automatically for a
 /// reason the user should hear ([`ModelSpec::kernel_for`]).
@@ -41,68 +34,6 @@ pub enum PriorKind {
     Nggp,
 }
 
-/// How the Normal-Wishart hyperparameters the user does not give are derived from the data.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NwDefaults {
-    /// As [`NwDefaults::Scaled`], then, for a run, the scale set by empirical Bayes from a
-    /// short pilot run ([`crate::run::pilot`]): a cluster's expected covariance is the pooled
-    /// within-cluster covariance of the pilot's best partition instead of a share of the
-    /// whole data's covariance (which holds the spread between clusters too). Unit-equivariant
-    /// as `Scaled` is. Where no run is made (exact enumeration, a tree or SVA fit), it is
-    /// `Scaled`.
-    #[default]
-    Pooled,
-    /// Unit-equivariant ([`NwHyper::scaled_from_data`] with [`scaled_share`], [`SCALED_R`],
-    /// [`scaled_nu_minus_d`]): rescaling, shifting or any invertible affine map of the data
-    /// leaves the posterior over partitions unchanged.
-    Scaled,
-    /// The reference code's choice ([`NwHyper::from_data`]: `det Ψ = 0.1`, `r = 0.1`,
-    /// `ν = d + 6`), kept for the paper reproductions and golden values. It depends on the
-    /// data's units.
-    Reference,
-}
-
-impl NwDefaults {
-    /// What a model recorded before this choice existed used: the reference defaults.
-    fn recorded_before_choice() -> Self {
-        NwDefaults::Reference
-    }
-}
-
-/// The number of equal clusters whose volumes fill the data's, by which the unit-equivariant
-/// default sets the expected cluster covariance ([`scaled_share`]).
-pub const SCALED_NOMINAL_CLUSTERS: f64 = 10.0;
-/// The unit-equivariant default's mean precision scale `r`: a cluster mean's prior covariance
-/// is `Σ / r`. A small `r` (mclust's default shrinkage, Fraley & Raftery 2007) makes a new
-/// cluster's predictive broad; in high dimension a larger one lets lone points of a single
-/// Gaussian open clusters of their own (`r = 0.1` finds hundreds of clusters in 600 points of
-/// N(0, I) at d = 100; `r = 0.01` finds one).
-pub const SCALED_R: f64 = 0.01;
-/// The unit-equivariant default's `ν - d` in dimension `d`: `3 + d/2`.
-///
-/// Why: with `ν` barely above `d + 1` (scikit-learn's `ν = d`, mclust's `d + 2`) the prior on a
-/// cluster's covariance leaves its shape almost free, and a cluster of fewer points than
-/// dimensions can then claim a covariance flattened onto the span of its points; pure noise,
-/// N(0, I) with n = 600 and d = 100, has a higher log joint split into 34 clusters than as one
-/// at `ν = d + 3` (−96737 against −104060), and the one cluster wins from `ν ≈ 1.5 d` on
-/// (−90881 against −92973 at `ν = 150`). Growing `ν - d` with `d` keeps shapes near the
-/// expected covariance in high dimension, while in low dimension (`d ≤ 4`: `ν - d ≤ 5`) the
-/// prior stays weak; on iris, wine and breast cancer the held-out density changes by at most
-/// 0.12 nats per point against `ν = d + 3` (the real-data benchmark). Cost: O(1).
-pub fn scaled_nu_minus_d(d: usize) -> f64 {
-    3.0 + 0.5 * d as f64
-}
-
-/// The unit-equivariant default's expected cluster covariance as a share of the data
-/// covariance in dimension `d`: `G^{-2/d}` with `G` = [`SCALED_NOMINAL_CLUSTERS`], so that a
-/// cluster's ellipsoid has `1/G` of the data's volume (the scale of mclust's default conjugate
-/// prior, Fraley & Raftery 2007). In high dimension the share approaches 1, which keeps noise
-/// in one cluster. Cost: O(1).
-pub fn scaled_share(d: usize) -> f64 {
-    SCALED_NOMINAL_CLUSTERS.powf(-2.0 / d as f64)
-}
-
 /// Everything that defines a model, with `None` meaning "the default".
 ///
 /// Defaults: the kernel follows the data (Normal-Wishart for real vectors, or the diagonal
@@ -118,7 +49,8 @@ pub fn scaled_share(d: usize) -> f64 {
 pub struct ModelSpec {
     /// Kernel; `None` follows the data.
     pub kernel: Option<KernelKind>,
-    /// Dirichlet concentration of the Multinomial-Dirichlet kernel (`None`: [`DEFAULT_BETA`]).
+    /// Dirichlet concentration of the Multinomial-Dirichlet kernel, and the Beta(β, β)
+    /// parameter of the Beta-Bernoulli kernel (`None`: [`DEFAULT_BETA`]).
     pub beta: Option<f64>,
     /// Normal-Wishart ξ.
     pub nw_xi: Option<Vec<f64>>,
@@ -142,7 +74,7 @@ pub struct ModelSpec {
     /// Whether α (and σ) carry the reference hyperpriors instead of being fixed.
     pub hyperpriors: bool,
     /// Whether the kernel's own hyperparameters (the Normal-Wishart and diagonal kernels' scale
-    /// multiplier `s` of `Ψ = s Ψ₀`; Multinomial-Dirichlet `β`) carry the default
+    /// multiplier `s` of `Ψ = s Ψ₀`; Multinomial-Dirichlet and Beta-Bernoulli `β`) carry the default
     /// log-normal hyperpriors of [`crate::kernel::KernelHyperPriors::default_for`], centred on
     /// the kernel this spec builds, and are resampled every sweep
     /// ([`crate::sampler::KernelHyperMove`]). Off by default, and then not serialised (as
@@ -196,28 +128,6 @@ impl Default for ModelSpec {
     }
 }
 
-/// A kernel of either kind over its data set.
-#[derive(Clone, Debug)]
-pub enum AnyKernel {
-    /// Normal-Wishart.
-    Nw(NormalWishart),
-    /// Multinomial-Dirichlet.
-    Md(MultinomialDirichlet),
-    /// Diagonal covariance.
-    Diag(Diagonal),
-}
-
-impl AnyKernel {
-    /// Dimension (NW) or vocabulary size (MD).
-    pub fn dim(&self) -> usize {
-        match self {
-            AnyKernel::Nw(k) => k.dim(),
-            AnyKernel::Md(k) => k.hyper().vocab(),
-            AnyKernel::Diag(k) => k.dim(),
-        }
-    }
-}
-
 impl ModelSpec {
     /// The prior with its initial hyperparameters, as samplers use it (NGGP: `u` resampled;
     /// `α`, `σ` resampled only with `hyperpriors`).
@@ -255,36 +165,6 @@ impl ModelSpec {
         }
     }
 
-    /// The Normal-Wishart hyperparameters for `x`: the user's values where given, the rest
-    /// from the data as [`NwDefaults`] says. Under the unit-equivariant default, a given
-    /// `ν` also sets the scale's factor `ν - d - 1`, so the expected cluster covariance stays
-    /// [`scaled_share`] of the data's. Cost: O(N d² + d³) unless ξ and Ψ are both given.
-    pub fn nw_hyper(&self, x: &DenseData) -> Result<NwHyper> {
-        let d = x.d() as f64;
-        let (r, nu) = match self.nw_defaults {
-            NwDefaults::Pooled | NwDefaults::Scaled => (SCALED_R, d + scaled_nu_minus_d(x.d())),
-            NwDefaults::Reference => (NwHyper::REFERENCE_R, d + NwHyper::REFERENCE_NU_MINUS_D),
-        };
-        let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));
-        let (xi, psi) = match (&self.nw_xi, &self.nw_psi) {
-            (Some(xi), Some(psi)) => (xi.clone(), psi.clone()),
-            (xi, psi) => {
-                let from_data = match self.nw_defaults {
-                    // ν ≤ d + 1 has no expected covariance; its scale then follows ν = d + 2.
-                    NwDefaults::Pooled | NwDefaults::Scaled => {
-                        NwHyper::scaled_from_data(x, scaled_share(x.d()), r, (nu - d).max(2.0))?
-                    }
-                    NwDefaults::Reference => NwHyper::from_data(x)?,
-                };
-                (
-                    xi.clone().unwrap_or_else(|| from_data.xi().to_vec()),
-                    psi.clone().unwrap_or_else(|| from_data.psi().to_vec()),
-                )
-            }
-        };
-        NwHyper::new(xi, psi, r, nu)
-    }
-
     /// The kernel for `data`: the one asked for; else Multinomial-Dirichlet for counts; else
     /// for real data Normal-Wishart, unless its scale matrix would come from a covariance that
     /// cannot be estimated ([`full_covariance_problem`]: `d ≥ n/2`, a constant column, or a
@@ -311,166 +191,31 @@ impl ModelSpec {
         }
     }
 
-    /// The diagonal kernel's hyperparameters for `x`: the user's `ξ`, `ψ` (d values), `r`, `ν`
-    /// where given, the rest by the policy of [`NwDefaults`] applied to a diagonal scale.
-    /// Unit-equivariant ([`DiagHyper::from_data`]): `r` = [`SCALED_R`],
-    /// `ν = 1 + scaled_nu_minus_d(1)` (per dimension, as the Normal-Wishart's `ν - d` at d = 1), and `ψ`
-    /// so that the expected cluster variances are [`scaled_share`]`(d)` of the column
-    /// variances (a cluster's box then has a tenth of the data's volume, as the
-    /// Normal-Wishart's ellipsoid); a given `ν ≤ 3` sets the scale as `ν = 3` does. Reference:
-    /// `r = 0.1`, `ν = 7` and `ψ` the variances rescaled to `Π ψ_j = 0.1`. With d = 1 both
-    /// are the Normal-Wishart defaults. Cost: O(N d).
-    pub fn diag_hyper(&self, x: &DenseData) -> Result<DiagHyper> {
-        let d = x.d();
-        let (r, nu) = match self.nw_defaults {
-            NwDefaults::Pooled | NwDefaults::Scaled => (SCALED_R, 1.0 + scaled_nu_minus_d(1)),
-            NwDefaults::Reference => (NwHyper::REFERENCE_R, 1.0 + NwHyper::REFERENCE_NU_MINUS_D),
-        };
-        let (r, nu) = (self.nw_r.unwrap_or(r), self.nw_nu.unwrap_or(nu));
-        let (xi, psi) = match (&self.nw_xi, &self.nw_psi) {
-            (Some(xi), Some(psi)) => (xi.clone(), psi.clone()),
-            (xi, psi) => {
-                let from_data = match self.nw_defaults {
-                    NwDefaults::Pooled | NwDefaults::Scaled => {
-                        DiagHyper::from_data(x, scaled_share(d), r, (nu - 1.0).max(2.0))?
-                    }
-                    NwDefaults::Reference => DiagHyper::reference_from_data(x)?,
-                };
-                (
-                    xi.clone().unwrap_or_else(|| from_data.xi().to_vec()),
-                    psi.clone().unwrap_or_else(|| from_data.psi().to_vec()),
-                )
-            }
-        };
-        DiagHyper::new(xi, psi, r, nu)
+    /// The kernel's settings as given ([`KernelSettings`]).
+    pub fn kernel_settings(&self) -> KernelSettings {
+        KernelSettings {
+            beta: self.beta,
+            xi: self.nw_xi.clone(),
+            psi: self.nw_psi.clone(),
+            r: self.nw_r,
+            nu: self.nw_nu,
+            defaults: self.nw_defaults,
+        }
     }
 
     /// The kernel over `data` ([`ModelSpec::kernel_for`] when none is given), checking that
-    /// kernel and data agree.
+    /// kernel and data agree ([`crate::kernel::Kernel::build`]).
     pub fn build_kernel(&self, data: Dataset) -> Result<AnyKernel> {
         let kind = self.kernel_for(&data).kind;
-        match (kind, data) {
-            (KernelKind::Nw, Dataset::Dense(x)) => {
-                let hyper = self.nw_hyper(&x)?;
-                Ok(AnyKernel::Nw(NormalWishart::new(Arc::new(x), hyper)?))
-            }
-            (KernelKind::Diag, Dataset::Dense(x)) => {
-                let hyper = self.diag_hyper(&x)?;
-                Ok(AnyKernel::Diag(Diagonal::new(Arc::new(x), hyper)?))
-            }
-            (KernelKind::Md, Dataset::Counts(c)) => {
-                if self.nw_xi.is_some()
-                    || self.nw_psi.is_some()
-                    || self.nw_r.is_some()
-                    || self.nw_nu.is_some()
-                {
-                    return Err(Error::Usage(
-                        "`nw_*` hyperparameters (`nw_xi`, `nw_psi`, `nw_r`, `nw_nu`) belong to the \
-                         Normal-Wishart kernel, but the data are counts"
-                            .into(),
-                    ));
-                }
-                Ok(AnyKernel::Md(MultinomialDirichlet::new(
-                    Arc::new(c),
-                    self.beta.unwrap_or(DEFAULT_BETA),
-                )?))
-            }
-            (KernelKind::Md, Dataset::Dense(_)) => Err(Error::Usage(
-                "`kernel` md needs count data (docword or LDA-C), but the data are a real matrix"
-                    .into(),
-            )),
-            (KernelKind::Nw, Dataset::Counts(_)) => Err(Error::Usage(
-                "`kernel` nw needs a real matrix, but the data are counts: use `kernel` md".into(),
-            )),
-            (KernelKind::Diag, Dataset::Counts(_)) => Err(Error::Usage(
-                "`kernel` diag needs a real matrix, but the data are counts: use `kernel` md"
-                    .into(),
-            )),
-        }
+        kind.build(&self.kernel_settings(), data)
     }
 }
-
-/// Dirichlet concentration of the Multinomial-Dirichlet kernel when none is given.
-pub const DEFAULT_BETA: f64 = 0.1;
 
 impl ModelSpec {
     /// Whether samplers resample any hyperparameter of the prior: with `hyperpriors`, and
     /// always for the NGGP (its `u` is part of the augmented state).
     pub fn resamples_hyper(&self) -> bool {
         self.hyperpriors || self.prior == PriorKind::Nggp
-    }
-
-    /// Refuses settings that `data` make meaningless, naming the parameter: `beta` for real
-    /// data under a Normal-Wishart or diagonal kernel, `xi` and `psi` of the wrong length for
-    /// the data's dimension or of a magnitude that would overflow. (Kernel/data mismatches and
-    /// Normal-Wishart settings on count data are refused by [`ModelSpec::build_kernel`].)
-    pub fn check_for(&self, data: &Dataset) -> Result<()> {
-        let Dataset::Dense(x) = data else {
-            return Ok(());
-        };
-        if self.kernel == Some(KernelKind::Md) {
-            return Ok(());
-        }
-        if self.beta.is_some() {
-            return Err(Error::Usage(
-                "`beta` is the Multinomial-Dirichlet concentration, but the data are a real \
-                 matrix (Normal-Wishart kernel): drop `beta`"
-                    .into(),
-            ));
-        }
-        let d = x.d();
-        // ξ is on the data's scale, Ψ on its square's.
-        let limit = crate::data::MAX_MAGNITUDE;
-        for (name, values, max) in [
-            ("xi", &self.nw_xi, limit),
-            ("psi", &self.nw_psi, limit * limit),
-        ] {
-            // Non-finite values are the kernel's to refuse, naming their index.
-            if let Some(v) = values
-                .iter()
-                .flatten()
-                .find(|v| v.is_finite() && v.abs() > max)
-            {
-                return Err(Error::param(
-                    name,
-                    v,
-                    &format!(
-                        "values of magnitude at most {max:e} (they enter squares and sums with \
-                         the data and would overflow): rescale the data and the hyperparameters"
-                    ),
-                ));
-            }
-        }
-        if let Some(xi) = &self.nw_xi {
-            if xi.len() != d {
-                return Err(Error::param(
-                    "xi",
-                    format!("{} values", xi.len()),
-                    &format!("{d} comma-separated values, one per data column"),
-                ));
-            }
-        }
-        if let Some(psi) = &self.nw_psi {
-            if self.kernel == Some(KernelKind::Diag) {
-                if psi.len() != d {
-                    return Err(Error::param(
-                        "psi",
-                        format!("{} values", psi.len()),
-                        &format!(
-                            "{d} comma-separated values with `kernel` diag, one scale per data \
-                             column"
-                        ),
-                    ));
-                }
-            } else if psi.len() != d * d {
-                return Err(Error::param(
-                    "psi",
-                    format!("{} values", psi.len()),
-                    &format!("{d} x {d} = {} comma-separated values, row by row", d * d),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Ties a failed positive-definiteness check of [`ModelSpec::build_kernel`] to what can be
@@ -522,15 +267,15 @@ pub struct Model {
 
 impl Model {
     /// The model `spec` over `data`: the prior, checks of the settings against the data
-    /// ([`ModelSpec::check_for`]), the kernel ([`ModelSpec::kernel_for`],
+    /// ([`crate::kernel::Kernel::check_settings`]), the kernel ([`ModelSpec::kernel_for`],
     /// [`ModelSpec::build_kernel`]) and the fingerprint. Errors name the parameter to change.
     /// Cost: the kernel's construction (for Normal-Wishart defaults O(N d² + d³)) and a pass
     /// over the data.
     pub fn build(spec: &ModelSpec, data: Dataset) -> Result<Model> {
         let prior = spec.build_prior()?;
-        spec.check_for(&data)?;
-        let fingerprint = crate::data::Fingerprint::of(&data);
         let choice = spec.kernel_for(&data);
+        choice.kind.check_settings(&spec.kernel_settings(), &data)?;
+        let fingerprint = crate::data::Fingerprint::of(&data);
         let resolved = ModelSpec {
             kernel: Some(choice.kind),
             beta: Some(spec.beta.unwrap_or(DEFAULT_BETA)),
@@ -565,13 +310,13 @@ impl Model {
         let kernel = match &self.kernel {
             AnyKernel::Nw(k) => AnyKernel::Nw(NormalWishart::new(
                 Arc::clone(k.data()),
-                spec.nw_hyper(k.data())?,
+                NwHyper::for_settings(&spec.kernel_settings(), k.data())?,
             )?),
             AnyKernel::Diag(k) => AnyKernel::Diag(Diagonal::new(
                 Arc::clone(k.data()),
-                spec.diag_hyper(k.data())?,
+                DiagHyper::for_settings(&spec.kernel_settings(), k.data())?,
             )?),
-            AnyKernel::Md(_) => {
+            _ => {
                 return Err(Error::Usage(
                     "a pilot sets the scale of a kernel on real vectors, not of counts".into(),
                 ))
@@ -595,22 +340,10 @@ impl Model {
     }
 }
 
-/// Runs `$body` with `$k` bound to the concrete kernel inside an [`AnyKernel`], so generic
-/// code is written once for every kernel.
-#[macro_export]
-macro_rules! with_kernel {
-    ($any:expr, |$k:ident| $body:expr) => {
-        match $any {
-            $crate::model::AnyKernel::Nw($k) => $body,
-            $crate::model::AnyKernel::Md($k) => $body,
-            $crate::model::AnyKernel::Diag($k) => $body,
-        }
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::DenseData;
     use crate::kernel::ConjugateKernel;
     use crate::partition::Partition;
     use crate::rng::SeedPlan;

@@ -7,11 +7,10 @@
 use crate::data::Dataset;
 use crate::diagnostics::{
     cluster_log_probabilities, ln_loo_predictives, ln_predictive_density, predictive_fit,
-    PredictiveFit, PredictiveKernel,
+    PredictiveFit,
 };
 use crate::error::{Error, Result};
-use crate::kernel::ConjugateKernel;
-use crate::kernel::HyperKernel;
+use crate::kernel::Kernel;
 use crate::math::ln_add_exp;
 use crate::model::{AnyKernel, Model};
 use crate::partition::Partition;
@@ -61,34 +60,11 @@ impl Predictions {
     }
 }
 
-/// Errors unless `new` holds points of the kind and dimension of the model's data. The new
-/// points are named `` `new` `` in the message, for front ends to rename.
+/// Errors unless `new` holds points of the kind and dimension of the model's data
+/// ([`Kernel::new_points`]). The new points are named `` `new` `` in the message, for front
+/// ends to rename.
 pub fn check_new(kernel: &AnyKernel, new: &Dataset) -> Result<()> {
-    match (kernel, new) {
-        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Dense(x)) if x.d() != kernel.dim() => {
-            Err(Error::DimensionMismatch(format!(
-                "`new` has points of dimension {} ({} features), but the training data have \
-                 dimension {}",
-                x.d(),
-                x.d(),
-                kernel.dim()
-            )))
-        }
-        (AnyKernel::Md(_), Dataset::Counts(c)) if c.vocab() > kernel.dim() => {
-            Err(Error::DimensionMismatch(format!(
-                "`new` has a vocabulary of {} words, but the training data have {}",
-                c.vocab(),
-                kernel.dim()
-            )))
-        }
-        (AnyKernel::Nw(_) | AnyKernel::Diag(_), Dataset::Counts(_)) => Err(Error::Usage(
-            "`new` holds counts, but the training data are real vectors".into(),
-        )),
-        (AnyKernel::Md(_), Dataset::Dense(_)) => Err(Error::Usage(
-            "`new` holds real vectors, but the training data are counts".into(),
-        )),
-        _ => Ok(()),
-    }
+    crate::with_kernel!(kernel, |k| k.new_points(new).map(|_| ()))
 }
 
 /// Predictions for the points of `new` under `model`: cluster probabilities under the point
@@ -102,14 +78,14 @@ pub fn predict<L: Copy + Ord>(
     estimate: (&[L], &HyperState),
     draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
 ) -> Result<Predictions> {
-    check_new(&model.kernel, new)?;
     let p = &model.prior;
-    match (&model.kernel, new) {
-        (AnyKernel::Nw(k), Dataset::Dense(x)) => predict_with(k, p, x, estimate, draws),
-        (AnyKernel::Diag(k), Dataset::Dense(x)) => predict_with(k, p, x, estimate, draws),
-        (AnyKernel::Md(k), Dataset::Counts(c)) => predict_with(k, p, c, estimate, draws),
-        _ => unreachable!("checked by check_new"),
-    }
+    crate::with_kernel!(&model.kernel, |k| predict_with(
+        k,
+        p,
+        k.new_points(new)?,
+        estimate,
+        draws
+    ))
 }
 
 /// Predictions for the points of `new` from the run `run`, whose data `model` was built
@@ -144,7 +120,7 @@ pub fn predict_run(
 }
 
 /// [`predict`] for one kernel type.
-fn predict_with<K: PredictiveKernel + HyperKernel, L: Copy + Ord>(
+fn predict_with<K: Kernel, L: Copy + Ord>(
     kernel: &K,
     base: &Prior,
     new: &K::NewData,
@@ -200,17 +176,13 @@ pub fn predictive_fit_of(model: &Model, sources: &[DrawSource]) -> Result<Predic
         ));
     }
     let p = &model.prior;
-    let rows = match &model.kernel {
-        AnyKernel::Nw(k) => loo_rows(k, p, &draws),
-        AnyKernel::Diag(k) => loo_rows(k, p, &draws),
-        AnyKernel::Md(k) => loo_rows(k, p, &draws),
-    }?;
+    let rows = crate::with_kernel!(&model.kernel, |k| loo_rows(k, p, &draws))?;
     predictive_fit(&rows)
 }
 
 /// Each draw's [`ln_loo_predictives`] under the model's kernel and prior moved to the draw's
 /// hyperparameters.
-fn loo_rows<K: ConjugateKernel + HyperKernel + Sync>(
+fn loo_rows<K: Kernel>(
     kernel: &K,
     base: &Prior,
     draws: &[LabelledDraw<usize>],

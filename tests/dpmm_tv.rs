@@ -14,7 +14,8 @@
 //!   within [`BIAS_TOLERANCE`] (relative) of the level recorded in their documentation.
 //!
 //! * The exact sub-cluster sampler also on the diagonal kernel (data set B; DP `α = 1`; NGGP
-//!   `α = 1`, `σ = 0.5`, `u = 2`), within twice `E[TV]`.
+//!   `α = 1`, `σ = 0.5`, `u = 2`) and on the Beta-Bernoulli kernel (seven binary points; the
+//!   same priors), within twice `E[TV]`.
 //!
 //! CI runs the short versions (seconds in release). The long versions are `#[ignore]`d:
 //! `cargo test --release --test integration dpmm_tv:: -- --ignored --nocapture --test-threads 2`.
@@ -22,7 +23,9 @@
 use crate::support;
 
 use nrmm::data::generate::{data_set_a, data_set_b};
+use nrmm::data::DenseData;
 use nrmm::exact::ExactPosterior;
+use nrmm::kernel::beta_bernoulli::BetaBernoulli;
 use nrmm::kernel::{DiagHyper, Diagonal, NormalWishart};
 use nrmm::prior::{Dp, Nggp, NggpHyperPriors, Prior};
 use nrmm::run::Scheduled;
@@ -245,6 +248,50 @@ fn subcluster_on_the_diagonal_kernel_visits_match_exact_posterior() {
         let m = chains_tv(&kernel, &prior, &post, &schedule, SHORT, 810 + i as u64);
         println!(
             "diagonal: N_eff {:.0} TV {:.4} E[TV] {:.4}",
+            m.n_eff, m.tv, m.expected_tv
+        );
+        assert!(
+            m.tv <= 2.0 * m.expected_tv,
+            "TV {} above twice E[TV] {}",
+            m.tv,
+            m.expected_tv
+        );
+    }
+}
+
+/// The exact sub-cluster sampler on the Beta-Bernoulli kernel (its Beta draws of each
+/// column's probability): TV within twice the noise floor on seven binary points.
+#[test]
+fn subcluster_on_the_beta_bernoulli_kernel_visits_match_exact_posterior() {
+    let rows = [
+        [1.0, 1.0, 0.0, 1.0],
+        [1.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 1.0, 1.0],
+        [0.0, 1.0, 1.0, 0.0],
+        [1.0, 0.0, 0.0, 1.0],
+        [0.0, 0.0, 1.0, 0.0],
+        [1.0, 1.0, 1.0, 1.0],
+    ];
+    let rows: Vec<Vec<f64>> = rows.iter().map(|r| r.to_vec()).collect();
+    let data = DenseData::from_rows(&rows).unwrap();
+    let kernel = BetaBernoulli::new(&data, 0.7).unwrap();
+    let schedule = || -> Vec<Scheduled<BetaBernoulli, Prior>> {
+        vec![Scheduled {
+            mv: Box::new(SubCluster::new(SubClusterOptions {
+                launch_iters: 2,
+                proposals: 2,
+            })),
+            repeats: 1,
+        }]
+    };
+    for (i, prior) in [Case::DpFixed.build(), Case::NggpGivenU.build()]
+        .into_iter()
+        .enumerate()
+    {
+        let post = exact_posterior(&kernel, &prior);
+        let m = chains_tv(&kernel, &prior, &post, &schedule, SHORT, 820 + i as u64);
+        println!(
+            "beta-bernoulli: N_eff {:.0} TV {:.4} E[TV] {:.4}",
             m.n_eff, m.tv, m.expected_tv
         );
         assert!(

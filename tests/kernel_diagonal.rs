@@ -446,8 +446,8 @@ fn one_dimensional_model_defaults_are_the_normal_wishart_ones() {
                 ..ModelSpec::default()
             };
             let (d, w) = (
-                spec.diag_hyper(&data).unwrap(),
-                spec.nw_hyper(&data).unwrap(),
+                DiagHyper::for_settings(&spec.kernel_settings(), &data).unwrap(),
+                NwHyper::for_settings(&spec.kernel_settings(), &data).unwrap(),
             );
             assert!(close(d.xi()[0], w.xi()[0], 1e-14), "{defaults:?} {nu:?}");
             assert!(close(d.psi()[0], w.psi()[0], 1e-12), "{defaults:?} {nu:?}");

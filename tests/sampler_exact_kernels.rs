@@ -1,9 +1,10 @@
 //! Every move's exact one-step kernel, built by enumerating all of its random choices
 //! (scan orders included) from every partition of a tiny data set, leaves the exact posterior
 //! invariant and satisfies detailed balance (MATH §7.1, kernel-level check), for the
-//! Normal-Wishart, diagonal and Multinomial-Dirichlet kernels.
+//! Normal-Wishart, diagonal, Multinomial-Dirichlet and Beta-Bernoulli kernels.
 
 use nrmm::data::{DenseData, SparseCounts};
+use nrmm::kernel::beta_bernoulli::BetaBernoulli;
 use nrmm::kernel::{DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper};
 use nrmm::prior::{Dp, Nggp};
 use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Sams};
@@ -11,7 +12,7 @@ use proptest::prelude::*;
 use std::sync::Arc;
 
 use crate::exact_check::nw_kernel_own_hyper as nw_kernel;
-use crate::exact_check::{check, diag_kernel, md_kernel, priors};
+use crate::exact_check::{bb_kernel, bb_missing_kernel, check, diag_kernel, md_kernel, priors};
 
 #[test]
 fn gibbs_full_sweep_is_exact() {
@@ -23,6 +24,9 @@ fn gibbs_full_sweep_is_exact() {
     check(&md_kernel(4), &nggp, &mut mv);
     check(&diag_kernel(4), &dp, &mut mv);
     check(&diag_kernel(5), &nggp, &mut mv);
+    check(&bb_kernel(4), &dp, &mut mv);
+    check(&bb_kernel(5), &nggp, &mut mv);
+    check(&bb_missing_kernel(5), &dp, &mut mv);
 }
 
 #[test]
@@ -32,6 +36,7 @@ fn gibbs_subset_sweep_is_exact() {
     check(&nw_kernel(5), &dp, &mut mv);
     check(&md_kernel(5), &nggp, &mut mv);
     check(&diag_kernel(5), &dp, &mut mv);
+    check(&bb_kernel(5), &nggp, &mut mv);
 }
 
 #[test]
@@ -45,6 +50,9 @@ fn sams_is_exact() {
         check(&md_kernel(n), &nggp, &mut mv);
         check(&diag_kernel(n), &dp, &mut mv);
         check(&diag_kernel(n), &nggp, &mut mv);
+        check(&bb_kernel(n), &dp, &mut mv);
+        check(&bb_kernel(n), &nggp, &mut mv);
+        check(&bb_missing_kernel(n), &nggp, &mut mv);
     }
 }
 
@@ -56,6 +64,8 @@ fn jain_neal_is_exact() {
         check(&nw_kernel(4), &dp, &mut mv);
         check(&md_kernel(4), &nggp, &mut mv);
         check(&diag_kernel(4), &nggp, &mut mv);
+        check(&bb_kernel(4), &dp, &mut mv);
+        check(&bb_missing_kernel(4), &nggp, &mut mv);
     }
 }
 
@@ -113,5 +123,21 @@ proptest! {
         let dp = Dp::new(alpha).unwrap();
         check(&kernel, &dp, &mut Sams::new());
         check(&kernel, &dp, &mut Gibbs::new(GibbsScan::Full).unwrap());
+    }
+
+    /// Random binary data sets (4 points, 3 columns, entries missing at random) and random
+    /// `β`: the Beta-Bernoulli kernel's moves stay exact.
+    #[test]
+    fn random_binary_models_stay_exact(
+        bits in proptest::collection::vec(0u8..3, 12),
+        beta in 0.05f64..3.0,
+        alpha in 0.2f64..5.0,
+    ) {
+        let entries: Vec<Option<bool>> = bits.iter().map(|&b| (b < 2).then_some(b == 1)).collect();
+        let kernel = BetaBernoulli::with_missing(4, 3, &entries, beta).unwrap();
+        let dp = Dp::new(alpha).unwrap();
+        check(&kernel, &dp, &mut Sams::new());
+        check(&kernel, &dp, &mut Gibbs::new(GibbsScan::Full).unwrap());
+        check(&kernel, &dp, &mut JainNeal::new(1));
     }
 }

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use nrmm::data::{DenseData, SparseCounts};
+use nrmm::kernel::beta_bernoulli::BetaBernoulli;
 use nrmm::kernel::{ConjugateKernel, EntryTerms, MultinomialDirichlet, NormalWishart, NwHyper};
 use nrmm::sva::SvaKernel;
 use proptest::prelude::*;
@@ -115,6 +116,12 @@ fn check_merge<K: SvaKernel>(k: &K, wa: &[f64], wb: &[f64]) {
     assert!(close(x, y, 1e-9), "merged ln p {x}, added {y}");
 }
 
+/// The Beta-Bernoulli kernel over `bits` in rows of `d`; a 2 is a missing entry.
+fn bb_kernel(bits: &[u8], d: usize, beta: f64) -> BetaBernoulli {
+    let entries: Vec<Option<bool>> = bits.iter().map(|&b| (b < 2).then_some(b == 1)).collect();
+    BetaBernoulli::with_missing(bits.len() / d, d, &entries, beta).unwrap()
+}
+
 fn dense_rows(d: usize, n: usize) -> impl Strategy<Value = Vec<Vec<f64>>> {
     prop::collection::vec(prop::collection::vec(-3.0f64..3.0, d), n)
 }
@@ -148,6 +155,24 @@ proptest! {
     ) {
         let k = MultinomialDirichlet::new(Arc::new(SparseCounts::from_rows(12, &rows).unwrap()), beta).unwrap();
         check_against_kernel(&k, &mult, 6);
+    }
+
+    #[test]
+    fn bb_integer_weights_equal_the_kernel(
+        bits in prop::collection::vec(0u8..3, 7 * 4),
+        mult in prop::collection::vec(0usize..4, 6),
+        beta in 0.05f64..2.0,
+    ) {
+        check_against_kernel(&bb_kernel(&bits, 4, beta), &mult, 6);
+    }
+
+    #[test]
+    fn bb_merge_equals_adding_every_point(
+        bits in prop::collection::vec(0u8..3, 6 * 3),
+        wa in prop::collection::vec(prop_oneof![Just(0.0), 0.01f64..3.0], 6),
+        wb in prop::collection::vec(prop_oneof![Just(0.0), 0.01f64..3.0], 6),
+    ) {
+        check_merge(&bb_kernel(&bits, 3, 0.4), &wa, &wb);
     }
 
     #[test]

@@ -14,7 +14,9 @@ use nrmm::prior::{Dp, NrmPrior};
 use nrmm::sampler::{Chooser, Gibbs, GibbsScan, Move, PathEnumerator, State, StepInfo, TgSams};
 
 use crate::exact_check;
-use exact_check::{diag_kernel, md_kernel, nw_kernel, posterior, priors, TOL};
+use exact_check::{
+    bb_kernel, bb_missing_kernel, diag_kernel, md_kernel, nw_kernel, posterior, priors, TOL,
+};
 
 fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, mv: &mut M) {
     let name = mv.name();
@@ -60,6 +62,17 @@ fn tg_sams_is_exact_on_count_data() {
     for n in [4, 5] {
         check(&md_kernel(n), &dp, &mut TgSams::new());
         check(&md_kernel(n), &nggp, &mut TgSams::new());
+    }
+}
+
+/// The Beta-Bernoulli kernel: binary data, no predictive bound (every descent evaluates).
+#[test]
+fn tg_sams_is_exact_on_binary_data() {
+    let (dp, nggp) = priors();
+    for n in [4, 6] {
+        check(&bb_kernel(n), &dp, &mut TgSams::new());
+        check(&bb_kernel(n), &nggp, &mut TgSams::new());
+        check(&bb_missing_kernel(n), &dp, &mut TgSams::new());
     }
 }
 

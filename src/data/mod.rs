@@ -260,6 +260,14 @@ pub enum Dataset {
 }
 
 impl Dataset {
+    /// What the points are, for messages: "real vectors" or "counts".
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Dataset::Dense(_) => "real vectors",
+            Dataset::Counts(_) => "counts",
+        }
+    }
+
     /// Number of points or documents.
     pub fn n(&self) -> usize {
         match self {

@@ -7,127 +7,12 @@
 //! `α/(n+α)`; for NGGP they hold given the draw's `u`. The posterior predictive density is
 //! the average over draws of the normalised mixture.
 
-use crate::data::{DenseData, SparseCounts};
 use crate::error::{Error, Result};
-use crate::kernel::nw_sweep::NwSweepCache;
-use crate::kernel::{
-    ConjugateKernel, Diagonal, EntryTerms, MultinomialDirichlet, NormalWishart, NwStat, SweepCache,
-};
+use crate::kernel::ConjugateKernel;
+pub use crate::kernel::PredictiveKernel;
 use crate::partition::Partition;
 use crate::prior::NrmPrior;
 use crate::vecmath::log_sum_exp;
-
-/// A kernel that can evaluate the predictive of points outside its own data set.
-pub trait PredictiveKernel: ConjugateKernel {
-    /// The type of a set of new points.
-    type NewData;
-
-    /// Number of points in `data`.
-    fn n_new(data: &Self::NewData) -> usize;
-
-    /// `ln p(x*_j | X_S)` for point `j` of `data`.
-    fn ln_predictive_new(&self, data: &Self::NewData, j: usize, s: &Self::Stat) -> Result<f64>;
-
-    /// For every point `j` of `data` in order, `each(j, w)` with
-    /// `w[t] = entries[t].1 + ln p(x*_j | entries[t].0)`: the weights of a new point against
-    /// many statistics, which Normal-Wishart computes against a sweep cache built once
-    /// ([`crate::kernel::SweepCache`]: the predictives in vectors of statistics, with the
-    /// vector logarithm) and the default by [`PredictiveKernel::ln_predictive_new`] per pair.
-    /// Each weight equals the pair's predictive plus its term to rounding. Errors as
-    /// `ln_predictive_new` or `each`. Cost: one predictive per (point, entry).
-    fn ln_predictives_new(
-        &self,
-        data: &Self::NewData,
-        entries: &[(&Self::Stat, f64)],
-        each: &mut dyn FnMut(usize, &[f64]) -> Result<()>,
-    ) -> Result<()> {
-        let mut w = Vec::with_capacity(entries.len());
-        for j in 0..Self::n_new(data) {
-            w.clear();
-            for &(s, a) in entries {
-                w.push(a + self.ln_predictive_new(data, j, s)?);
-            }
-            each(j, &w)?;
-        }
-        Ok(())
-    }
-}
-
-impl PredictiveKernel for NormalWishart {
-    type NewData = DenseData;
-
-    fn n_new(data: &DenseData) -> usize {
-        data.n()
-    }
-
-    fn ln_predictive_new(&self, data: &DenseData, j: usize, s: &Self::Stat) -> Result<f64> {
-        self.ln_predictive_point(data.row(j), s)
-    }
-
-    /// The entries in a sweep cache (entry `t` under the key `t`), each point centred at ξ
-    /// and weighed against all of them at once. Errors if `data` has another dimension.
-    fn ln_predictives_new(
-        &self,
-        data: &DenseData,
-        entries: &[(&NwStat, f64)],
-        each: &mut dyn FnMut(usize, &[f64]) -> Result<()>,
-    ) -> Result<()> {
-        let d = self.dim();
-        if data.n() > 0 && data.d() != d {
-            return Err(Error::DimensionMismatch(format!(
-                "new points of dimension {} under a kernel of dimension {d}",
-                data.d()
-            )));
-        }
-        let mut cache = NwSweepCache::new(self);
-        let table: &mut dyn SweepCache<NwStat> = &mut cache;
-        table.reset();
-        // The cache's own new-cluster entry weighs -inf and is not passed on.
-        table.set_new(&self.empty_stat(), f64::NEG_INFINITY);
-        for (t, &(s, a)) in entries.iter().enumerate() {
-            let terms = EntryTerms {
-                join: a,
-                member: f64::NAN,
-            };
-            table.set(t, Some((s, terms)));
-        }
-        let (mut y, mut w) = (vec![0.0; d], Vec::new());
-        for j in 0..data.n() {
-            // A `DenseData` holds finite values only (its constructor refuses others).
-            for ((y, v), m) in y.iter_mut().zip(data.row(j)).zip(self.hyper().xi()) {
-                *y = v - m;
-            }
-            cache.weigh_centred(&y, &mut w);
-            each(j, &w[..entries.len()])?;
-        }
-        Ok(())
-    }
-}
-
-impl PredictiveKernel for Diagonal {
-    type NewData = DenseData;
-
-    fn n_new(data: &DenseData) -> usize {
-        data.n()
-    }
-
-    fn ln_predictive_new(&self, data: &DenseData, j: usize, s: &Self::Stat) -> Result<f64> {
-        self.ln_predictive_point(data.row(j), s)
-    }
-}
-
-impl PredictiveKernel for MultinomialDirichlet {
-    type NewData = SparseCounts;
-
-    fn n_new(data: &SparseCounts) -> usize {
-        data.n()
-    }
-
-    fn ln_predictive_new(&self, data: &SparseCounts, j: usize, s: &Self::Stat) -> Result<f64> {
-        let (ids, counts) = data.row(j);
-        self.ln_predictive_doc(ids, counts, s)
-    }
-}
 
 /// For each new point: log weights of joining each cluster of `partition` (in
 /// [`Partition::slots_by_key`] order, i.e. canonical label order) and, last, a new cluster,
@@ -265,7 +150,8 @@ pub fn ln_loo_predictives<K: ConjugateKernel, P: NrmPrior>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::NwHyper;
+    use crate::data::DenseData;
+    use crate::kernel::{ConjugateKernel, NormalWishart, NwHyper, NwStat};
     use crate::prior::{Dp, Nggp};
     use std::sync::Arc;
 

@@ -11,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::model::{KernelKind, ModelSpec, NwDefaults};
 use crate::run::spec::SweepCount;
 use crate::run::{SamplerKind, Start};
-use crate::Choice;
 
 /// The settings a data-parallel run honours when given (some only with certain values,
 /// [`check`]): the data file and format, the prior, the sub-cluster sampler's proposals and

@@ -46,7 +46,7 @@ use super::comm::Comm;
 use super::layout::Layout;
 use super::wire::{all_gather_u64, fold_in_rank_order, put_f64s, put_u64, Reader};
 use crate::error::{Error, Result};
-use crate::kernel::params::NwMoments;
+use crate::kernel::NwMoments;
 use crate::kernel::ParametricKernel;
 use crate::kernel::{ln_gamma_variate, normal_wishart::NormalWishart, ConjugateKernel};
 use crate::math::ln_add_exp;

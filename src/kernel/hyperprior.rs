@@ -31,7 +31,7 @@
 //! The update itself (one slice-sampling step per free coordinate, on the log scale, given the
 //! partition) is [`crate::sampler::KernelHyperMove`].
 
-use super::ConjugateKernel;
+use super::{ConjugateKernel, KernelKind};
 use crate::error::{Error, Result};
 
 /// `ln(√(2π))`.
@@ -76,54 +76,46 @@ impl LogNormalPrior {
     }
 }
 
-/// A kernel's own hyperparameters, typed: which kernel and its values. Names exist only where
+/// The most hyperparameters a kernel has (a [`KernelHyper`] holds them inline, so that a
+/// state's hyperparameters stay `Copy`).
+pub const MAX_KERNEL_HYPER: usize = 4;
+
+/// A kernel's own hyperparameters, typed by their kernel's names: the names exist only where
 /// values become trace columns and come back from them ([`KernelHyper::columns`],
-/// [`KernelHyper::from_columns`]); the sampler moves the values as coordinates in a fixed
+/// [`KernelHyper::from_columns`]), and come from the kernel
+/// ([`HyperKernel::HYPER_NAMES`]); the sampler moves the values as coordinates in that fixed
 /// order ([`KernelHyper::values`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum KernelHyper {
-    /// The Normal-Wishart kernel.
-    Nw {
-        /// Multiplier of the scale `Ψ = s Ψ₀`.
-        s: f64,
-        /// Mean precision scale.
-        r: f64,
-        /// Degrees of freedom.
-        nu: f64,
-    },
-    /// The diagonal kernel.
-    Diag {
-        /// Multiplier of every dimension's scale `ψ = s ψ⁰`.
-        s: f64,
-        /// Mean precision scale.
-        r: f64,
-        /// Degrees of freedom.
-        nu: f64,
-    },
-    /// The Multinomial-Dirichlet kernel.
-    Md {
-        /// Dirichlet concentration.
-        beta: f64,
-    },
+pub struct KernelHyper {
+    /// The kernel's names of its hyperparameters, in their fixed order.
+    names: &'static [&'static str],
+    /// Their values, in that order (the first `names.len()`; the rest 0).
+    values: [f64; MAX_KERNEL_HYPER],
 }
 
 impl KernelHyper {
-    /// The trace column names, in the fixed order of [`KernelHyper::values`]: the one place
-    /// where the kernel's hyperparameters are named.
-    pub fn names(&self) -> &'static [&'static str] {
-        match self {
-            KernelHyper::Nw { .. } => &["nw_s", "nw_r", "nw_nu"],
-            KernelHyper::Diag { .. } => &["diag_s", "diag_r", "diag_nu"],
-            KernelHyper::Md { .. } => &["md_beta"],
-        }
+    /// The values `values` of the hyperparameters named `names` (a kernel's
+    /// [`HyperKernel::HYPER_NAMES`]). Panics unless there are as many values as names and at
+    /// most [`MAX_KERNEL_HYPER`] (a kernel's invariant, not a user's input).
+    pub fn new(names: &'static [&'static str], values: &[f64]) -> Self {
+        assert!(
+            names.len() == values.len() && values.len() <= MAX_KERNEL_HYPER,
+            "{} values for the hyperparameters {names:?}",
+            values.len()
+        );
+        let mut v = [0.0; MAX_KERNEL_HYPER];
+        v[..values.len()].copy_from_slice(values);
+        KernelHyper { names, values: v }
     }
 
-    /// The values in their fixed order (`s`, `r`, `ν`; or `β`).
+    /// The trace column names, in the fixed order of [`KernelHyper::values`].
+    pub fn names(&self) -> &'static [&'static str] {
+        self.names
+    }
+
+    /// The values in their fixed order.
     pub fn values(&self) -> Vec<f64> {
-        match *self {
-            KernelHyper::Nw { s, r, nu } | KernelHyper::Diag { s, r, nu } => vec![s, r, nu],
-            KernelHyper::Md { beta } => vec![beta],
-        }
+        self.values[..self.names.len()].to_vec()
     }
 
     /// Names and values as trace columns.
@@ -132,40 +124,24 @@ impl KernelHyper {
     }
 
     /// The hyperparameters that a record's columns give (`get` looks a column up by name):
-    /// those of the kernel whose columns it has, `None` when it has no kernel's (a run without
-    /// kernel hyperpriors). Errors naming a column of that kernel that the record lacks.
+    /// those of the registered kernel whose columns it has, `None` when it has no kernel's (a
+    /// run without kernel hyperpriors). Errors naming a column of that kernel that the record
+    /// lacks.
     pub fn from_columns(
         get: &dyn Fn(&str) -> Option<f64>,
     ) -> std::result::Result<Option<Self>, String> {
-        // One of each kind, for its column names.
-        let kinds = [
-            KernelHyper::Nw {
-                s: 0.0,
-                r: 0.0,
-                nu: 0.0,
-            },
-            KernelHyper::Diag {
-                s: 0.0,
-                r: 0.0,
-                nu: 0.0,
-            },
-            KernelHyper::Md { beta: 0.0 },
-        ];
-        let Some(mut h) = kinds
-            .into_iter()
-            .find(|k| k.names().iter().any(|n| get(n).is_some()))
+        let Some(names) = KernelKind::ALL
+            .iter()
+            .map(|k| k.hyper_names())
+            .find(|names| names.iter().any(|n| get(n).is_some()))
         else {
             return Ok(None);
         };
-        let names = h.names();
-        let need = |j: usize| get(names[j]).ok_or_else(|| format!("no column \"{}\"", names[j]));
-        match &mut h {
-            KernelHyper::Nw { s, r, nu } | KernelHyper::Diag { s, r, nu } => {
-                (*s, *r, *nu) = (need(0)?, need(1)?, need(2)?);
-            }
-            KernelHyper::Md { beta } => *beta = need(0)?,
-        }
-        Ok(Some(h))
+        let values = names
+            .iter()
+            .map(|n| get(n).ok_or_else(|| format!("no column \"{n}\"")))
+            .collect::<std::result::Result<Vec<f64>, String>>()?;
+        Ok(Some(KernelHyper::new(names, &values)))
     }
 }
 
@@ -177,17 +153,22 @@ impl KernelHyper {
 /// values is bit-identical; after `refresh_stat` under a kernel `k`, a statistic gives what
 /// `k` gives for a statistic of the same points built by its own updates, up to rounding.
 pub trait HyperKernel: ConjugateKernel {
+    /// Names of the hyperparameters, in their fixed order: their trace columns, the one place
+    /// where they are named (unique among the registered kernels, which tells a file's kernel
+    /// by them).
+    const HYPER_NAMES: &'static [&'static str];
+
+    /// Their current values, in that order.
+    fn hyper_values(&self) -> Vec<f64>;
+
     /// The current values, typed.
-    fn hyperparameters(&self) -> KernelHyper;
+    fn hyperparameters(&self) -> KernelHyper {
+        KernelHyper::new(Self::HYPER_NAMES, &self.hyper_values())
+    }
 
     /// Names of the hyperparameters, in their fixed order (trace columns).
     fn hyper_names(&self) -> &'static [&'static str] {
-        self.hyperparameters().names()
-    }
-
-    /// Their current values, in that order.
-    fn hyper_values(&self) -> Vec<f64> {
-        self.hyperparameters().values()
+        Self::HYPER_NAMES
     }
 
     /// The offset `o_j` of hyperparameter `j`: it must stay above it (0 for scales, `d - 1` for
@@ -217,7 +198,7 @@ pub trait HyperKernel: ConjugateKernel {
     where
         Self: Sized,
     {
-        if std::mem::discriminant(hyper) != std::mem::discriminant(&self.hyperparameters()) {
+        if hyper.names() != Self::HYPER_NAMES {
             return Err(Error::Usage(format!(
                 "hyperparameters {hyper:?} are not those of this kernel"
             )));

@@ -7,23 +7,27 @@
 //! Normal-Wishart kernel, the Cholesky factor of Ψ_n), kept valid by every method here.
 
 pub mod cholesky;
-pub mod diagonal;
 pub mod hyperprior;
-mod md_sweep;
-pub mod multinomial_dirichlet;
-pub mod normal_wishart;
-mod nw_lanes;
-mod nw_pair;
-pub(crate) mod nw_sweep;
 pub mod params;
+pub mod predictive;
+pub mod registry;
 mod scratch;
+pub mod settings;
+pub mod soft;
 pub mod sweep_cache;
 
-pub use diagonal::{DiagHyper, DiagStat, Diagonal};
+// The registered kernels' modules (`src/kernel/<name>/`).
+crate::registered_kernels!(declare_kernel_modules!);
+
+pub use diagonal::{DiagHyper, DiagMoments, DiagParam, DiagStat, Diagonal};
 pub use hyperprior::{HyperKernel, KernelHyper, KernelHyperPriors, LogNormalPrior};
-pub use multinomial_dirichlet::{DirichletHyper, MdStat, MultinomialDirichlet};
-pub use normal_wishart::{NormalWishart, NwHyper, NwStat};
-pub use params::{ln_gamma_variate, DiagMoments, DiagParam, MdParam, NwParam, ParametricKernel};
+pub use multinomial_dirichlet::{DirichletHyper, MdParam, MdStat, MultinomialDirichlet};
+pub use normal_wishart::{NormalWishart, NwHyper, NwMoments, NwParam, NwStat};
+pub use params::{ln_gamma_variate, ParametricKernel};
+pub use predictive::PredictiveKernel;
+pub use registry::{AnyKernel, Kernel, KernelKind};
+pub use settings::{KernelSettings, NwDefaults};
+pub use soft::SvaKernel;
 pub use sweep_cache::{EntryTerms, SweepCache};
 
 /// What a predictive evaluation leaves behind for adding the same point to the same

@@ -3,7 +3,7 @@
 //! chose is never a surprise.
 
 use super::spec::{Budget, SamplerKind, SamplerSpec};
-use crate::model::{KernelKind, Model, NwDefaults, PriorKind};
+use crate::model::{Model, NwDefaults, PriorKind};
 
 /// What a run will do, in one line: `"run: DP(α = 1) mixture, Normal-Wishart kernel (scaled
 /// defaults), 600 × 10 points; sampler sams (6 proposals + 1 Gibbs sweep per sweep), 4 chains
@@ -41,10 +41,11 @@ pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
         (None, NwDefaults::Pooled | NwDefaults::Scaled) => "scaled defaults",
         (None, NwDefaults::Reference) => "reference defaults",
     };
-    let kernel = match m.kernel {
-        Some(KernelKind::Md) => "Multinomial-Dirichlet kernel".to_string(),
-        Some(KernelKind::Diag) => format!("diagonal Normal-Gamma kernel ({defaults})"),
-        _ => format!("Normal-Wishart kernel ({defaults})"),
+    let kind = model.kernel.kind();
+    let kernel = if kind.scale_defaults() {
+        format!("{} ({defaults})", kind.title())
+    } else {
+        kind.title().to_string()
     };
     let kernel_hyper = if m.kernel_hyperpriors {
         ", kernel hyperpriors"

@@ -58,6 +58,7 @@ impl TryFrom<BTreeMap<String, f64>> for HyperState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::{HyperKernel, MultinomialDirichlet, NormalWishart};
 
     fn map(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
         pairs.iter().map(|&(n, v)| (n.to_string(), v)).collect()
@@ -71,11 +72,10 @@ mod tests {
                 sigma: 0.25,
                 u: 3.5,
             },
-            kernel: Some(KernelHyper::Nw {
-                s: 1.5,
-                r: 0.1,
-                nu: 5.0,
-            }),
+            kernel: Some(KernelHyper::new(
+                <NormalWishart as HyperKernel>::HYPER_NAMES,
+                &[1.5, 0.1, 5.0],
+            )),
         };
         let text = serde_json::to_string(&h).unwrap();
         assert_eq!(
@@ -87,7 +87,8 @@ mod tests {
         assert_eq!(dp.prior, PriorHyper::Dp { alpha: 1.0 });
         assert_eq!(dp.kernel, None);
         let md = HyperState::try_from(map(&[("alpha", 1.0), ("md_beta", 0.2)])).unwrap();
-        assert_eq!(md.kernel, Some(KernelHyper::Md { beta: 0.2 }));
+        let beta = <MultinomialDirichlet as HyperKernel>::HYPER_NAMES;
+        assert_eq!(md.kernel, Some(KernelHyper::new(beta, &[0.2])));
     }
 
     #[test]

@@ -216,7 +216,7 @@ fn subsample(model: &Model, rows: &[usize]) -> Result<Model> {
     let x = match &model.kernel {
         AnyKernel::Nw(k) => k.data(),
         AnyKernel::Diag(k) => k.data(),
-        AnyKernel::Md(_) => unreachable!("a pilot is due for real vectors only"),
+        _ => unreachable!("a pilot is due for the kernels on real vectors only"),
     };
     let mut values = Vec::with_capacity(rows.len() * x.d());
     for &i in rows {
@@ -317,7 +317,7 @@ fn settle_kernel(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<
     let found = match &model.kernel {
         AnyKernel::Nw(k) => best_partition(k, &model.prior, model, seed, stop)?,
         AnyKernel::Diag(k) => best_partition(k, &model.prior, model, seed, stop)?,
-        AnyKernel::Md(_) => {
+        _ => {
             return Ok(Outcome {
                 settled: Settled::NotDue,
                 score: None,
@@ -369,7 +369,7 @@ fn settle_labels(model: &Model, labels: &[usize]) -> Result<Settled> {
     let (x, nu, default, diagonal) = match &model.kernel {
         AnyKernel::Nw(k) => (k.data(), k.hyper().nu(), k.hyper().psi(), false),
         AnyKernel::Diag(k) => (k.data(), k.hyper().nu(), k.hyper().psi(), true),
-        AnyKernel::Md(_) => return Ok(Settled::NotDue),
+        _ => return Ok(Settled::NotDue),
     };
     let d = x.d();
     if x.n() < clusters + MIN_DOF_PER_DIM * (d + 1) {

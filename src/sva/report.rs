@@ -5,7 +5,8 @@ use super::{fit, fit_shuffled, SvaConfig, SvaEvents, SvaFit, SvaKernel};
 use crate::data::Dataset;
 use crate::diagnostics::{adjusted_rand_index, normalized_mutual_information};
 use crate::error::{Error, Result};
-use crate::model::{AnyKernel, Model, ModelSpec, PriorKind};
+use crate::kernel::Kernel;
+use crate::model::{Model, ModelSpec, PriorKind};
 use crate::rng::SeedPlan;
 use std::time::Instant;
 
@@ -76,16 +77,12 @@ pub fn run(
 ) -> Result<SvaReport> {
     config.validate()?;
     let start = Instant::now();
-    let mut r = match (&model.kernel, heldout) {
-        (AnyKernel::Nw(k), Some(Dataset::Dense(h))) => report(k, config, shuffle_seed, Some(h)),
-        (AnyKernel::Nw(k), None) => report(k, config, shuffle_seed, None),
-        (AnyKernel::Diag(k), Some(Dataset::Dense(h))) => report(k, config, shuffle_seed, Some(h)),
-        (AnyKernel::Diag(k), None) => report(k, config, shuffle_seed, None),
-        (AnyKernel::Md(k), Some(Dataset::Counts(h))) => report(k, config, shuffle_seed, Some(h)),
-        (AnyKernel::Md(k), None) => report(k, config, shuffle_seed, None),
-        (AnyKernel::Md(_), Some(Dataset::Dense(_))) => Err(mismatch("real vectors", "count data")),
-        (_, Some(Dataset::Counts(_))) => Err(mismatch("count data", "real vectors")),
-    }?;
+    let mut r = crate::with_kernel!(&model.kernel, |k| report(
+        k,
+        config,
+        shuffle_seed,
+        heldout.map(|h| heldout_points(k, h)).transpose()?
+    ))?;
     r.dimension = model.kernel.dim();
     r.seconds = start.elapsed().as_secs_f64();
     if let Some(t) = truth {
@@ -130,11 +127,17 @@ fn report<K: SvaKernel>(
     })
 }
 
-fn mismatch(found: &str, expected: &str) -> Error {
-    Error::Usage(format!(
-        "`heldout` holds {found} but the model was fitted to {expected}: give held-out points \
-         in the data's format"
-    ))
+/// The points of `heldout` for `kernel`; errors, naming them `` `heldout` ``, when they are of
+/// another kind than the kernel's data. The kernel only names its type.
+fn heldout_points<'a, K: Kernel>(_: &K, heldout: &'a Dataset) -> Result<&'a K::NewData> {
+    K::points_of(heldout).ok_or_else(|| {
+        Error::Usage(format!(
+            "`heldout` holds {} but the model was fitted to {}: give held-out points in the \
+             data's format",
+            heldout.kind_name(),
+            K::DATA
+        ))
+    })
 }
 
 impl SvaReport {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use nrmm::data::generate::data_set_b;
 use nrmm::data::{DenseData, SparseCounts};
 use nrmm::exact::{transition_matrix, ExactPosterior, TransitionMatrix};
+use nrmm::kernel::beta_bernoulli::BetaBernoulli;
 use nrmm::kernel::{
     ConjugateKernel, DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper,
 };
@@ -96,6 +97,33 @@ pub fn md_kernel(n: usize) -> MultinomialDirichlet {
     ];
     let counts = SparseCounts::from_rows(6, &docs[..n]).expect("valid counts");
     MultinomialDirichlet::new(Arc::new(counts), 0.5).expect("valid beta")
+}
+
+/// The first `n` of six binary points in four columns (two groups, one noisy column) under
+/// the Beta-Bernoulli kernel with `β = 0.7`.
+pub fn bb_kernel(n: usize) -> BetaBernoulli {
+    let rows = [
+        [1.0, 1.0, 0.0, 1.0],
+        [1.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 1.0, 1.0],
+        [0.0, 1.0, 1.0, 0.0],
+        [1.0, 0.0, 0.0, 1.0],
+        [0.0, 0.0, 1.0, 0.0],
+    ];
+    let rows: Vec<Vec<f64>> = rows[..n].iter().map(|r| r.to_vec()).collect();
+    let data = DenseData::from_rows(&rows).expect("valid rows");
+    BetaBernoulli::new(&data, 0.7).expect("binary values")
+}
+
+/// [`bb_kernel`]'s points with five entries missing (one point keeps a single entry).
+pub fn bb_missing_kernel(n: usize) -> BetaBernoulli {
+    let k = bb_kernel(6);
+    let gone = [(0, 1), (2, 3), (3, 0), (3, 1), (3, 2)];
+    let entries: Vec<Option<bool>> = (0..n * 4)
+        .map(|t| (t / 4, t % 4))
+        .map(|(i, j)| (!gone.contains(&(i, j))).then(|| k.entry(i, j).unwrap()))
+        .collect();
+    BetaBernoulli::with_missing(n, 4, &entries, 0.7).expect("valid entries")
 }
 
 /// The two priors of the checks: DP `α = 1` and NGGP `α = 1.3`, `σ = 0.4`, `u = 2.5`.

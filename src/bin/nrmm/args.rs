@@ -115,8 +115,9 @@ pub struct ModelArgs {
     /// estimated, as for d ≥ n/2 or a constant column; md for counts).
     #[arg(long, value_parser = one_of::<KernelKind>())]
     pub kernel: Option<KernelKind>,
-    /// Dirichlet concentration β > 0 of the Multinomial-Dirichlet kernel (default 0.1; count
-    /// data only).
+    /// Dirichlet concentration β > 0 of the Multinomial-Dirichlet kernel, or both parameters
+    /// of the Beta(β, β) prior of each column of the Beta-Bernoulli kernel (default 0.1; count
+    /// or binary data only).
     #[arg(long, allow_negative_numbers = true)]
     pub beta: Option<f64>,
     /// Normal-Wishart prior mean ξ, comma-separated (default: the data mean).
@@ -163,8 +164,9 @@ pub struct ModelArgs {
     /// Put hyperpriors on the kernel's own hyperparameters and resample them every sweep: for
     /// Normal-Wishart and diagonal kernels the multiplier s of the scale Ψ = s·Ψ₀
     /// (log-normal, centred on the defaults or the given --nw-psi, log-scale standard
-    /// deviation 2), for Multinomial-Dirichlet the concentration β (the same). Helps where
-    /// many small clusters make the default scale too broad (10,000 points in 119 clusters).
+    /// deviation 2), for Multinomial-Dirichlet and Beta-Bernoulli the concentration β (the
+    /// same). Helps where many small clusters make the default scale too broad (10,000 points
+    /// in 119 clusters).
     #[arg(long)]
     pub kernel_hyperpriors: bool,
 }

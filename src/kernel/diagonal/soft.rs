@@ -7,11 +7,11 @@
 //! weighted mean and `M₂ⱼ = Σ ρ_i (x_ij - x̄_j)²` the weighted sum of squares: the kernel's
 //! formulas with real n, every `ln Γ` an accurate evaluation at a real argument.
 
-use super::SvaKernel;
 use crate::data::DenseData;
 use crate::error::{Error, Result};
 use crate::kernel::diagonal::ln_product;
 use crate::kernel::Diagonal;
+use crate::kernel::SvaKernel;
 use crate::math::ln_gamma;
 
 /// A weighted diagonal statistic with its caches: the weight `w`, per dimension the weighted
@@ -99,7 +99,6 @@ impl SvaKernel for Diagonal {
     type Soft = SoftDiag;
     /// The point centred at ξ.
     type Point = Vec<f64>;
-    type NewData = DenseData;
     type Posterior = DiagPosterior;
 
     /// `w = 0`, `ψ_w = ψ`. Cost: O(d).
@@ -131,10 +130,6 @@ impl SvaKernel for Diagonal {
     /// The centred point. Cost: O(d).
     fn load_point(&self, i: usize, p: &mut Vec<f64>) {
         p.copy_from_slice(self.centred_point(i));
-    }
-
-    fn n_new(data: &DenseData) -> usize {
-        data.n()
     }
 
     /// Errors if the point's dimension differs from the kernel's or a coordinate is not

@@ -11,7 +11,7 @@
 //! (`mul_add` is correctly rounded everywhere), so the weights are too.
 
 use super::params::NwParam;
-use super::sweep_cache::BLOCK;
+use crate::kernel::sweep_cache::BLOCK;
 use crate::simd::multiversion;
 
 /// One value per point of a block.

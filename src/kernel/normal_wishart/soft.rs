@@ -9,13 +9,13 @@
 //! rank-1 update `Ψ_{w+ρ} = Ψ_w + (ρ r_w / (r_w + ρ)) (y - ξ_w)(y - ξ_w)ᵀ` of the cached
 //! Cholesky factor (the conjugate update by ρ copies of y).
 
-use super::SvaKernel;
+use super::sweep::{NwPredictive, NwSweepCache};
 use crate::data::DenseData;
 use crate::error::{Error, Result};
 use crate::kernel::cholesky::{
     cholesky, cholesky_in_place, ln_det, rank1_update, rank1_update_solved, shifted_solve_norm2,
 };
-use crate::kernel::nw_sweep::{NwPredictive, NwSweepCache};
+use crate::kernel::SvaKernel;
 use crate::kernel::{NormalWishart, SweepCache};
 use crate::math::{ln_gamma, ln_mv_gamma_ratio};
 
@@ -177,7 +177,6 @@ impl SvaKernel for NormalWishart {
     type Soft = SoftNw;
     /// The point centred at ξ.
     type Point = Vec<f64>;
-    type NewData = DenseData;
     type Posterior = NwPosterior;
 
     /// `w = 0`, factor of Ψ. Cost: O(d³).
@@ -213,10 +212,6 @@ impl SvaKernel for NormalWishart {
         for ((y, v), m) in p.iter_mut().zip(self.data().row(i)).zip(self.hyper().xi()) {
             *y = v - m;
         }
-    }
-
-    fn n_new(data: &DenseData) -> usize {
-        data.n()
     }
 
     /// Errors if the point's dimension differs from the kernel's or a coordinate is not

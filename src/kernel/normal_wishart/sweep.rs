@@ -26,9 +26,9 @@
 
 use std::sync::Arc;
 
-use super::cholesky::DOWNDATE_MIN_DET_RATIO;
-use super::normal_wishart::{NormalWishart, NwStat};
-use super::sweep_cache::{EntrySlots, EntryTerms, SweepCache, BLOCK, LANES};
+use super::{NormalWishart, NwStat};
+use crate::kernel::cholesky::DOWNDATE_MIN_DET_RATIO;
+use crate::kernel::sweep_cache::{EntrySlots, EntryTerms, SweepCache, BLOCK, LANES};
 use crate::simd::multiversion;
 use crate::vecmath;
 

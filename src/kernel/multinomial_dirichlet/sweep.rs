@@ -19,8 +19,8 @@
 //! Memory: `4 V` bytes per row, so the kernel offers the cache only for vocabularies of at
 //! most [`MAX_VOCAB`] words.
 
-use super::multinomial_dirichlet::{MdStat, MultinomialDirichlet};
-use super::sweep_cache::{EntrySlots, EntryTerms, SweepCache, BLOCK};
+use super::{MdStat, MultinomialDirichlet};
+use crate::kernel::sweep_cache::{EntrySlots, EntryTerms, SweepCache, BLOCK};
 use crate::math::ln_gamma;
 
 /// The largest vocabulary the kernel offers a sweep cache for: a row of counts is then at

@@ -25,18 +25,33 @@
 
 use std::sync::Arc;
 
+mod lanes;
+mod pair;
+mod params;
+mod soft;
+pub(crate) mod sweep;
+
+pub use params::{NwMoments, NwParam};
+pub use soft::{NwPosterior, SoftNw};
+
 use super::cholesky::{
     cholesky, factor_in_place, ln_det, rank1_downdate, rank1_update, rank1_update_solved,
     shifted_solve_norm2, solve_fixed, DOWNDATE_MIN_DET_RATIO,
 };
-use super::hyperprior::{HyperKernel, KernelHyper};
-use super::nw_pair::ln_pair;
-use super::nw_sweep::NwSweepCache;
+use super::hyperprior::HyperKernel;
 use super::scratch::{out_of_line, with_scratch};
-use super::{ConjugateKernel, Probe, SweepCache};
+use super::settings::{
+    check_dense_new, check_real_settings, dense_points, scaled_nu_minus_d, scaled_share,
+    KernelSettings, NwDefaults, SCALED_R,
+};
+use super::{ConjugateKernel, EntryTerms, Probe, SweepCache};
+use super::{Kernel, PredictiveKernel};
+use crate::data::Dataset;
 use crate::data::DenseData;
 use crate::error::{Error, Result};
 use crate::math::{ln_gamma, ln_mv_gamma_ratio};
+use pair::ln_pair;
+use sweep::NwSweepCache;
 
 /// Evaluates `$body` with `$dim` bound to the dimension `$d` (and, in the second form,
 /// `$scratch` to a zeroed `&mut [f64]` of that length). For `d ≤ 8` the dimension is a
@@ -734,7 +749,7 @@ impl NormalWishart {
     /// `M₂ = Σ y yᵀ - n x̄ x̄ᵀ`, then one factorisation of `Ψ_n`. It lets statistics be formed
     /// from moments added up elsewhere (another process's share of the points), as a
     /// deterministic function of the moments. Cost: O(d³).
-    pub fn stat_of_moments(&self, m: &super::params::NwMoments) -> NwStat {
+    pub fn stat_of_moments(&self, m: &NwMoments) -> NwStat {
         let mut s = self.empty_stat();
         let n = m.len();
         if n == 0 {
@@ -1271,7 +1286,7 @@ impl ConjugateKernel for NormalWishart {
         (lp, Probe { ln_ratio })
     }
 
-    /// Both predictives from [`super::nw_pair`]: the two forward substitutions interleaved,
+    /// Both predictives from [`pair`]: the two forward substitutions interleaved,
     /// the branch-free logarithm, for `d ≤ 8` (two plain calls above). Cost: as two
     /// [`ConjugateKernel::ln_predictive`] calls, with their latencies overlapped.
     fn ln_predictive_pair(&self, i: usize, a: &NwStat, b: &NwStat) -> [(f64, Probe); 2] {
@@ -1298,7 +1313,7 @@ impl ConjugateKernel for NormalWishart {
     }
 
     /// The member predictive of [`ConjugateKernel::ln_predictive_member`] (declining in the
-    /// same cases) and the predictive against `other`, both from [`super::nw_pair`] for
+    /// same cases) and the predictive against `other`, both from [`pair`] for
     /// `d ≤ 8`. Cost: as the two calls, with their latencies overlapped.
     fn ln_predictive_member_pair(
         &self,
@@ -1328,7 +1343,7 @@ impl ConjugateKernel for NormalWishart {
         )
     }
 
-    /// The contiguous cache of [`super::nw_sweep`]: every predictive of a sweep in vectors.
+    /// The contiguous cache of [`sweep`]: every predictive of a sweep in vectors.
     fn sweep_cache(&self) -> Option<Box<dyn SweepCache<NwStat>>> {
         Some(Box::new(NwSweepCache::new(self)))
     }
@@ -1443,12 +1458,11 @@ fn pred_const_direct(hyper: &NwHyper, n: usize) -> f64 {
 /// [`super::hyperprior`]). A diagonal kernel can share this design: one multiplier `s` of every
 /// dimension's scale.
 impl HyperKernel for NormalWishart {
-    fn hyperparameters(&self) -> KernelHyper {
-        KernelHyper::Nw {
-            s: self.psi_scale,
-            r: self.hyper.r,
-            nu: self.hyper.nu,
-        }
+    const HYPER_NAMES: &'static [&'static str] = &["nw_s", "nw_r", "nw_nu"];
+
+    /// `s`, `r`, `ν`.
+    fn hyper_values(&self) -> Vec<f64> {
+        vec![self.psi_scale, self.hyper.r, self.hyper.nu]
     }
 
     fn hyper_offset(&self, j: usize) -> f64 {
@@ -1549,6 +1563,135 @@ impl HyperKernel for NormalWishart {
         } else {
             self.refactor(s);
         }
+    }
+}
+
+impl NwHyper {
+    /// The Normal-Wishart hyperparameters for `x`: the user's values where given, the rest
+    /// from the data as [`NwDefaults`] says. Under the unit-equivariant default, a given
+    /// `ν` also sets the scale's factor `ν - d - 1`, so the expected cluster covariance stays
+    /// [`scaled_share`] of the data's. Cost: O(N d² + d³) unless ξ and Ψ are both given.
+    pub fn for_settings(s: &KernelSettings, x: &DenseData) -> Result<NwHyper> {
+        let d = x.d() as f64;
+        let (r, nu) = match s.defaults {
+            NwDefaults::Pooled | NwDefaults::Scaled => (SCALED_R, d + scaled_nu_minus_d(x.d())),
+            NwDefaults::Reference => (Self::REFERENCE_R, d + Self::REFERENCE_NU_MINUS_D),
+        };
+        let (r, nu) = (s.r.unwrap_or(r), s.nu.unwrap_or(nu));
+        let (xi, psi) = match (&s.xi, &s.psi) {
+            (Some(xi), Some(psi)) => (xi.clone(), psi.clone()),
+            (xi, psi) => {
+                let from_data = match s.defaults {
+                    // ν ≤ d + 1 has no expected covariance; its scale then follows ν = d + 2.
+                    NwDefaults::Pooled | NwDefaults::Scaled => {
+                        Self::scaled_from_data(x, scaled_share(x.d()), r, (nu - d).max(2.0))?
+                    }
+                    NwDefaults::Reference => Self::from_data(x)?,
+                };
+                (
+                    xi.clone().unwrap_or_else(|| from_data.xi().to_vec()),
+                    psi.clone().unwrap_or_else(|| from_data.psi().to_vec()),
+                )
+            }
+        };
+        Self::new(xi, psi, r, nu)
+    }
+}
+
+/// New points are real vectors of the training data's dimension.
+impl PredictiveKernel for NormalWishart {
+    type NewData = DenseData;
+
+    fn n_new(data: &DenseData) -> usize {
+        data.n()
+    }
+
+    fn ln_predictive_new(&self, data: &DenseData, j: usize, s: &Self::Stat) -> Result<f64> {
+        self.ln_predictive_point(data.row(j), s)
+    }
+
+    /// The entries in a sweep cache (entry `t` under the key `t`), each point centred at ξ
+    /// and weighed against all of them at once. Errors if `data` has another dimension.
+    fn ln_predictives_new(
+        &self,
+        data: &DenseData,
+        entries: &[(&NwStat, f64)],
+        each: &mut dyn FnMut(usize, &[f64]) -> Result<()>,
+    ) -> Result<()> {
+        let d = self.dim();
+        if data.n() > 0 && data.d() != d {
+            return Err(Error::DimensionMismatch(format!(
+                "new points of dimension {} under a kernel of dimension {d}",
+                data.d()
+            )));
+        }
+        let mut cache = NwSweepCache::new(self);
+        let table: &mut dyn SweepCache<NwStat> = &mut cache;
+        table.reset();
+        // The cache's own new-cluster entry weighs -inf and is not passed on.
+        table.set_new(&self.empty_stat(), f64::NEG_INFINITY);
+        for (t, &(s, a)) in entries.iter().enumerate() {
+            let terms = EntryTerms {
+                join: a,
+                member: f64::NAN,
+            };
+            table.set(t, Some((s, terms)));
+        }
+        let (mut y, mut w) = (vec![0.0; d], Vec::new());
+        for j in 0..data.n() {
+            // A `DenseData` holds finite values only (its constructor refuses others).
+            for ((y, v), m) in y.iter_mut().zip(data.row(j)).zip(self.hyper().xi()) {
+                *y = v - m;
+            }
+            cache.weigh_centred(&y, &mut w);
+            each(j, &w[..entries.len()])?;
+        }
+        Ok(())
+    }
+}
+
+/// The Normal-Wishart kernel as models and front ends name and build it.
+impl Kernel for NormalWishart {
+    const NAME: &'static str = "nw";
+    const ABOUT: &'static str = "Normal-Wishart on real vectors";
+    const TITLE: &'static str = "Normal-Wishart kernel";
+    const DATA: &'static str = "real vectors";
+    const SCALE_DEFAULTS: bool = true;
+
+    /// [`NwHyper::for_settings`] over real data. Cost: O(N d² + d³) unless ξ and Ψ are both
+    /// given, then the kernel's construction.
+    fn build(settings: &KernelSettings, data: Dataset) -> Result<Self> {
+        match data {
+            Dataset::Dense(x) => {
+                let hyper = NwHyper::for_settings(settings, &x)?;
+                NormalWishart::new(Arc::new(x), hyper)
+            }
+            Dataset::Counts(_) => Err(Error::Usage(
+                "`kernel` nw needs a real matrix, but the data are counts: use `kernel` md".into(),
+            )),
+        }
+    }
+
+    /// `psi` holds d·d values, row by row ([`check_real_settings`]).
+    fn check_settings(settings: &KernelSettings, data: &Dataset) -> Result<()> {
+        check_real_settings(settings, data, |d| {
+            (
+                d * d,
+                format!("{d} x {d} = {} comma-separated values, row by row", d * d),
+            )
+        })
+    }
+
+    fn dim(&self) -> usize {
+        self.d
+    }
+
+    fn points_of(data: &Dataset) -> Option<&DenseData> {
+        dense_points(data)
+    }
+
+    fn check_new(&self, new: &DenseData) -> Result<()> {
+        check_dense_new(self.d, new)
     }
 }
 

@@ -15,13 +15,21 @@
 
 use std::sync::Arc;
 
-use super::hyperprior::{HyperKernel, KernelHyper};
-use super::md_sweep::{MdSweepCache, MAX_VOCAB};
+mod params;
+mod soft;
+mod sweep;
+
+pub use params::MdParam;
+pub use soft::{MdPoint, MdPosterior, SoftMd};
+
+use super::hyperprior::HyperKernel;
+use super::settings::KernelSettings;
 use super::sweep_cache::SweepCache;
-use super::ConjugateKernel;
-use crate::data::SparseCounts;
+use super::{ConjugateKernel, Kernel, PredictiveKernel};
+use crate::data::{Dataset, SparseCounts};
 use crate::error::{Error, Result};
 use crate::math::ln_gamma;
+use sweep::{MdSweepCache, MAX_VOCAB};
 
 /// Largest count for which `ln Γ(β + k) - ln Γ(β)` is tabulated (32 KiB of table; larger
 /// pooled counts are rare and get an exact `ln Γ` call).
@@ -708,10 +716,11 @@ fn validate_doc(ids: &[u32], counts: &[u32], vocab: usize, what: &str) -> Result
 /// The Multinomial-Dirichlet kernel's one hyperparameter for hyperpriors: the concentration
 /// `β` (free by default, log-normal centred on the kernel's `β`; see [`super::hyperprior`]).
 impl HyperKernel for MultinomialDirichlet {
-    fn hyperparameters(&self) -> KernelHyper {
-        KernelHyper::Md {
-            beta: self.hyper.beta,
-        }
+    const HYPER_NAMES: &'static [&'static str] = &["md_beta"];
+
+    /// `β`.
+    fn hyper_values(&self) -> Vec<f64> {
+        vec![self.hyper.beta]
     }
 
     fn hyper_offset(&self, _j: usize) -> f64 {
@@ -761,6 +770,78 @@ impl HyperKernel for MultinomialDirichlet {
     /// Recomputes `Σ_w [ln Γ(β + C_w) - ln Γ(β)]`. Cost: one table look-up per distinct word.
     fn refresh_stat(&self, s: &mut MdStat) {
         s.ln_word = s.words.iter().map(|&(_, c)| self.t(c as u64)).sum();
+    }
+}
+
+/// New points are documents over the training data's vocabulary (or a shorter one).
+impl PredictiveKernel for MultinomialDirichlet {
+    type NewData = SparseCounts;
+
+    fn n_new(data: &SparseCounts) -> usize {
+        data.n()
+    }
+
+    fn ln_predictive_new(&self, data: &SparseCounts, j: usize, s: &Self::Stat) -> Result<f64> {
+        let (ids, counts) = data.row(j);
+        self.ln_predictive_doc(ids, counts, s)
+    }
+}
+
+/// Dirichlet concentration of the Multinomial-Dirichlet kernel when none is given.
+pub const DEFAULT_BETA: f64 = 0.1;
+
+/// The Multinomial-Dirichlet kernel as models and front ends name and build it.
+impl Kernel for MultinomialDirichlet {
+    const NAME: &'static str = "md";
+    const ABOUT: &'static str = "Multinomial-Dirichlet on count vectors";
+    const TITLE: &'static str = "Multinomial-Dirichlet kernel";
+    const DATA: &'static str = "counts";
+
+    /// `β` given or [`DEFAULT_BETA`] over count data; the Normal-Wishart settings are
+    /// refused. Cost: the kernel's construction.
+    fn build(settings: &KernelSettings, data: Dataset) -> Result<Self> {
+        match data {
+            Dataset::Counts(c) => {
+                if settings.xi.is_some()
+                    || settings.psi.is_some()
+                    || settings.r.is_some()
+                    || settings.nu.is_some()
+                {
+                    return Err(Error::Usage(
+                        "`nw_*` hyperparameters (`nw_xi`, `nw_psi`, `nw_r`, `nw_nu`) belong to \
+                         the Normal-Wishart kernel, but the data are counts"
+                            .into(),
+                    ));
+                }
+                MultinomialDirichlet::new(Arc::new(c), settings.beta.unwrap_or(DEFAULT_BETA))
+            }
+            Dataset::Dense(_) => Err(Error::Usage(
+                "`kernel` md needs count data (docword or LDA-C), but the data are a real matrix"
+                    .into(),
+            )),
+        }
+    }
+
+    fn dim(&self) -> usize {
+        self.hyper().vocab()
+    }
+
+    fn points_of(data: &Dataset) -> Option<&SparseCounts> {
+        match data {
+            Dataset::Counts(c) => Some(c),
+            Dataset::Dense(_) => None,
+        }
+    }
+
+    fn check_new(&self, new: &SparseCounts) -> Result<()> {
+        let vocab = self.hyper().vocab();
+        if new.vocab() > vocab {
+            return Err(Error::DimensionMismatch(format!(
+                "`new` has a vocabulary of {} words, but the training data have {vocab}",
+                new.vocab()
+            )));
+        }
+        Ok(())
     }
 }
 

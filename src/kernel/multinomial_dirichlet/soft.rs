@@ -13,10 +13,10 @@
 //! integer `k` is computed as the logarithm of the rising product `a (a+1) … (a+k-1)`, exact
 //! to rounding and free of the cancellation of two large `ln Γ` values (P2).
 
-use super::SvaKernel;
 use crate::data::SparseCounts;
 use crate::error::{Error, Result};
 use crate::kernel::MultinomialDirichlet;
+use crate::kernel::SvaKernel;
 use crate::math::ln_gamma;
 
 /// Largest `k` for which `ln Γ(a + k) - ln Γ(a)` is a rising product (the product of 16
@@ -101,7 +101,6 @@ pub struct MdPosterior {
 impl SvaKernel for MultinomialDirichlet {
     type Soft = SoftMd;
     type Point = MdPoint;
-    type NewData = SparseCounts;
     type Posterior = MdPosterior;
 
     fn soft_empty(&self) -> Result<SoftMd> {
@@ -120,10 +119,6 @@ impl SvaKernel for MultinomialDirichlet {
     fn load_point(&self, i: usize, p: &mut MdPoint) {
         let (ids, counts) = self.data().row(i);
         p.load(ids, counts);
-    }
-
-    fn n_new(data: &SparseCounts) -> usize {
-        data.n()
     }
 
     /// Errors if a word id is outside the kernel's vocabulary. Cost: O(m) `ln Γ`.

@@ -28,10 +28,20 @@
 
 use std::sync::Arc;
 
+mod params;
+mod soft;
+
+pub use params::{DiagMoments, DiagParam};
+pub use soft::{DiagPosterior, SoftDiag};
+
 use super::cholesky::DOWNDATE_MIN_DET_RATIO;
-use super::hyperprior::{HyperKernel, KernelHyper};
-use super::ConjugateKernel;
-use crate::data::DenseData;
+use super::hyperprior::HyperKernel;
+use super::settings::{
+    check_dense_new, check_real_settings, dense_points, scaled_nu_minus_d, scaled_share,
+    KernelSettings, NwDefaults, SCALED_R,
+};
+use super::{ConjugateKernel, Kernel, NwHyper, PredictiveKernel};
+use crate::data::{Dataset, DenseData};
 use crate::error::{Error, Result};
 use crate::math::ln_gamma;
 
@@ -885,12 +895,11 @@ impl ConjugateKernel for Diagonal {
 /// with), the mean precision `r` and the degrees of freedom `ν > 0` (the 1-D Wishart's offset
 /// `d - 1 = 0`); `s` and `r` free by default (see [`super::hyperprior`]).
 impl HyperKernel for Diagonal {
-    fn hyperparameters(&self) -> KernelHyper {
-        KernelHyper::Diag {
-            s: self.psi_scale,
-            r: self.hyper.r,
-            nu: self.hyper.nu,
-        }
+    const HYPER_NAMES: &'static [&'static str] = &["diag_s", "diag_r", "diag_nu"];
+
+    /// `s`, `r`, `ν`.
+    fn hyper_values(&self) -> Vec<f64> {
+        vec![self.psi_scale, self.hyper.r, self.hyper.nu]
     }
 
     fn hyper_offset(&self, _j: usize) -> f64 {
@@ -960,6 +969,102 @@ impl HyperKernel for Diagonal {
     /// Cost: O(d).
     fn refresh_stat(&self, s: &mut DiagStat) {
         self.refresh(s);
+    }
+}
+
+impl DiagHyper {
+    /// The diagonal kernel's hyperparameters for `x`: the user's `ξ`, `ψ` (d values), `r`, `ν`
+    /// where given, the rest by the policy of [`NwDefaults`] applied to a diagonal scale.
+    /// Unit-equivariant ([`DiagHyper::from_data`]): `r` = [`SCALED_R`],
+    /// `ν = 1 + scaled_nu_minus_d(1)` (per dimension, as the Normal-Wishart's `ν - d` at d = 1), and `ψ`
+    /// so that the expected cluster variances are [`scaled_share`]`(d)` of the column
+    /// variances (a cluster's box then has a tenth of the data's volume, as the
+    /// Normal-Wishart's ellipsoid); a given `ν ≤ 3` sets the scale as `ν = 3` does. Reference:
+    /// `r = 0.1`, `ν = 7` and `ψ` the variances rescaled to `Π ψ_j = 0.1`. With d = 1 both
+    /// are the Normal-Wishart defaults. Cost: O(N d).
+    pub fn for_settings(s: &KernelSettings, x: &DenseData) -> Result<DiagHyper> {
+        let d = x.d();
+        let (r, nu) = match s.defaults {
+            NwDefaults::Pooled | NwDefaults::Scaled => (SCALED_R, 1.0 + scaled_nu_minus_d(1)),
+            NwDefaults::Reference => (NwHyper::REFERENCE_R, 1.0 + NwHyper::REFERENCE_NU_MINUS_D),
+        };
+        let (r, nu) = (s.r.unwrap_or(r), s.nu.unwrap_or(nu));
+        let (xi, psi) = match (&s.xi, &s.psi) {
+            (Some(xi), Some(psi)) => (xi.clone(), psi.clone()),
+            (xi, psi) => {
+                let from_data = match s.defaults {
+                    NwDefaults::Pooled | NwDefaults::Scaled => {
+                        Self::from_data(x, scaled_share(d), r, (nu - 1.0).max(2.0))?
+                    }
+                    NwDefaults::Reference => Self::reference_from_data(x)?,
+                };
+                (
+                    xi.clone().unwrap_or_else(|| from_data.xi().to_vec()),
+                    psi.clone().unwrap_or_else(|| from_data.psi().to_vec()),
+                )
+            }
+        };
+        Self::new(xi, psi, r, nu)
+    }
+}
+
+/// New points are real vectors of the training data's dimension.
+impl PredictiveKernel for Diagonal {
+    type NewData = DenseData;
+
+    fn n_new(data: &DenseData) -> usize {
+        data.n()
+    }
+
+    fn ln_predictive_new(&self, data: &DenseData, j: usize, s: &Self::Stat) -> Result<f64> {
+        self.ln_predictive_point(data.row(j), s)
+    }
+}
+
+/// The diagonal kernel as models and front ends name and build it.
+impl Kernel for Diagonal {
+    const NAME: &'static str = "diag";
+    const ABOUT: &'static str = "Independent Normal-Gamma per dimension (diagonal covariance) on \
+                                 real vectors: O(d) per point, for high dimensions";
+    const TITLE: &'static str = "diagonal Normal-Gamma kernel";
+    const DATA: &'static str = "real vectors";
+    const SCALE_DEFAULTS: bool = true;
+
+    /// [`DiagHyper::for_settings`] over real data. Cost: O(N d), then the kernel's
+    /// construction.
+    fn build(settings: &KernelSettings, data: Dataset) -> Result<Self> {
+        match data {
+            Dataset::Dense(x) => {
+                let hyper = DiagHyper::for_settings(settings, &x)?;
+                Diagonal::new(Arc::new(x), hyper)
+            }
+            Dataset::Counts(_) => Err(Error::Usage(
+                "`kernel` diag needs a real matrix, but the data are counts: use `kernel` md"
+                    .into(),
+            )),
+        }
+    }
+
+    /// `psi` holds d values, one scale per column ([`check_real_settings`]).
+    fn check_settings(settings: &KernelSettings, data: &Dataset) -> Result<()> {
+        check_real_settings(settings, data, |d| {
+            (
+                d,
+                format!("{d} comma-separated values with `kernel` diag, one scale per data column"),
+            )
+        })
+    }
+
+    fn dim(&self) -> usize {
+        Diagonal::dim(self)
+    }
+
+    fn points_of(data: &Dataset) -> Option<&DenseData> {
+        dense_points(data)
+    }
+
+    fn check_new(&self, new: &DenseData) -> Result<()> {
+        check_dense_new(Diagonal::dim(self), new)
     }
 }
 
