@@ -196,7 +196,11 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     summary_ : dict
         The run's summary: per chain (sweeps, speed, acceptance, ESS), and per quantity
         (``log_joint``, ``n_clusters``, hyperparameters) the multi-chain bulk and tail ESS and
-        split R-hat under ``summary_["diagnostics"]``; ``summary_["warnings"]``.
+        split R-hat under ``summary_["diagnostics"]``; ``summary_["warnings"]``; the point
+        estimates minimising the expected Variation of Information, Binder's loss and one minus
+        the ARI, every estimate's expected loss under each loss, and the 95 % credible ball
+        (its radius and bounds, each with its number of clusters) under
+        ``summary_["by_loss"]`` (up to 20,000 points).
     traces_ : list
         Per chain its trace (sweep, seconds, n_clusters, log_joint, hyperparameters, move
         acceptance): a pandas DataFrame when pandas is installed, else a dict of arrays.

@@ -248,7 +248,15 @@ pub fn fit<'py>(
             "fit interrupted: every chain stopped cleanly; {resumable}"
         )));
     }
-    let summary = py.detach(|| outcome.summary()).map_err(rename).py_err()?;
+    // With the point estimates by loss and the credible ball, as the command line's run.
+    let summary = py
+        .detach(|| {
+            let mut summary = outcome.summary()?;
+            summary.add_estimates_by_loss()?;
+            Ok::<_, nrmm::error::Error>(summary)
+        })
+        .map_err(rename)
+        .py_err()?;
     results(py, &model, &summary, &outcome.run.dir, &spec, &watch)
 }
 

@@ -32,6 +32,11 @@ def test_fit_finds_the_groups_and_sets_the_attributes(blobs):
     for name in ("log_joint", "n_clusters"):
         d = m.summary_["diagnostics"][name]
         assert {"ess_bulk", "ess_tail", "rhat"} <= set(d)
+    by_loss = m.summary_["by_loss"]
+    assert {e["loss"] for e in by_loss["estimates"]} >= {"vi", "binder"}
+    for name, losses in by_loss["expected_losses"].items():
+        assert all(v >= 0.0 for v in losses.values()), name
+    assert by_loss["credible_ball"]["radius"] >= 0.0
     assert len(m.traces_) == 2
     trace = m.traces_[0]
     assert len(np.asarray(trace["sweep"])) == 100
