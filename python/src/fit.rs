@@ -363,6 +363,12 @@ fn results<'py>(
         }
     }
     out.set_item("draws", draws)?;
+    // The point estimates by loss, by the loss's name (none beyond the search's limit).
+    let by_loss = PyDict::new(py);
+    for e in summary.by_loss.iter().flat_map(|b| &b.estimates) {
+        by_loss.set_item(e.loss.name(), to_i64(&e.labels).into_pyarray(py))?;
+    }
+    out.set_item("estimates_by_loss", by_loss)?;
     let json = serde_json::to_string(summary)
         .map_err(|e| PyValueError::new_err(format!("summary: {e}")))?;
     out.set_item("summary", json)?;

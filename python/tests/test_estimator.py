@@ -37,6 +37,10 @@ def test_fit_finds_the_groups_and_sets_the_attributes(blobs):
     for name, losses in by_loss["expected_losses"].items():
         assert all(v >= 0.0 for v in losses.values()), name
     assert by_loss["credible_ball"]["radius"] >= 0.0
+    vi = m.estimates_by_loss_["vi"]
+    assert vi.shape == (90,) and adjusted_rand_score(y, vi) > 0.95
+    k_vi = [e["n_clusters"] for e in by_loss["estimates"] if e["loss"] == "vi"][0]
+    assert len(np.unique(vi)) == k_vi
     assert len(m.traces_) == 2
     trace = m.traces_[0]
     assert len(np.asarray(trace["sweep"])) == 100
