@@ -91,13 +91,13 @@ pub trait ParametricKernel: ConjugateKernel {
         out: &mut Vec<f64>,
     ) {
         debug_assert!((1..=BLOCK).contains(&count) && params.len() >= offsets.len());
-        out.resize(offsets.len() * BLOCK, 0.0);
-        for (k, (&a, theta)) in offsets.iter().zip(params).enumerate() {
-            for b in 0..BLOCK {
-                let i = first + if b < count { b } else { 0 };
-                out[k * BLOCK + b] = a + self.ln_f(i, theta);
-            }
-        }
+        weigh_each(
+            self,
+            |b| first + if b < count { b } else { 0 },
+            offsets,
+            params,
+            out,
+        );
     }
 
     /// [`ParametricKernel::ln_f_block`] for any up to [`BLOCK`] points, `points[b]` in lane
@@ -113,13 +113,14 @@ pub trait ParametricKernel: ConjugateKernel {
         out: &mut Vec<f64>,
     ) {
         debug_assert!((1..=BLOCK).contains(&points.len()) && params.len() >= offsets.len());
-        out.resize(offsets.len() * BLOCK, 0.0);
-        for (k, (&a, theta)) in offsets.iter().zip(params).enumerate() {
-            for b in 0..BLOCK {
-                let i = points[if b < points.len() { b } else { 0 }];
-                out[k * BLOCK + b] = a + self.ln_f(i, theta);
-            }
-        }
+        let count = points.len();
+        weigh_each(
+            self,
+            |b| points[if b < count { b } else { 0 }],
+            offsets,
+            params,
+            out,
+        );
     }
 
     /// `ln p(θ | X_S)`, the posterior log density (the prior's when `S` is empty).
@@ -128,6 +129,25 @@ pub trait ParametricKernel: ConjugateKernel {
     /// `ln p(θ)`, the base measure's log density.
     fn ln_prior_density(&self, theta: &Self::Param) -> f64 {
         self.ln_posterior_density(&self.empty_stat(), theta)
+    }
+}
+
+/// The default block weights of [`ParametricKernel::ln_f_block`] and
+/// [`ParametricKernel::ln_f_points`]: lane `b` holds the point `point(b)`, weighed by
+/// [`ParametricKernel::ln_f`] against each component. Cost: one likelihood per (lane,
+/// component).
+fn weigh_each<K: ParametricKernel>(
+    kernel: &K,
+    point: impl Fn(usize) -> usize,
+    offsets: &[f64],
+    params: &[K::Param],
+    out: &mut Vec<f64>,
+) {
+    out.resize(offsets.len() * BLOCK, 0.0);
+    for (k, (&a, theta)) in offsets.iter().zip(params).enumerate() {
+        for b in 0..BLOCK {
+            out[k * BLOCK + b] = a + kernel.ln_f(point(b), theta);
+        }
     }
 }
 

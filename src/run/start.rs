@@ -36,7 +36,7 @@ impl Start {
     /// gap: from an SVA-PM fit, which cuts some large clusters in pieces, its chains stayed in
     /// those pieces, whose merges it cannot propose well enough at 10⁵ points and more
     /// (10⁶ × 2 in 6 clusters: three of four chains 0.03-0.1 nats per point below the true
-    /// partition after 250 sweeps, where from one cluster all four came within 0.01 in 50).
+    /// partition after 250 sweeps, where from one cluster all four ended within 0.01).
     pub fn resolve(&self, n: usize, sampler: SamplerKind) -> Result<Resolved> {
         Ok(match self {
             Start::Single => Resolved::Single,

@@ -547,7 +547,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 spread_anchors(kernel, &small, &mut theta, rng)?;
                 let mut ln_pi = [0.0; 2];
                 fit_sub_clusters(kernel, a, &small, iters, &mut ln_pi, &mut theta, rng)?;
-                let score = two_component_ln_lik(kernel, &small, &ln_pi, &theta);
+                let score = two_component_ln_lik(kernel, &small, &ln_pi, &theta)?;
                 Ok((score, ln_pi, theta))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -1378,16 +1378,15 @@ fn two_component_ln_lik<K: ParametricKernel>(
     pts: &[usize],
     ln_pi: &[f64; 2],
     theta: &[K::Param; 2],
-) -> f64 {
+) -> Result<f64> {
     let norm = ln_add_exp(ln_pi[0], ln_pi[1]);
     let lp = [ln_pi[0] - norm, ln_pi[1] - norm];
     let mut terms = vec![0.0; pts.len()];
     side_pass(kernel, 0, pts, &lp, theta, &mut terms, |_, w0, w1, o, _| {
         *o = ln_add_exp(w0, w1);
         Ok(())
-    })
-    .expect("the pass itself never fails");
-    terms.iter().sum()
+    })?;
+    Ok(terms.iter().sum())
 }
 
 /// The final scan of a launch over all of `s`: each point's log side probabilities
