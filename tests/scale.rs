@@ -52,7 +52,7 @@
 //! the machine; there are no retries. Budgets ([`budget`]) are sized so that the whole file
 //! runs in 1.5-3 minutes on two shared cores in release (`cargo test --release --test
 //! integration scale::`). The samplers use the command line's default moves
-//! (`MoveSettings::default_proposals(n)` split-merge proposals per sweep, 10 launch scans, 10
+//! (`MoveSettings::default_proposals_for(kind, n)` split-merge proposals per sweep, 10 launch scans, 10
 //! global moves, one Gibbs sweep).
 //!
 //! Tests ignored with "fails today" record, in their reason, what the sampler measured when the
@@ -379,7 +379,7 @@ pub fn settings(kind: SamplerKind, n: usize) -> SamplerSettings {
     SamplerSettings {
         kind,
         moves: MoveSettings {
-            proposals: MoveSettings::default_proposals(n),
+            proposals: MoveSettings::default_proposals_for(kind, n),
             ..MoveSettings::default()
         },
     }

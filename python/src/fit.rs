@@ -52,8 +52,8 @@ fn budget_for(given: &serde_json::Value, n: usize, d: usize) -> PyResult<Budget>
 
 /// What Python hands over as `sampler_json`: a [`SamplerSpec`] whose `init` is given by name
 /// ([`Start`]'s `FromStr`) and whose `sampler` object may give only some move settings; the
-/// split-merge proposals not given are, as on the command line, one per 100 of the `n` points
-/// ([`MoveSettings::default_proposals`]).
+/// split-merge proposals not given are, as on the command line, the sampler's default for the
+/// `n` points ([`MoveSettings::default_proposals_for`]).
 fn sampler_spec(json: &str, n: usize, d: usize) -> PyResult<SamplerSpec> {
     let bad = |e: serde_json::Error| PyValueError::new_err(format!("sampler settings: {e}"));
     let mut given: serde_json::Map<String, serde_json::Value> =
@@ -67,10 +67,12 @@ fn sampler_spec(json: &str, n: usize, d: usize) -> PyResult<SamplerSpec> {
         given.insert("init".into(), serde_json::to_value(start).map_err(bad)?);
     }
     let mut base = SamplerSpec::default();
-    base.sampler.moves.proposals = MoveSettings::default_proposals(n);
+    base.sampler.moves.proposals = MoveSettings::default_proposals_for(base.sampler.kind, n);
     if let Some(sampler) = given.remove("sampler") {
         if let Some(name) = sampler.get("sampler").and_then(|v| v.as_str()) {
             base.sampler.kind = name.parse().map_err(rename).py_err()?;
+            base.sampler.moves.proposals =
+                MoveSettings::default_proposals_for(base.sampler.kind, n);
         }
         base.sampler = overlay(&base.sampler, &sampler.to_string(), "sampler option")?;
     }

@@ -290,9 +290,10 @@ impl SamplerArgs {
     /// The library's sampler settings for `n` points: the sampler asked for, else the one
     /// chosen by size ([`SamplerKind::for_data`]).
     pub fn settings(&self, n: usize) -> SamplerSettings {
+        let kind = self.sampler.unwrap_or_else(|| SamplerKind::for_data(n));
         SamplerSettings {
-            kind: self.sampler.unwrap_or_else(|| SamplerKind::for_data(n)),
-            moves: self.moves.settings(n),
+            kind,
+            moves: self.moves.settings_for(kind, n),
         }
     }
 }
@@ -321,13 +322,24 @@ pub struct MoveArgs {
 }
 
 impl MoveArgs {
-    /// The library's move settings for `n` points (the default number of proposals depends
-    /// on it, [`MoveSettings::default_proposals`]).
+    /// The library's move settings for `n` points, the same for every sampler (the default
+    /// number of proposals depends on `n`, [`MoveSettings::default_proposals`]).
     pub fn settings(&self, n: usize) -> MoveSettings {
         MoveSettings {
             proposals: self
                 .proposals
                 .unwrap_or_else(|| MoveSettings::default_proposals(n)),
+            ..self.settings_for(SamplerKind::Sams, n)
+        }
+    }
+
+    /// The library's move settings of the sampler `kind` for `n` points (the default number
+    /// of proposals depends on both, [`MoveSettings::default_proposals_for`]).
+    pub fn settings_for(&self, kind: SamplerKind, n: usize) -> MoveSettings {
+        MoveSettings {
+            proposals: self
+                .proposals
+                .unwrap_or_else(|| MoveSettings::default_proposals_for(kind, n)),
             launch_scans: self.launch_scans,
             gibbs_sweeps: self.gibbs_sweeps,
             gibbs_subset: self.gibbs_subset,

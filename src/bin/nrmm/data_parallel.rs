@@ -15,7 +15,7 @@ use clap::CommandFactory;
 use nrmm::distributed::run::{run as run_chain, RunConfig};
 use nrmm::distributed::sampler::normal_wishart_shard;
 use nrmm::distributed::{read_share, request, Comm, Source};
-use nrmm::run::MoveSettings;
+use nrmm::run::{MoveSettings, SamplerKind};
 use nrmm::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 use nrmm::{Error, Result};
 
@@ -106,11 +106,9 @@ fn run_on(comm: &dyn Comm, a: &RunArgs) -> Result<Status> {
         sweeps: request::sweeps(a.sweeps).map_err(flags)?,
         options: SubClusterOptions {
             launch_iters: a.sampler.moves.launch_scans,
-            proposals: a
-                .sampler
-                .moves
-                .proposals
-                .unwrap_or_else(|| MoveSettings::default_proposals(shard.layout.n())),
+            proposals: a.sampler.moves.proposals.unwrap_or_else(|| {
+                MoveSettings::default_proposals_for(SamplerKind::Subcluster, shard.layout.n())
+            }),
         },
         launch_sample: LAUNCH_SAMPLE,
         resample_hyper: spec.resamples_hyper(),
