@@ -41,7 +41,12 @@ fn main() -> nrmm::Result<()> {
         .collect();
     let set = DrawSet::new(&draws)?;
     let dahl = &draws[SimilarityMatrix::from_draws(&draws)?.least_squares_draw(&draws)?];
-    let settings = SearchSettings::for_size(n, m, 0);
+    let clusters = draws
+        .iter()
+        .map(|d| d.iter().max().map_or(0, |&k| k + 1))
+        .sum::<usize>() as f64
+        / m as f64;
+    let settings = SearchSettings::for_size(n, m, clusters, 0);
     println!(
         "{n} points, {m} draws, {} runs, {} threads",
         settings.runs,

@@ -61,21 +61,24 @@ impl Default for SearchSettings {
     }
 }
 
-/// Point-draw pairs `n M` up to which a search makes all 16 runs; beyond, the runs shrink in
-/// proportion down to [`MIN_RUNS`], so that 5,000 points and 1,000 draws take a few seconds.
-const FULL_SEARCH_WORK: usize = 1_000_000;
+/// Point-draw-cluster products `n M K̄` (`K̄` the draws' mean number of clusters, a scan's
+/// cost being O(n M K)) up to which a search makes all 16 runs; beyond, the runs shrink in
+/// proportion down to [`MIN_RUNS`], so that 5,000 points and 1,000 draws of 10 clusters take
+/// a few seconds.
+const FULL_SEARCH_WORK: usize = 10_000_000;
 
 /// The fewest runs [`SearchSettings::for_size`] makes.
 const MIN_RUNS: usize = 4;
 
 impl SearchSettings {
-    /// The default settings with `seed`, and fewer runs for large problems: 16 up to 10⁶
-    /// point-draw pairs `n M`, then in proportion, at least 4 (4 at 5,000 points and 1,000
-    /// draws).
-    /// On concentrated posteriors of many points the runs agree, so fewer lose little.
-    pub fn for_size(n: usize, draws: usize, seed: u64) -> Self {
+    /// The default settings with `seed`, and fewer runs for large problems: 16 up to 10⁷
+    /// point-draw-cluster products `n M K̄` (`clusters` = `K̄`, the draws' mean number of
+    /// clusters), then in proportion, at least 4 (4 at 5,000 points and 1,000 draws of 10
+    /// clusters). On concentrated posteriors of many points the runs agree, so fewer lose
+    /// little.
+    pub fn for_size(n: usize, draws: usize, clusters: f64, seed: u64) -> Self {
         let full = SearchSettings::default().runs;
-        let work = n.saturating_mul(draws).max(1);
+        let work = ((n.saturating_mul(draws) as f64 * clusters.max(1.0)) as usize).max(1);
         SearchSettings {
             runs: (full * FULL_SEARCH_WORK / work).clamp(MIN_RUNS, full),
             seed,
