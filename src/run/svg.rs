@@ -433,6 +433,15 @@ fn density_surface(path: &Path, d: &DensityPicture) -> Result<()> {
     Ok(())
 }
 
+/// Draws the density picture `d` into `path`: its band around its mean for 1-D data, the
+/// contours of its mean beside its band's width for 2-D data.
+pub fn density(path: &Path, d: &DensityPicture) -> Result<()> {
+    match d.grid.axes.len() {
+        1 => density_line(path, d),
+        _ => density_surface(path, d),
+    }
+}
+
 /// Draws the pictures of `u` into `out`: `k_posterior.svg`, `similarity.svg` and
 /// `density.svg`, those there is something to show for; returns their paths.
 fn draw_uncertainty(u: &Uncertainty, out: &Path) -> Result<Vec<PathBuf>> {
@@ -449,10 +458,7 @@ fn draw_uncertainty(u: &Uncertainty, out: &Path) -> Result<Vec<PathBuf>> {
     }
     if let Some(d) = &u.density {
         let path = out.join("density.svg");
-        match d.grid.axes.len() {
-            1 => density_line(&path, d)?,
-            _ => density_surface(&path, d)?,
-        }
+        density(&path, d)?;
         written.push(path);
     }
     Ok(written)
