@@ -2182,7 +2182,11 @@ fn compare_runs_samplers_side_by_side() {
     assert!(rows[1..]
         .iter()
         .any(|r| !r[col("time_to_within_1_nat")].is_empty()));
-    assert!(dir.read("c/compare.md").contains("| sampler | seed |"));
+    let md = dir.read("c/compare.md");
+    assert!(md.contains("| sampler | seed |"), "{md}");
+    // Each run's leave-one-out predictive fit, by run name.
+    assert!(md.contains("## Predictive fit"), "{md}");
+    assert!(md.contains("| gibbs-seed1 | "), "{md}");
     for name in ["gibbs-seed1", "gibbs-seed2", "sams-seed1", "sams-seed2"] {
         assert!(
             dir.0.join("c").join(name).join("summary.json").is_file(),
