@@ -2182,21 +2182,33 @@ fn compare_runs_samplers_side_by_side() {
     assert!(rows[1..]
         .iter()
         .any(|r| !r[col("time_to_within_1_nat")].is_empty()));
-    assert!(dir.read("c/compare.md").contains("| sampler | seed |"));
+    let md = dir.read("c/compare.md");
+    assert!(md.contains("| sampler | seed |"), "{md}");
+    // Each run's leave-one-out predictive fit, by run name.
+    assert!(md.contains("## Predictive fit"), "{md}");
+    assert!(md.contains("| gibbs-seed1 | "), "{md}");
     for name in ["gibbs-seed1", "gibbs-seed2", "sams-seed1", "sams-seed2"] {
         assert!(
             dir.0.join("c").join(name).join("summary.json").is_file(),
             "{name}"
         );
     }
-    for svg in ["log_joint", "n_clusters", "acceptance", "scatter"] {
+    for svg in [
+        "log_joint",
+        "n_clusters",
+        "acceptance",
+        "scatter",
+        "k_posterior",
+        "similarity",
+        "density",
+    ] {
         assert_svg(&dir.0.join(format!("c/{svg}.svg")));
     }
     // The comparison is a set of runs: diagnose and plot read it.
     let text = ok(&["diagnose", &out]);
     assert!(text.contains("4 chains"), "{text}");
     let plotted = ok(&["plot", &out, "--out", &dir.arg("plots")]);
-    assert_eq!(plotted.lines().count(), 4, "{plotted}");
+    assert_eq!(plotted.lines().count(), 7, "{plotted}");
 
     fails_no_stdout(
         &["compare", "--samplers", "gibbs,gibs", "--out", &out],
@@ -2253,11 +2265,12 @@ fn plot_draws_what_the_run_has() {
     ]);
     let said = ok(&["plot", &run]);
     assert_eq!(
-        said.lines().count(),
-        2,
-        "Gibbs has no proposals, 3-D data no scatter: {said}"
+        said.matches("wrote ").count(),
+        4,
+        "Gibbs has no proposals, 3-D data no scatter and no density: {said}"
     );
-    for svg in ["log_joint", "n_clusters"] {
+    assert!(said.contains("note: no density"), "{said}");
+    for svg in ["log_joint", "n_clusters", "k_posterior", "similarity"] {
         assert_svg(&dir.0.join(format!("run/{svg}.svg")));
     }
     assert!(!dir.0.join("run/acceptance.svg").exists());
@@ -2276,8 +2289,9 @@ fn plot_draws_what_the_run_has() {
         &run2,
     ]);
     let said = ok(&["plot", &run2]);
-    assert_eq!(said.lines().count(), 4, "{said}");
+    assert_eq!(said.lines().count(), 7, "{said}");
     assert_svg(&dir.0.join("run2/scatter.svg"));
+    assert_svg(&dir.0.join("run2/density.svg"));
     assert_svg(&dir.0.join("run2/acceptance.svg"));
     // A run that traced no sweep (its --thin outlasted its time budget) still plots.
     let empty = dir.arg("empty");
@@ -2297,8 +2311,9 @@ fn plot_draws_what_the_run_has() {
     // Runs whose data are not here (copied from another machine) plot all but the scatter.
     std::fs::rename(&x, dir.arg("moved.txt")).expect("move the data");
     let said = ok(&["plot", &run2]);
-    assert_eq!(said.matches("wrote ").count(), 3, "{said}");
+    assert_eq!(said.matches("wrote ").count(), 5, "{said}");
     assert!(said.contains("note: no scatter"), "{said}");
+    assert!(said.contains("note: no density"), "{said}");
     fails_no_stdout(&["plot", &dir.arg("none")], 1, &["none"]);
     fails_no_stdout(&["plot"], 2, &["DIR"]);
 }

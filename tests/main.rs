@@ -26,6 +26,7 @@ mod data_pca;
 mod data_real;
 mod diag_cli;
 mod diagnostics_agreement;
+mod diagnostics_density;
 mod diagnostics_estimates;
 mod diagnostics_loo;
 mod docs_links;

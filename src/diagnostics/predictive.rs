@@ -70,7 +70,8 @@ pub fn predict_labels<K: PredictiveKernel, P: NrmPrior>(
 
 /// The log posterior predictive density of each new point, averaged over draws (each a
 /// partition of the training data with its prior): `ln (1/S) Σ_s Σ_c w_c^s p(x* | X_c^s)`
-/// with `w^s` the normalised join/new weights of draw `s`. Cost: O(S m K) predictives.
+/// with `w^s` the normalised join/new weights of draw `s` ([`ln_predictive_of_draw`]).
+/// Cost: O(S m K) predictives.
 pub fn ln_predictive_density<K: PredictiveKernel, P: NrmPrior>(
     kernel: &K,
     draws: &[(Partition<K>, P)],
@@ -84,27 +85,48 @@ pub fn ln_predictive_density<K: PredictiveKernel, P: NrmPrior>(
     let m = K::n_new(new);
     let mut per_draw = vec![Vec::with_capacity(draws.len()); m];
     for (partition, prior) in draws {
-        let slots = partition.slots_by_key();
-        let empty = kernel.empty_stat();
-        let mut ln_w = Vec::with_capacity(slots.len() + 1);
-        for &s in &slots {
-            ln_w.push(prior.ln_kappa_join(partition.cluster(s).expect("live").size()));
+        for (v, l) in per_draw
+            .iter_mut()
+            .zip(ln_predictive_of_draw(kernel, partition, prior, new)?)
+        {
+            v.push(l);
         }
-        ln_w.push(prior.ln_kappa_new());
-        let total = log_sum_exp(&ln_w);
-        let mut entries: Vec<(&K::Stat, f64)> = slots
-            .iter()
-            .zip(&ln_w)
-            .map(|(&s, w)| (partition.cluster(s).expect("live").stat(), w - total))
-            .collect();
-        entries.push((&empty, ln_w[slots.len()] - total));
-        kernel.ln_predictives_new(new, &entries, &mut |j, ln_terms| {
-            per_draw[j].push(log_sum_exp(ln_terms));
-            Ok(())
-        })?;
     }
     let ln_s = (draws.len() as f64).ln();
     Ok(per_draw.iter().map(|v| log_sum_exp(v) - ln_s).collect())
+}
+
+/// The log predictive density of each new point given one draw, `ln Σ_c w_c p(x* | X_c)`
+/// with `w` the normalised weights of joining each cluster of `partition` or a new one
+/// (MATH §1.3): the density the posterior predictive averages over draws, and whose spread
+/// across draws gives pointwise credible bands ([`crate::diagnostics::density`]).
+/// Cost: O(m K) predictives.
+pub fn ln_predictive_of_draw<K: PredictiveKernel, P: NrmPrior>(
+    kernel: &K,
+    partition: &Partition<K>,
+    prior: &P,
+    new: &K::NewData,
+) -> Result<Vec<f64>> {
+    let slots = partition.slots_by_key();
+    let empty = kernel.empty_stat();
+    let mut ln_w = Vec::with_capacity(slots.len() + 1);
+    for &s in &slots {
+        ln_w.push(prior.ln_kappa_join(partition.cluster(s).expect("live").size()));
+    }
+    ln_w.push(prior.ln_kappa_new());
+    let total = log_sum_exp(&ln_w);
+    let mut entries: Vec<(&K::Stat, f64)> = slots
+        .iter()
+        .zip(&ln_w)
+        .map(|(&s, w)| (partition.cluster(s).expect("live").stat(), w - total))
+        .collect();
+    entries.push((&empty, ln_w[slots.len()] - total));
+    let mut out = Vec::with_capacity(K::n_new(new));
+    kernel.ln_predictives_new(new, &entries, &mut |_, ln_terms| {
+        out.push(log_sum_exp(ln_terms));
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// For every point `i` of the kernel's data, `ln p(x_i | X_{-i}, c_{-i})` under one draw:

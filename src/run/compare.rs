@@ -5,7 +5,7 @@
 use super::{chain_dir, first_reaching, RunDir, Summary};
 use super::{Budget, MoveSettings, SamplerKind, SamplerSettings, SamplerSpec, Start};
 use crate::data::load;
-use crate::diagnostics::adjusted_rand_index;
+use crate::diagnostics::{adjusted_rand_index, PredictiveFit};
 use crate::error::{Error, Result};
 
 /// How far below the best log joint seen a run counts as having found the mode (nats).
@@ -274,6 +274,25 @@ pub struct Comparison {
     pub joint: &'static str,
     /// Whether the rows have an ARI against true labels.
     pub truth: bool,
+    /// Each run's leave-one-out predictive fit, by run name, once
+    /// [`Comparison::with_predictive`] has added them; the tables then show it.
+    pub predictive: Vec<(String, PredictiveFit)>,
+}
+
+/// The predictive fit of each run as a Markdown table: LPML, PSIS-LOO's elpd with its
+/// standard error, WAIC, and the points whose Pareto k exceeds 0.7. Higher
+/// LPML and elpd_loo (lower WAIC) predict held-out points better.
+pub fn predictive_table(fits: &[(String, PredictiveFit)]) -> String {
+    let mut t = String::from(
+        "| run | LPML | elpd_loo (se) | WAIC | Pareto k > 0.7 |\n|---|---:|---:|---:|---:|\n",
+    );
+    for (name, f) in fits {
+        t.push_str(&format!(
+            "| {name} | {:.2} | {:.2} ({:.2}) | {:.2} | {} of {} |\n",
+            f.lpml, f.elpd_loo, f.elpd_loo_se, f.waic, f.pareto_k_over_limit, f.points
+        ));
+    }
+    t
 }
 
 impl Comparison {
@@ -298,7 +317,18 @@ impl Comparison {
             n,
             joint,
             truth: truth.is_some(),
+            predictive: Vec::new(),
         })
+    }
+
+    /// This comparison with each run's predictive fit (`fits`, by run name): the same model
+    /// fitted by different samplers should predict alike, and a run that predicts worse has
+    /// not found the posterior.
+    pub fn with_predictive(self, fits: Vec<(String, PredictiveFit)>) -> Self {
+        Comparison {
+            predictive: fits,
+            ..self
+        }
     }
 
     /// The table by sampler ([`sampler_table`]).
@@ -322,6 +352,11 @@ impl Comparison {
         md.push_str("\n## Runs\n\n");
         md.push_str(&run_table(&self.rows, self.truth));
         md.push('\n');
+        if !self.predictive.is_empty() {
+            md.push_str("## Predictive fit (leave-one-out, from each run's draws)\n\n");
+            md.push_str(&predictive_table(&self.predictive));
+            md.push('\n');
+        }
         for name in plots {
             md.push_str(&format!("![{name}]({name})\n"));
         }
@@ -348,6 +383,14 @@ impl Comparison {
             self.joint,
             self.best
         )?;
-        out.write_all(self.by_sampler().as_bytes())
+        out.write_all(self.by_sampler().as_bytes())?;
+        if !self.predictive.is_empty() {
+            writeln!(
+                out,
+                "predictive fit (leave-one-out, from each run's draws):"
+            )?;
+            out.write_all(predictive_table(&self.predictive).as_bytes())?;
+        }
+        Ok(())
     }
 }

@@ -287,23 +287,10 @@ pub fn scatter(runs: &[RunDir]) -> Result<Option<std::result::Result<Scatter, St
     let Some((run, labels, k)) = best_2d_estimate(runs)? else {
         return Ok(None);
     };
-    let source = &run.record.source;
-    let dir = run.dir.display();
-    if source.data.as_ref().is_some_and(|p| p.as_os_str() == STDIN) {
-        let note = format!("no scatter: the data of {dir} came from standard input");
-        return Ok(Some(Err(note)));
-    }
-    let data = match source.load(Builtin::Toy) {
-        Ok(loaded) => loaded.dataset,
-        Err(e) => {
-            let note = format!("no scatter: the data of {dir} cannot be read here ({e})");
-            return Ok(Some(Err(note)));
-        }
+    let data = match data_of(run)? {
+        Ok(data) => data,
+        Err(why) => return Ok(Some(Err(format!("no scatter: {why}")))),
     };
-    if Fingerprint::of(&data) != run.record.fingerprint {
-        let note = format!("no scatter: the data {dir} was run on have changed since");
-        return Ok(Some(Err(note)));
-    }
     let Dataset::Dense(points) = data else {
         return Ok(None);
     };
@@ -312,24 +299,45 @@ pub fn scatter(runs: &[RunDir]) -> Result<Option<std::result::Result<Scatter, St
         sampler_name(run),
         run.record.spec.seed
     );
+    let columns = column_names(&run.dir).and_then(|c| <[String; 2]>::try_from(c).ok());
     Ok(Some(Ok(Scatter {
         title,
         points,
         labels,
-        columns: column_names(&run.dir),
+        columns,
     })))
 }
 
-/// The names of a run's two data columns, as its `summary.json` records them from the data's
+/// The data `run` was run on, read again: `Err` with the reason when they cannot be read here
+/// (they came from standard input, or the file is not here) or have changed since. Runs
+/// copied from another machine may name data that are not here: plots that need the data are
+/// left out with that reason, the others drawn. Cost: reading the data.
+pub fn data_of(run: &RunDir) -> Result<std::result::Result<Dataset, String>> {
+    let source = &run.record.source;
+    let dir = run.dir.display();
+    if source.data.as_ref().is_some_and(|p| p.as_os_str() == STDIN) {
+        return Ok(Err(format!("the data of {dir} came from standard input")));
+    }
+    let data = match source.load(Builtin::Toy) {
+        Ok(loaded) => loaded.dataset,
+        Err(e) => return Ok(Err(format!("the data of {dir} cannot be read here ({e})"))),
+    };
+    if Fingerprint::of(&data) != run.record.fingerprint {
+        return Ok(Err(format!("the data {dir} was run on have changed since")));
+    }
+    Ok(Ok(data))
+}
+
+/// The names of a run's data columns, as its `summary.json` records them from the data's
 /// header; `None` without a header (or a summary).
-fn column_names(dir: &std::path::Path) -> Option<[String; 2]> {
+pub fn column_names(dir: &std::path::Path) -> Option<Vec<String>> {
     let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
     let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
     let columns = summary.get("columns")?.as_array()?;
-    match columns.as_slice() {
-        [a, b] => Some([a.as_str()?.to_string(), b.as_str()?.to_string()]),
-        _ => None,
-    }
+    columns
+        .iter()
+        .map(|c| c.as_str().map(str::to_string))
+        .collect()
 }
 
 #[cfg(test)]

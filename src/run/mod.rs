@@ -11,6 +11,7 @@ pub mod compare;
 pub mod cost;
 pub mod curves;
 mod dahl;
+pub mod density;
 pub mod draws;
 pub mod estimates;
 pub mod executor;
@@ -28,6 +29,7 @@ pub mod start;
 pub mod summary;
 pub mod svg;
 pub mod trace;
+pub mod uncertainty;
 
 pub use crate::data::load::create_dir;
 pub use checkpoint::{

@@ -63,6 +63,20 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         report.write(&r.dir, compare::run_record(r, &model.spec))?;
         reports.push(report);
     }
+    // Each run's leave-one-out predictive fit from its draws; a run without draws after its
+    // burn-in (a budget too short for one) has none and is left out of that table.
+    let mut fits = Vec::new();
+    for (r, report) in runs.iter().zip(&reports) {
+        if report.point_estimate.is_none() {
+            continue;
+        }
+        let fit = nrmm::predict::predictive_fit_of(&model, &report.sources).map_err(flags)?;
+        let name = r
+            .dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        fits.push((name, fit));
+    }
     let names = a.samplers.iter().map(|s| s.to_string()).collect();
     let comparison = Comparison::new(
         &runs,
@@ -72,7 +86,8 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
         names,
         a.seconds,
         joint,
-    )?;
+    )?
+    .with_predictive(fits);
     let (plots, notes) = nrmm::run::svg::draw(&runs, &a.out)?;
     let plots: Vec<String> = plots
         .iter()
