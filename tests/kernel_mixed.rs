@@ -287,6 +287,33 @@ fn the_command_line_runs_tables_with_missing_values() {
     assert!(labels[..30].iter().all(|l| *l == labels[0]), "{estimate}");
     assert!(labels[30..].iter().all(|l| *l == labels[30]), "{estimate}");
     assert_ne!(labels[0], labels[30]);
+    // Every missing entry filled, with its probability (levels) or mean and sd (numbers);
+    // heights filled near their group's mean, colours by their group's levels.
+    let table = dir.arg("filled.csv");
+    ok(&["impute", "--run", &out, "--out", &table]);
+    let filled = std::fs::read_to_string(dir.arg("filled.filled.csv")).unwrap();
+    assert_eq!(filled.lines().count(), 1 + 24, "{filled}");
+    for line in filled.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let row: usize = f[0].parse().unwrap();
+        match f[1] {
+            "height" => {
+                let want = if row <= 30 { 150.0 } else { 190.0 };
+                assert!((f[2].parse::<f64>().unwrap() - want).abs() < 6.0, "{line}");
+            }
+            "colour" => assert!(f[3].parse::<f64>().unwrap() > 0.3, "{line}"),
+            _ => {}
+        }
+    }
+    let written = std::fs::read_to_string(&table).unwrap();
+    assert_eq!(written.lines().count(), 61);
+    assert!(
+        !written.contains(",,") && !written.contains("NA"),
+        "{written}"
+    );
+    assert!(std::fs::read_to_string(dir.arg("filled.profiles.json"))
+        .unwrap()
+        .contains("\"size\""));
     let typed = dir.arg("typed");
     let run = nrmm(&[
         "run",
