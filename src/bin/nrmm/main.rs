@@ -159,7 +159,7 @@ mod tests {
     fn verbs_lists_every_subcommand_but_help() {
         assert_eq!(
             verbs(),
-            "loglik, exact, generate, run, check-exact, diagnose, predict, compare, plot, tree, sva"
+            "loglik, exact, generate, run, check-exact, diagnose, predict, impute, compare, plot, tree, sva"
         );
     }
 }
