@@ -8,6 +8,7 @@ pub mod diagnostics;
 pub mod distributed;
 pub mod error;
 pub mod exact;
+pub mod impute;
 pub mod kernel;
 pub mod math;
 pub mod model;

@@ -177,6 +177,7 @@ impl ModelSpec {
         match (self.kernel, data) {
             (Some(kind), _) => plain(kind),
             (None, Dataset::Counts(_)) => plain(KernelKind::Md),
+            (None, Dataset::Table(_)) => plain(KernelKind::Mixed),
             (None, Dataset::Dense(_)) if self.nw_psi.is_some() => plain(KernelKind::Nw),
             (None, Dataset::Dense(x)) => match full_covariance_problem(x) {
                 Some(why) => KernelChoice {

@@ -65,7 +65,7 @@ impl Drop for Scratch {
 fn dense(l: Loaded) -> (usize, usize, Vec<f64>, Option<Vec<String>>) {
     match l.dataset {
         Dataset::Dense(x) => (x.n(), x.d(), x.values().to_vec(), l.columns),
-        Dataset::Counts(_) => panic!("expected dense data"),
+        Dataset::Counts(_) | Dataset::Table(_) => panic!("expected dense data"),
     }
 }
 
@@ -75,6 +75,7 @@ fn opts(header: bool, skip: &[&str]) -> LoadOptions {
         dense: DenseOptions {
             header,
             skip_columns: skip.iter().map(|s| s.to_string()).collect(),
+            types: Vec::new(),
         },
     }
 }

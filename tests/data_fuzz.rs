@@ -72,7 +72,23 @@ fn run_all_parsers(bytes: &[u8]) {
     match parse_dataset(bytes, None) {
         Ok(Dataset::Dense(x)) => check_dense(&x),
         Ok(Dataset::Counts(x)) => check_counts(&x),
+        Ok(Dataset::Table(t)) => check_table(&t),
         Err(_) => {}
+    }
+}
+
+/// A table read from any bytes: columns of the table's length, level codes within their
+/// levels, every column with an observed entry.
+fn check_table(t: &nrmm::data::TableData) {
+    for c in t.columns() {
+        assert_eq!(c.values.len(), t.n());
+        assert!(c.missing() < t.n());
+        if c.kind.has_levels() {
+            assert!(c
+                .values
+                .iter()
+                .all(|v| v.is_nan() || (*v as usize) < c.n_levels()));
+        }
     }
 }
 
@@ -83,10 +99,12 @@ fn table_options() -> [DenseOptions; 3] {
         DenseOptions {
             header: true,
             skip_columns: vec!["1".into()],
+            types: Vec::new(),
         },
         DenseOptions {
             header: false,
             skip_columns: vec!["id".into(), "3".into()],
+            types: Vec::new(),
         },
     ]
 }
@@ -399,6 +417,10 @@ fn targets() -> Vec<Target> {
                             dataset: Dataset::Counts(x),
                             ..
                         }) => check_counts(&x),
+                        Ok(Loaded {
+                            dataset: Dataset::Table(t),
+                            ..
+                        }) => check_table(&t),
                         Err(_) => {}
                     }
                 }

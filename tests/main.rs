@@ -43,6 +43,7 @@ mod kernel_diagonal;
 mod kernel_hyper;
 mod kernel_hyper_cli;
 mod kernel_hyper_geweke;
+mod kernel_mixed;
 mod kernel_multinomial_dirichlet;
 mod kernel_normal_wishart;
 mod layering;

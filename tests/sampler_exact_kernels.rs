@@ -1,7 +1,8 @@
 //! Every move's exact one-step kernel, built by enumerating all of its random choices
 //! (scan orders included) from every partition of a tiny data set, leaves the exact posterior
 //! invariant and satisfies detailed balance (MATH §7.1, kernel-level check), for the
-//! Normal-Wishart, diagonal, Multinomial-Dirichlet and Beta-Bernoulli kernels.
+//! Normal-Wishart, diagonal, Multinomial-Dirichlet, Beta-Bernoulli and product (mixed table,
+//! entries missing) kernels.
 
 use nrmm::data::{DenseData, SparseCounts};
 use nrmm::kernel::beta_bernoulli::BetaBernoulli;
@@ -12,7 +13,9 @@ use proptest::prelude::*;
 use std::sync::Arc;
 
 use crate::exact_check::nw_kernel_own_hyper as nw_kernel;
-use crate::exact_check::{bb_kernel, bb_missing_kernel, check, diag_kernel, md_kernel, priors};
+use crate::exact_check::{
+    bb_kernel, bb_missing_kernel, check, diag_kernel, md_kernel, mixed_kernel, priors,
+};
 
 #[test]
 fn gibbs_full_sweep_is_exact() {
@@ -27,6 +30,8 @@ fn gibbs_full_sweep_is_exact() {
     check(&bb_kernel(4), &dp, &mut mv);
     check(&bb_kernel(5), &nggp, &mut mv);
     check(&bb_missing_kernel(5), &dp, &mut mv);
+    check(&mixed_kernel(5), &dp, &mut mv);
+    check(&mixed_kernel(5), &nggp, &mut mv);
 }
 
 #[test]
@@ -37,6 +42,7 @@ fn gibbs_subset_sweep_is_exact() {
     check(&md_kernel(5), &nggp, &mut mv);
     check(&diag_kernel(5), &dp, &mut mv);
     check(&bb_kernel(5), &nggp, &mut mv);
+    check(&mixed_kernel(5), &nggp, &mut mv);
 }
 
 #[test]
@@ -53,6 +59,8 @@ fn sams_is_exact() {
         check(&bb_kernel(n), &dp, &mut mv);
         check(&bb_kernel(n), &nggp, &mut mv);
         check(&bb_missing_kernel(n), &nggp, &mut mv);
+        check(&mixed_kernel(n), &dp, &mut mv);
+        check(&mixed_kernel(n), &nggp, &mut mv);
     }
 }
 
@@ -66,6 +74,7 @@ fn jain_neal_is_exact() {
         check(&diag_kernel(4), &nggp, &mut mv);
         check(&bb_kernel(4), &dp, &mut mv);
         check(&bb_missing_kernel(4), &nggp, &mut mv);
+        check(&mixed_kernel(4), &dp, &mut mv);
     }
 }
 

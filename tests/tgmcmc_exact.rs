@@ -15,7 +15,8 @@ use nrmm::sampler::{Chooser, Gibbs, GibbsScan, Move, PathEnumerator, State, Step
 
 use crate::exact_check;
 use exact_check::{
-    bb_kernel, bb_missing_kernel, diag_kernel, md_kernel, nw_kernel, posterior, priors, TOL,
+    bb_kernel, bb_missing_kernel, diag_kernel, md_kernel, mixed_kernel, nw_kernel, posterior,
+    priors, TOL,
 };
 
 fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(kernel: &K, prior: &P, mv: &mut M) {
@@ -73,6 +74,7 @@ fn tg_sams_is_exact_on_binary_data() {
         check(&bb_kernel(n), &dp, &mut TgSams::new());
         check(&bb_kernel(n), &nggp, &mut TgSams::new());
         check(&bb_missing_kernel(n), &dp, &mut TgSams::new());
+        check(&mixed_kernel(n), &dp, &mut TgSams::new());
     }
 }
 

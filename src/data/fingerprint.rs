@@ -39,6 +39,21 @@ impl Fingerprint {
                 }
                 (c.n(), c.vocab())
             }
+            Dataset::Table(t) => {
+                h.word(2);
+                for c in t.columns() {
+                    h.word(c.kind as u64);
+                    for name in &c.levels {
+                        h.bytes(name.as_bytes());
+                        h.word(name.len() as u64);
+                    }
+                    for &v in &c.values {
+                        // Every NaN (missing) hashes alike.
+                        h.word(if v.is_nan() { u64::MAX } else { v.to_bits() });
+                    }
+                }
+                (t.n(), t.d())
+            }
         };
         h.word(n as u64);
         h.word(dim as u64);

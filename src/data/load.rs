@@ -67,12 +67,12 @@ fn input_path() -> &'static Path {
     Path::new(INPUT_NAME)
 }
 
-fn perr(origin: &Path, line: usize, message: impl Into<String>) -> Error {
+pub(super) fn perr(origin: &Path, line: usize, message: impl Into<String>) -> Error {
     Error::parse(origin, line, message)
 }
 
 /// Lines with 1-based numbers; `\r\n` endings and a leading UTF-8 byte-order mark tolerated.
-fn numbered_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+pub(super) fn numbered_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     bytes
         .split(|&b| b == b'\n')
@@ -85,15 +85,15 @@ fn end_line(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| b == b'\n').count() + 1
 }
 
-fn is_blank(line: &[u8]) -> bool {
+pub(super) fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)
 }
 
-fn is_comment(line: &[u8]) -> bool {
+pub(super) fn is_comment(line: &[u8]) -> bool {
     line.trim_ascii_start().first() == Some(&b'#')
 }
 
-fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(super) fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
     line.split(u8::is_ascii_whitespace)
         .filter(|t| !t.is_empty())
 }
@@ -101,7 +101,7 @@ fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// Refuses input that is not text: a NUL, another control character than whitespace, or DEL
 /// means a binary file given to a text reader, and echoing its bytes would garble the
 /// terminal. Names the line and the byte. Cost: O(bytes).
-fn check_text(bytes: &[u8], origin: &Path, what: &str) -> Result<()> {
+pub(super) fn check_text(bytes: &[u8], origin: &Path, what: &str) -> Result<()> {
     let binary =
         |b: u8| b == 0x7f || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c));
     match bytes.iter().position(|&b| binary(b)) {
@@ -125,7 +125,7 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// `bytes` decompressed if they are a gzip stream (one or several members), as they are
 /// otherwise. A gzip stream inside another is refused, which bounds the expansion by deflate's
 /// own limit (about 1000-fold). Cost: `O(decompressed bytes)`.
-fn gunzip<'a>(bytes: &'a [u8], origin: &Path) -> Result<std::borrow::Cow<'a, [u8]>> {
+pub(super) fn gunzip<'a>(bytes: &'a [u8], origin: &Path) -> Result<std::borrow::Cow<'a, [u8]>> {
     if !bytes.starts_with(&GZIP_MAGIC) {
         return Ok(std::borrow::Cow::Borrowed(bytes));
     }
@@ -153,7 +153,7 @@ fn gunzip<'a>(bytes: &'a [u8], origin: &Path) -> Result<std::borrow::Cow<'a, [u8
 
 /// A token quoted for an error message, cut to a readable length, with anything unprintable
 /// escaped.
-fn show(token: &[u8]) -> String {
+pub(super) fn show(token: &[u8]) -> String {
     const MAX: usize = 40;
     let text: String = String::from_utf8_lossy(&token[..token.len().min(MAX)])
         .chars()
@@ -166,7 +166,7 @@ fn show(token: &[u8]) -> String {
     }
 }
 
-fn parse_f64(token: &[u8]) -> Option<f64> {
+pub(super) fn parse_f64(token: &[u8]) -> Option<f64> {
     std::str::from_utf8(token).ok()?.parse().ok()
 }
 
@@ -216,7 +216,7 @@ fn read_all<R: Read>(mut reader: R) -> Result<Vec<u8>> {
 // Dense matrices.
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Separator {
+pub(super) enum Separator {
     Whitespace,
     Comma,
 }
@@ -276,6 +276,10 @@ pub struct DenseOptions {
     /// Columns to leave out (an id column, the labels): 1-based column numbers, or names from
     /// the header.
     pub skip_columns: Vec<String>,
+    /// Column types given by the user, `name:type` (`real`, `binary`, `cat`, `count`; a name
+    /// from the header or a number from 1): the text is then read as a typed table
+    /// ([`super::table`]), with these types and the others inferred.
+    pub types: Vec<String>,
 }
 
 /// A dense matrix with the names of its columns when its file had a header.
@@ -289,7 +293,7 @@ pub struct Table {
 
 /// The fields of a line of dense text, trimmed, a pair of surrounding double quotes dropped
 /// (spreadsheets quote CSV fields), into `out`.
-fn split_fields<'a>(line: &'a [u8], sep: Separator, out: &mut Vec<&'a [u8]>) {
+pub(super) fn split_fields<'a>(line: &'a [u8], sep: Separator, out: &mut Vec<&'a [u8]>) {
     out.clear();
     let unquote = |t: &'a [u8]| {
         t.strip_prefix(b"\"")
@@ -1199,10 +1203,37 @@ fn dataset_from_bytes(bytes: &[u8], origin: &Path, opts: &LoadOptions) -> Result
     };
     Ok(match format {
         Format::Dense => {
-            let t = table_from_bytes(bytes, origin, &opts.dense)?;
-            Loaded {
-                dataset: Dataset::Dense(t.data),
-                columns: t.columns,
+            let typed = |header| {
+                super::table::table_from_text(
+                    bytes,
+                    origin,
+                    header,
+                    &opts.dense.skip_columns,
+                    &opts.dense.types,
+                )
+                .map(|(t, names)| Loaded {
+                    dataset: Dataset::Table(t),
+                    columns: Some(names),
+                })
+            };
+            if !opts.dense.types.is_empty() {
+                return typed(opts.dense.header);
+            }
+            // A matrix of numbers reads as before; text that is not one (words, missing
+            // values) is read as a typed table, and if it is not one either, the matrix
+            // reader's error stands.
+            match table_from_bytes(bytes, origin, &opts.dense) {
+                Ok(t) => Loaded {
+                    dataset: Dataset::Dense(t.data),
+                    columns: t.columns,
+                },
+                Err(e) => match typed(opts.dense.header) {
+                    Ok(t) => t,
+                    // A column of numbers and words: the typed reader names both and what
+                    // to do.
+                    Err(mixed) if mixed.to_string().contains("--types") => return Err(mixed),
+                    Err(_) => return Err(e),
+                },
             }
         }
         Format::Npy => {

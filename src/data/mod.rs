@@ -7,8 +7,10 @@ pub mod load;
 pub mod npy;
 pub mod pca;
 pub mod synthetic;
+pub mod table;
 
 pub use fingerprint::Fingerprint;
+pub use table::{ColumnType, TableData};
 
 use crate::error::{Error, Result};
 
@@ -257,6 +259,8 @@ pub enum Dataset {
     Dense(DenseData),
     /// Count vectors (Multinomial-Dirichlet kernel).
     Counts(SparseCounts),
+    /// A table of typed columns with missing entries (the product kernel).
+    Table(TableData),
 }
 
 impl Dataset {
@@ -265,6 +269,7 @@ impl Dataset {
         match self {
             Dataset::Dense(_) => "real vectors",
             Dataset::Counts(_) => "counts",
+            Dataset::Table(_) => "a table of typed columns",
         }
     }
 
@@ -273,6 +278,7 @@ impl Dataset {
         match self {
             Dataset::Dense(x) => x.n(),
             Dataset::Counts(x) => x.n(),
+            Dataset::Table(x) => x.n(),
         }
     }
 }

@@ -129,6 +129,7 @@ impl Synthetic {
         match &self.data {
             Dataset::Dense(x) => load::write_dense(data, x)?,
             Dataset::Counts(c) => load::write_docword(data, c)?,
+            Dataset::Table(t) => super::table::write_table(data, t)?,
         }
         if let Some(path) = labels {
             let one_based: Vec<usize> = self.labels.iter().map(|l| l + 1).collect();

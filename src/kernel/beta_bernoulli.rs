@@ -644,6 +644,7 @@ impl Kernel for BetaBernoulli {
                 }
                 BetaBernoulli::new(&x, settings.beta.unwrap_or(DEFAULT_BETA))
             }
+            Dataset::Table(_) => Err(super::settings::table_refused("bb")),
             Dataset::Counts(_) => Err(Error::Usage(
                 "`kernel` bb needs a matrix of 0s and 1s, but the data are counts: use `kernel` md"
                     .into(),

@@ -93,6 +93,7 @@ macro_rules! registered_kernels {
             Md: multinomial_dirichlet::MultinomialDirichlet,
             Diag: diagonal::Diagonal,
             Bb: beta_bernoulli::BetaBernoulli,
+            Mixed: mixed::Mixed,
         }
     };
 }

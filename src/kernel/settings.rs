@@ -92,8 +92,16 @@ pub fn scaled_share(d: usize) -> f64 {
 pub(crate) fn dense_points(data: &Dataset) -> Option<&DenseData> {
     match data {
         Dataset::Dense(x) => Some(x),
-        Dataset::Counts(_) => None,
+        Dataset::Counts(_) | Dataset::Table(_) => None,
     }
+}
+
+/// The refusal of a table of typed columns by `kernel` `name`, which does not read one.
+pub(crate) fn table_refused(name: &str) -> Error {
+    Error::Usage(format!(
+        "`kernel` {name} does not read a table of typed columns with missing entries: use \
+         `kernel` mixed (the default for such tables)"
+    ))
 }
 
 /// Errors unless the new points `new` have dimension `d`, naming them `` `new` ``.

@@ -96,9 +96,14 @@ pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
         ),
     };
     let init = &spec.init;
+    // A table's columns: their types as read and their missing entries.
+    let table = match &model.kernel {
+        crate::kernel::AnyKernel::Mixed(k) => format!("\n{}", k.table().describe()),
+        _ => String::new(),
+    };
     format!(
         "run: {prior}{hyper} mixture, {kernel}{kernel_hyper}, {} × {} points; sampler {}{mix}, {} \
-         of {budget} from `init` {init}, `seed` {}",
+         of {budget} from `init` {init}, `seed` {}{table}",
         f.n,
         f.dim,
         s.kind,

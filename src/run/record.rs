@@ -51,6 +51,9 @@ pub struct DataSource {
     /// The columns left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip_columns: Vec<String>,
+    /// Column types given (`name:type`), which make the file a typed table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub column_types: Vec<String>,
 }
 
 /// `path` made absolute against the working directory (not resolving links).
@@ -127,6 +130,7 @@ impl DataSource {
                     (self.data_format.is_some(), "data_format"),
                     (self.data_header, "data_header"),
                     (!self.skip_columns.is_empty(), "skip_columns"),
+                    (!self.column_types.is_empty(), "column_types"),
                 ];
                 if let Some((_, name)) = given.iter().find(|g| g.0) {
                     return Err(Error::Usage(format!(
@@ -151,6 +155,7 @@ impl DataSource {
             dense: DenseOptions {
                 header: self.data_header,
                 skip_columns: self.skip_columns.clone(),
+                types: self.column_types.clone(),
             },
         }
     }

@@ -130,3 +130,47 @@ pub fn bb_missing_kernel(n: usize) -> BetaBernoulli {
 pub fn priors() -> (Dp, Nggp) {
     (Dp::new(1.0).unwrap(), Nggp::fixed(1.3, 0.4, 2.5).unwrap())
 }
+
+/// The first `n` rows of a small table for the product kernel, entries missing in every
+/// column: a real column, a binary one, a categorical one of three levels and a count one.
+pub fn mixed_table(n: usize) -> nrmm::data::TableData {
+    use nrmm::data::table::{Column, ColumnType};
+    let nan = f64::NAN;
+    let col = |name: &str, kind, levels: &[&str], values: [f64; 6]| Column {
+        name: name.into(),
+        kind,
+        levels: levels.iter().map(|s| s.to_string()).collect(),
+        values: values[..n].to_vec(),
+    };
+    nrmm::data::TableData::new(vec![
+        col("x", ColumnType::Real, &[], [0.3, nan, 2.1, 1.7, -0.4, 0.9]),
+        col(
+            "b",
+            ColumnType::Binary,
+            &["no", "yes"],
+            [1.0, 0.0, nan, 1.0, 0.0, 1.0],
+        ),
+        col(
+            "c",
+            ColumnType::Categorical,
+            &["r", "g", "b"],
+            [2.0, 0.0, 1.0, nan, 2.0, 0.0],
+        ),
+        col("k", ColumnType::Count, &[], [3.0, 0.0, 5.0, nan, 1.0, nan]),
+    ])
+    .expect("a valid table")
+}
+
+/// The product kernel over [`mixed_table`]`(n)`, with priors fixed (not from the data).
+pub fn mixed_kernel(n: usize) -> nrmm::kernel::mixed::Mixed {
+    use nrmm::kernel::mixed::{Mixed, MixedPriors};
+    let priors = MixedPriors {
+        xi: vec![0.5],
+        psi: vec![0.8],
+        count_rate: vec![0.4],
+        r: 0.3,
+        nu: 3.5,
+        beta: 0.6,
+    };
+    Mixed::with_priors(mixed_table(n), priors).expect("valid priors")
+}

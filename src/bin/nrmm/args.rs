@@ -46,6 +46,10 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Assign new points to the clusters of a run's point estimate.
     Predict(PredictArgs),
+    /// Fill the missing entries of a table run's data from the posterior predictive over the
+    /// run's draws; write the table, each filled entry's probability or spread, and the
+    /// clusters' profiles per column.
+    Impute(ImputeArgs),
     /// Run several samplers side by side under equal time budgets; write a table and plots.
     Compare(CompareArgs),
     /// Draw SVG plots of one or more run directories (or of a comparison).
@@ -94,6 +98,11 @@ pub struct DataArgs {
     /// (e.g. an id column: --skip-columns id).
     #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
     pub skip_columns: Vec<String>,
+    /// Column types of a table, comma-separated NAME:TYPE with TYPE real, binary, cat or count
+    /// (NAME from the header, or a number from 1), overriding the types inferred from the
+    /// values (e.g. --types legs:count,month:cat).
+    #[arg(long, value_delimiter = ',', value_name = "NAME:TYPE")]
+    pub types: Vec<String>,
 }
 
 impl DataArgs {
@@ -104,6 +113,7 @@ impl DataArgs {
             data_format: self.format,
             data_header: self.header,
             skip_columns: self.skip_columns.clone(),
+            column_types: self.types.clone(),
         }
     }
 }
@@ -482,6 +492,23 @@ pub struct DiagnoseArgs {
     /// directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `nrmm impute`.
+#[derive(Debug, Args)]
+pub struct ImputeArgs {
+    /// The run directory (a run on a table: `--kernel mixed`).
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// Output CSV of the table with every missing entry filled; beside it FILE's stem with
+    /// .filled.csv (row, column, value, probability or mean and sd of each filled entry) and
+    /// .profiles.json (each cluster of the point estimate: size, level probabilities or mean
+    /// and sd per column).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Sweeps of each chain to leave out (default: the run's own).
+    #[arg(long, allow_negative_numbers = true)]
+    pub burn_in: Option<u64>,
 }
 
 /// `nrmm predict`.

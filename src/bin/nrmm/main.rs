@@ -52,6 +52,7 @@ pub fn dispatch(command: Command) -> Result<Status> {
         Command::CheckExact(a) => done(commands::check_exact(a)),
         Command::Diagnose(a) => done(run_verb::diagnose(a)),
         Command::Predict(a) => done(predict::predict(a)),
+        Command::Impute(a) => done(predict::impute(a)),
         Command::Compare(a) => compare::compare(a),
         Command::Plot(a) => done(plot::plot(a)),
         Command::Tree(a) => done(tree_cmd::tree(a)),
@@ -158,7 +159,7 @@ mod tests {
     fn verbs_lists_every_subcommand_but_help() {
         assert_eq!(
             verbs(),
-            "loglik, exact, generate, run, check-exact, diagnose, predict, compare, plot, tree, sva"
+            "loglik, exact, generate, run, check-exact, diagnose, predict, impute, compare, plot, tree, sva"
         );
     }
 }

@@ -2,7 +2,7 @@
 //! cluster probabilities and their posterior predictive density over the run's draws
 //! ([`nrmm::predict`]).
 
-use crate::args::PredictArgs;
+use crate::args::{ImputeArgs, PredictArgs};
 use crate::common::{build_model, flag};
 use crate::output;
 use nrmm::run::record::Builtin;
@@ -38,4 +38,30 @@ pub fn predict(a: PredictArgs) -> Result<()> {
         }
         None => output::stdout(|out| out.write_all(csv.as_bytes())),
     }
+}
+
+/// `nrmm impute`.
+pub fn impute(a: ImputeArgs) -> Result<()> {
+    let run = RunDir::open(&a.run)?;
+    let (built, _) = build_model(&run.record.source, &run.record.model, Builtin::Toy)?;
+    let done = nrmm::impute::impute_run(&run, &built, a.burn_in).map_err(crate::common::flags)?;
+    let filled = a.out.with_extension("filled.csv");
+    let profiles = a.out.with_extension("profiles.json");
+    nrmm::data::table::write_table(&a.out, &done.table)?;
+    nrmm::run::write_atomic(&filled, done.filled_csv().as_bytes())?;
+    let json = serde_json::to_string_pretty(&done.profiles)
+        .map_err(|e| nrmm::Error::Usage(format!("cannot write the profiles: {e}")))?;
+    nrmm::run::write_atomic(&profiles, json.as_bytes())?;
+    output::stdout(|out| {
+        writeln!(
+            out,
+            "filled {} missing entries over {} draws: wrote {}, {} and {} ({} clusters)",
+            done.filled.len(),
+            done.draws,
+            a.out.display(),
+            filled.display(),
+            profiles.display(),
+            done.profiles.len()
+        )
+    })
 }

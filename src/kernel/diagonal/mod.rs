@@ -1038,6 +1038,7 @@ impl Kernel for Diagonal {
                 let hyper = DiagHyper::for_settings(settings, &x)?;
                 Diagonal::new(Arc::new(x), hyper)
             }
+            Dataset::Table(_) => Err(super::settings::table_refused("diag")),
             Dataset::Counts(_) => Err(Error::Usage(
                 "`kernel` diag needs a real matrix, but the data are counts: use `kernel` md"
                     .into(),

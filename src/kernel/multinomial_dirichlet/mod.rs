@@ -815,6 +815,7 @@ impl Kernel for MultinomialDirichlet {
                 }
                 MultinomialDirichlet::new(Arc::new(c), settings.beta.unwrap_or(DEFAULT_BETA))
             }
+            Dataset::Table(_) => Err(super::settings::table_refused("md")),
             Dataset::Dense(_) => Err(Error::Usage(
                 "`kernel` md needs count data (docword or LDA-C), but the data are a real matrix"
                     .into(),
@@ -829,7 +830,7 @@ impl Kernel for MultinomialDirichlet {
     fn points_of(data: &Dataset) -> Option<&SparseCounts> {
         match data {
             Dataset::Counts(c) => Some(c),
-            Dataset::Dense(_) => None,
+            Dataset::Dense(_) | Dataset::Table(_) => None,
         }
     }
 

@@ -1666,6 +1666,7 @@ impl Kernel for NormalWishart {
                 let hyper = NwHyper::for_settings(settings, &x)?;
                 NormalWishart::new(Arc::new(x), hyper)
             }
+            Dataset::Table(_) => Err(super::settings::table_refused("nw")),
             Dataset::Counts(_) => Err(Error::Usage(
                 "`kernel` nw needs a real matrix, but the data are counts: use `kernel` md".into(),
             )),

@@ -1,0 +1,250 @@
+//! Missing entries of a table filled from a run's posterior, and the clusters' profiles
+//! (`nrmm impute`).
+//!
+//! For a draw (a partition and hyperparameters) a missing entry `(i, j)` has the posterior
+//! predictive law of column `j` given the observed entries of that column in row `i`'s
+//! cluster (the columns are independent given the cluster, and under missing at random the
+//! row's other entries tell nothing more about it once the cluster is fixed): Student t for
+//! a real column, negative binomial for counts, the Dirichlet's predictive probabilities for
+//! categories ([`Mixed::profile`]). Averaged over the run's draws after its burn-in this is
+//! the entry's posterior predictive law; the filled value is its most probable level, or its
+//! mean (rounded for counts), given with the level's probability, or the standard deviation.
+//!
+//! Cost: per draw one statistic per cluster, O(N d), and O(levels) per missing entry.
+
+use serde::Serialize;
+
+use crate::data::table::{ColumnType, TableData};
+use crate::error::{Error, Result};
+use crate::kernel::mixed::{ColumnProfile, Mixed};
+use crate::kernel::{AnyKernel, ConjugateKernel, HyperKernel};
+use crate::model::Model;
+use crate::run::{RunDir, Summary};
+
+/// One filled entry.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Filled {
+    /// Its row, from 0.
+    pub row: usize,
+    /// Its column's name.
+    pub column: String,
+    /// The value filled in, as the table writes it.
+    pub value: String,
+    /// For a binary or categorical column: the filled level's posterior predictive
+    /// probability.
+    pub probability: Option<f64>,
+    /// For a real or count column: the posterior predictive mean and standard deviation.
+    pub mean: Option<f64>,
+    /// See `mean`.
+    pub sd: Option<f64>,
+}
+
+/// A cluster of the point estimate: its size and each column's predictive law.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClusterProfile {
+    /// Its label in the point estimate.
+    pub cluster: usize,
+    /// Its number of rows.
+    pub size: usize,
+    /// Per column, by name: `{mean, sd}` or each level's probability by name.
+    pub columns: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A table with its missing entries filled, what was filled, and the clusters' profiles.
+#[derive(Clone, Debug)]
+pub struct Imputation {
+    /// The table, every missing entry filled.
+    pub table: TableData,
+    /// The filled entries, row by row.
+    pub filled: Vec<Filled>,
+    /// The point estimate's clusters.
+    pub profiles: Vec<ClusterProfile>,
+    /// The draws averaged over.
+    pub draws: usize,
+}
+
+/// What a missing entry accumulates over draws: level probabilities, or the mean and the
+/// second moment.
+#[derive(Clone, Debug)]
+enum Acc {
+    Levels(Vec<f64>),
+    Moments(f64, f64),
+}
+
+/// Fills the missing entries of the table that `model` (a product-kernel model, built over
+/// the run's data) holds, over the draws of `run` after `burn_in` sweeps of each chain
+/// (default: the run's own), and profiles the point estimate's clusters. Errors if the
+/// model's kernel is not the product kernel, the data changed since the run, or no draw is
+/// left after the burn-in.
+pub fn impute_run(run: &RunDir, model: &Model, burn_in: Option<u64>) -> Result<Imputation> {
+    let AnyKernel::Mixed(kernel) = &model.kernel else {
+        return Err(Error::Usage(format!(
+            "imputation needs a run on a table (`kernel` mixed), but {} ran `kernel` {}",
+            run.dir.display(),
+            model.kernel.kind().name()
+        )));
+    };
+    if model.fingerprint != run.record.fingerprint {
+        return Err(Error::Usage(format!(
+            "the data {} was run on have changed since: its draws no longer describe them",
+            run.dir.display()
+        )));
+    }
+    let report = Summary::of(std::slice::from_ref(run), burn_in)?;
+    let estimate = report.point_estimate.as_ref().ok_or_else(|| {
+        Error::Usage(format!(
+            "{} has no partition draws after its burn-in: lower `burn_in`",
+            run.dir.display()
+        ))
+    })?;
+    let table = kernel.table();
+    let missing: Vec<(usize, usize)> = (0..table.n())
+        .flat_map(|i| (0..table.d()).map(move |j| (i, j)))
+        .filter(|&(i, j)| table.value(i, j).is_none())
+        .collect();
+    let mut acc: Vec<Acc> = missing
+        .iter()
+        .map(|&(_, j)| match table.columns()[j].kind.has_levels() {
+            true => Acc::Levels(vec![0.0; table.columns()[j].n_levels()]),
+            false => Acc::Moments(0.0, 0.0),
+        })
+        .collect();
+    let mut draws = 0usize;
+    for source in &report.sources {
+        for draw in source.read()? {
+            let k = match draw.hyper.kernel {
+                Some(h) => kernel.at(&h)?,
+                None => kernel.clone(),
+            };
+            let profiles = cluster_profiles(&k, &draw.labels);
+            for (a, &(i, j)) in acc.iter_mut().zip(&missing) {
+                match (a, &profiles[draw.labels[i]][j]) {
+                    (Acc::Levels(p), ColumnProfile::Levels(q)) => {
+                        p.iter_mut().zip(q).for_each(|(p, q)| *p += q)
+                    }
+                    (Acc::Moments(m1, m2), ColumnProfile::Number { mean, sd }) => {
+                        *m1 += mean;
+                        *m2 += sd * sd + mean * mean;
+                    }
+                    _ => unreachable!("a column's profile has its column's kind"),
+                }
+            }
+            draws += 1;
+        }
+    }
+    let mut columns = table.columns().to_vec();
+    let mut filled = Vec::with_capacity(missing.len());
+    for (a, &(i, j)) in acc.iter().zip(&missing) {
+        let c = &mut columns[j];
+        let (value, probability, mean, sd) = match a {
+            Acc::Levels(p) => {
+                let (best, &mass) = p
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
+                    .expect("a column has a level");
+                (best as f64, Some(mass / draws as f64), None, None)
+            }
+            Acc::Moments(m1, m2) => {
+                let mean = m1 / draws as f64;
+                let sd = (m2 / draws as f64 - mean * mean).max(0.0).sqrt();
+                let value = if c.kind == ColumnType::Count {
+                    mean.round()
+                } else {
+                    mean
+                };
+                (value, None, Some(mean), Some(sd))
+            }
+        };
+        c.values[i] = value;
+        filled.push(Filled {
+            row: i,
+            column: c.name.clone(),
+            value: c.show(value),
+            probability,
+            mean,
+            sd,
+        });
+    }
+    let k = match estimate.hyper.kernel {
+        Some(h) => kernel.at(&h)?,
+        None => kernel.clone(),
+    };
+    let profiles = cluster_profiles(&k, &estimate.labels)
+        .into_iter()
+        .enumerate()
+        .map(|(c, p)| ClusterProfile {
+            cluster: c,
+            size: estimate.labels.iter().filter(|&&l| l == c).count(),
+            columns: named_profile(table, &p),
+        })
+        .collect();
+    Ok(Imputation {
+        table: TableData::new(columns)?,
+        filled,
+        profiles,
+        draws,
+    })
+}
+
+/// Each cluster's profile under `labels` (`0..K`). Cost: O(N d).
+fn cluster_profiles(k: &Mixed, labels: &[usize]) -> Vec<Vec<ColumnProfile>> {
+    let n_clusters = labels.iter().max().map_or(0, |m| m + 1);
+    let mut stats = vec![k.empty_stat(); n_clusters];
+    for (i, &l) in labels.iter().enumerate() {
+        k.add(&mut stats[l], i);
+    }
+    stats.iter().map(|s| k.profile(k.sums(s))).collect()
+}
+
+/// A profile as JSON by column name, levels by name.
+fn named_profile(
+    table: &TableData,
+    p: &[ColumnProfile],
+) -> serde_json::Map<String, serde_json::Value> {
+    table
+        .columns()
+        .iter()
+        .zip(p)
+        .map(|(c, p)| {
+            let v = match p {
+                ColumnProfile::Number { mean, sd } => serde_json::json!({ "mean": mean, "sd": sd }),
+                ColumnProfile::Levels(q) => serde_json::Value::Object(
+                    q.iter()
+                        .enumerate()
+                        .map(|(l, q)| (c.show(l as f64), serde_json::json!(q)))
+                        .collect(),
+                ),
+            };
+            (c.name.clone(), v)
+        })
+        .collect()
+}
+
+impl Imputation {
+    /// The filled entries as CSV: `row,column,value,probability,mean,sd` (rows from 1, as
+    /// lines of the table after its header; empty fields where they do not apply).
+    pub fn filled_csv(&self) -> String {
+        let mut out = String::from("row,column,value,probability,mean,sd\n");
+        let show = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+        let quote = |s: &str| {
+            if s.contains([',', '"']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
+            }
+        };
+        for f in &self.filled {
+            out.push_str(&format!(
+                "{},{},{},{},{},{}\n",
+                f.row + 1,
+                quote(&f.column),
+                quote(&f.value),
+                show(f.probability),
+                show(f.mean),
+                show(f.sd)
+            ));
+        }
+        out
+    }
+}

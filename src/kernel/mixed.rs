@@ -1,0 +1,1065 @@
+//! The product kernel over the columns of a table ([`crate::data::TableData`]): each column
+//! its own conjugate kernel, independent of the others given the cluster, and missing entries
+//! marginalised exactly.
+//!
+//! Per column `j` of a cluster, over its observed entries only (`n_j` of them):
+//!
+//! * **real**: Normal-Gamma, `x | μ, λ ~ N(μ, 1/λ)`, `μ | λ ~ N(ξ_j, 1/(r λ))`,
+//!   `λ ~ Gamma(ν/2, rate ψ_j/2)` (the diagonal kernel's column, MATH §2.1 with d = 1):
+//!   `ln m_j = -n_j/2 ln π - ½ ln(1 + n_j/r) + ln Γ((ν+n_j)/2) - ln Γ(ν/2) + ν/2 ln ψ_j
+//!   - (ν+n_j)/2 ln ψ_{n,j}` with `ψ_{n,j} = ψ_j + M₂ + (r n_j/(r+n_j)) x̄²` (data centred by
+//!   `ξ_j`); the predictive is a Student t;
+//! * **binary and categorical** with `L` levels: Dirichlet-categorical with `θ ~ Dir(β, …, β)`
+//!   (Beta-Bernoulli for `L = 2`): `ln m_j = ln Γ(Lβ) - ln Γ(Lβ + n_j) + Σ_l [ln Γ(β + c_l)
+//!   - ln Γ(β)]`, predictive `(β + c_l)/(Lβ + n_j)`;
+//! * **count**: Gamma-Poisson, `x ~ Poisson(λ)`, `λ ~ Gamma(a, rate b_j)`:
+//!   `ln m_j = a ln b_j - ln Γ(a) + ln Γ(a + S) - (a + S) ln(b_j + n_j) - Σ ln x!` with `S` the
+//!   sum; the predictive is negative binomial.
+//!
+//! `ln m(X) = Σ_j ln m_j`. **Missing entries, exactly.** Under missing at random the
+//! likelihood of a row's observed entries is its full likelihood integrated (summed) over
+//! the missing ones; the columns being independent given the parameters, a missing entry's
+//! factor integrates to 1, so it adds nothing to its column's statistics and the marginal
+//! over observed entries is exactly the complete data's marginal integrated over every
+//! completion (checked by enumerating completions in the tests).
+//!
+//! **Defaults, unit-equivariant.** Real columns as the diagonal kernel's
+//! ([`super::DiagHyper::from_data`]): `ξ_j` the observed mean, `r` = [`super::settings::SCALED_R`],
+//! `ν = 1 + scaled_nu_minus_d(1)`, `ψ_j` such that the expected cluster variance is
+//! `scaled_share(d_real)` of the column's observed variance (so rescaling or shifting a
+//! column changes nothing); categories `β` = [`DEFAULT_BETA`] as the Beta-Bernoulli kernel's;
+//! counts `a = 1` and `b_j = 1 / mean_j` (the prior mean is the column's mean; counts have no
+//! units to change).
+//!
+//! Hyperparameters (trace columns `mixed_s`, `mixed_r`, `mixed_nu`, `mixed_beta`): the scale
+//! multiplier `s` of every `ψ_j`, `r`, `ν` and `β`; `s` and `β` are free under kernel
+//! hyperpriors by default (log-normal, `τ = 2`, [`super::hyperprior`]).
+//!
+//! Cost: a statistic holds O(d + Σ levels) numbers; add, remove and the predictive are O(d)
+//! with a few logarithms per observed entry; the marginal is O(d + Σ levels) `ln Γ`.
+
+use std::sync::Arc;
+
+use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::Serialize;
+
+use super::hyperprior::HyperKernel;
+use super::multinomial_dirichlet::DEFAULT_BETA;
+use super::settings::{scaled_nu_minus_d, scaled_share, KernelSettings, SCALED_R};
+use super::{ln_gamma_variate, ConjugateKernel, Kernel, ParametricKernel, PredictiveKernel};
+use super::SvaKernel;
+use crate::data::table::{ColumnType, TableData};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::math::{ln_gamma, log_sum_exp};
+
+/// `ln π`.
+const LN_PI: f64 = 1.144_729_885_849_400_2;
+
+/// The shape `a` of every count column's Gamma prior.
+pub const COUNT_SHAPE: f64 = 1.0;
+
+/// What a column is to the kernel, with its index among the columns of its family.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Part {
+    /// Real column `k` (among the real ones).
+    Real(usize),
+    /// Discrete column `k` with `levels` levels, whose counts start at `offset`.
+    Discrete {
+        k: usize,
+        offset: usize,
+        levels: usize,
+    },
+    /// Count column `k`.
+    Count(usize),
+}
+
+/// The product kernel over a table (see the module documentation).
+#[derive(Clone)]
+pub struct Mixed {
+    table: Arc<TableData>,
+    /// The entries row by row: real ones centred by `ξ`, level codes, counts; NaN missing.
+    x: Arc<Vec<f64>>,
+    parts: Arc<Vec<Part>>,
+    n_real: usize,
+    n_disc: usize,
+    n_levels: usize,
+    n_count: usize,
+    xi: Arc<Vec<f64>>,
+    psi_base: Arc<Vec<f64>>,
+    count_b: Arc<Vec<f64>>,
+    s: f64,
+    r: f64,
+    nu: f64,
+    beta: f64,
+    /// `ψ_j = s ψ⁰_j`.
+    psi: Vec<f64>,
+    /// `ln Γ((ν+n+1)/2) - ln Γ((ν+n)/2)` for `n = 0..=N`.
+    t_ratio: Arc<Vec<f64>>,
+}
+
+impl std::fmt::Debug for Mixed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mixed")
+            .field("n", &self.table.n())
+            .field("d", &self.table.d())
+            .field("s", &self.s)
+            .field("r", &self.r)
+            .field("nu", &self.nu)
+            .field("beta", &self.beta)
+            .finish()
+    }
+}
+
+/// Sums over the observed entries of a set of rows, each with a weight (1 for a set of
+/// points, real for SVA): per real column the weight, mean and centred sum of squares; per
+/// discrete column the weight of each level and their total; per count column the weight,
+/// the weighted sum and the weighted `Σ ln x!`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sums {
+    real: Vec<[f64; 3]>,
+    levels: Vec<f64>,
+    seen: Vec<f64>,
+    counts: Vec<[f64; 3]>,
+}
+
+/// The statistic of a set of points: their number and their [`Sums`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct MixedStat {
+    n: usize,
+    sums: Sums,
+}
+
+impl MixedStat {
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether it holds no point.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+impl Sums {
+    /// Adds the row `x` (centred, NaN missing) with weight `w`. Welford's update for the real
+    /// columns. Cost: O(d).
+    fn add(&mut self, parts: &[Part], x: &[f64], w: f64) {
+        for (&p, &v) in parts.iter().zip(x) {
+            if v.is_nan() {
+                continue;
+            }
+            match p {
+                Part::Real(k) => {
+                    let [n, mean, m2] = &mut self.real[k];
+                    *n += w;
+                    let delta = v - *mean;
+                    *mean += w * delta / *n;
+                    *m2 += w * delta * (v - *mean);
+                }
+                Part::Discrete { k, offset, .. } => {
+                    self.levels[offset + v as usize] += w;
+                    self.seen[k] += w;
+                }
+                Part::Count(k) => {
+                    let c = &mut self.counts[k];
+                    c[0] += w;
+                    c[1] += w * v;
+                    c[2] += w * ln_gamma(v + 1.0);
+                }
+            }
+        }
+    }
+
+    /// Removes the row `x` of weight 1, which must be in the sums. Cost: O(d).
+    fn remove(&mut self, parts: &[Part], x: &[f64]) {
+        for (&p, &v) in parts.iter().zip(x) {
+            if v.is_nan() {
+                continue;
+            }
+            match p {
+                Part::Real(k) => {
+                    let [n, mean, m2] = &mut self.real[k];
+                    *n -= 1.0;
+                    if *n <= 0.0 {
+                        (*n, *mean, *m2) = (0.0, 0.0, 0.0);
+                    } else {
+                        let old = (*mean * (*n + 1.0) - v) / *n;
+                        *m2 = (*m2 - (v - old) * (v - *mean)).max(0.0);
+                        *mean = old;
+                    }
+                }
+                Part::Discrete { k, offset, .. } => {
+                    self.levels[offset + v as usize] -= 1.0;
+                    self.seen[k] -= 1.0;
+                }
+                Part::Count(k) => {
+                    let c = &mut self.counts[k];
+                    c[0] -= 1.0;
+                    c[1] -= v;
+                    c[2] -= ln_gamma(v + 1.0);
+                    if c[0] <= 0.0 {
+                        *c = [0.0; 3];
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds `b` (Chan's merge for the real columns). Cost: O(d + levels).
+    fn merge(&mut self, b: &Sums) {
+        for (a, b) in self.real.iter_mut().zip(&b.real) {
+            let n = a[0] + b[0];
+            if b[0] > 0.0 {
+                let delta = b[1] - a[1];
+                a[2] += b[2] + delta * delta * a[0] * b[0] / n;
+                a[1] += delta * b[0] / n;
+                a[0] = n;
+            }
+        }
+        for (a, b) in self.levels.iter_mut().zip(&b.levels) {
+            *a += b;
+        }
+        for (a, b) in self.seen.iter_mut().zip(&b.seen) {
+            *a += b;
+        }
+        for (a, b) in self.counts.iter_mut().zip(&b.counts) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+}
+
+/// Hyperparameter values `(s, r, ν, β)` in their fixed order.
+#[derive(Clone, Copy)]
+struct Hyper {
+    s: f64,
+    r: f64,
+    nu: f64,
+    beta: f64,
+}
+
+/// The priors of every column: the real columns' means `ξ`, scales `ψ⁰` (before the
+/// multiplier `s`), `r` and `ν`; the count columns' Gamma rates `b` (shape [`COUNT_SHAPE`]);
+/// the categories' concentration `β`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MixedPriors {
+    /// `ξ_j` per real column, in their order among the real columns.
+    pub xi: Vec<f64>,
+    /// `ψ⁰_j > 0` per real column.
+    pub psi: Vec<f64>,
+    /// `b_j > 0` per count column.
+    pub count_rate: Vec<f64>,
+    /// The mean precision scale `r > 0`.
+    pub r: f64,
+    /// The degrees of freedom `ν > 0`.
+    pub nu: f64,
+    /// The Dirichlet concentration `β > 0` of binary and categorical columns.
+    pub beta: f64,
+}
+
+impl MixedPriors {
+    /// The defaults over `table` (see the module documentation), `r`, `ν` and `β` replaced
+    /// where given. Errors if a real column has fewer than 2 observed entries. Cost: O(N d).
+    pub fn defaults(
+        table: &TableData,
+        r: Option<f64>,
+        nu: Option<f64>,
+        beta: Option<f64>,
+    ) -> Result<Self> {
+        let (mut xi, mut var, mut count_rate) = (Vec::new(), Vec::new(), Vec::new());
+        for c in table.columns() {
+            let observed: Vec<f64> = c.values.iter().copied().filter(|v| !v.is_nan()).collect();
+            let m = observed.len() as f64;
+            let mean = observed.iter().sum::<f64>() / m;
+            match c.kind {
+                ColumnType::Real => {
+                    if observed.len() < 2 {
+                        return Err(Error::Usage(format!(
+                            "real column \"{}\" has {} observed value(s); its prior's scale \
+                             needs at least 2: give it another type (--types) or leave it out",
+                            c.name,
+                            observed.len()
+                        )));
+                    }
+                    xi.push(mean);
+                    var.push(
+                        observed.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (m - 1.0),
+                    );
+                }
+                ColumnType::Count => {
+                    count_rate.push(if mean > 0.0 { COUNT_SHAPE / mean } else { 1.0 })
+                }
+                ColumnType::Binary | ColumnType::Categorical => {}
+            }
+        }
+        let r = r.unwrap_or(SCALED_R);
+        let nu = nu.unwrap_or(1.0 + scaled_nu_minus_d(1));
+        let psi = if var.is_empty() {
+            Vec::new()
+        } else {
+            // The diagonal kernel's default over the real columns: the expected cluster
+            // variance `ψ_j / (ν - 2)` is `scaled_share(d_real)` of the column's variance.
+            let share = scaled_share(var.len());
+            let mean_var = var.iter().sum::<f64>() / var.len() as f64;
+            let floor = if mean_var > 0.0 {
+                super::diagonal::DIAG_PSI_FLOOR * mean_var
+            } else {
+                1.0
+            };
+            let nu_scale = (nu - 1.0).max(2.0) - 1.0;
+            var.iter().map(|v| share * nu_scale * v.max(floor)).collect()
+        };
+        Ok(MixedPriors {
+            xi,
+            psi,
+            count_rate,
+            r,
+            nu,
+            beta: beta.unwrap_or(DEFAULT_BETA),
+        })
+    }
+}
+
+impl Mixed {
+    /// The kernel over `table` with the default priors ([`MixedPriors::defaults`]).
+    /// Cost: O(N d).
+    pub fn new(table: TableData, r: Option<f64>, nu: Option<f64>, beta: Option<f64>) -> Result<Self> {
+        let priors = MixedPriors::defaults(&table, r, nu, beta)?;
+        Self::with_priors(table, priors)
+    }
+
+    /// The kernel over `table` with the given priors. Errors if their lengths do not match
+    /// the table's real and count columns or a value is out of range. Cost: O(N d).
+    pub fn with_priors(table: TableData, p: MixedPriors) -> Result<Self> {
+        let (n, d) = (table.n(), table.d());
+        let mut parts = Vec::with_capacity(d);
+        let (mut n_real, mut n_disc, mut n_levels, mut n_count) = (0, 0, 0, 0);
+        for c in table.columns() {
+            match c.kind {
+                ColumnType::Real => {
+                    parts.push(Part::Real(n_real));
+                    n_real += 1;
+                }
+                ColumnType::Binary | ColumnType::Categorical => {
+                    let levels = c.n_levels();
+                    parts.push(Part::Discrete {
+                        k: n_disc,
+                        offset: n_levels,
+                        levels,
+                    });
+                    n_disc += 1;
+                    n_levels += levels;
+                }
+                ColumnType::Count => {
+                    parts.push(Part::Count(n_count));
+                    n_count += 1;
+                }
+            }
+        }
+        if p.xi.len() != n_real || p.psi.len() != n_real || p.count_rate.len() != n_count {
+            return Err(Error::DimensionMismatch(format!(
+                "priors for {} real and {} count columns, but the table has {n_real} and \
+                 {n_count}",
+                p.xi.len(),
+                p.count_rate.len()
+            )));
+        }
+        let positive = |v: &f64| *v > 0.0 && v.is_finite();
+        if !p.psi.iter().chain(&p.count_rate).all(positive) || !p.xi.iter().all(|v| v.is_finite()) {
+            return Err(Error::Usage(
+                "the product kernel's psi and count rates must be finite and > 0, xi finite"
+                    .into(),
+            ));
+        }
+        let mut x = vec![f64::NAN; n * d];
+        for (j, (c, part)) in table.columns().iter().zip(&parts).enumerate() {
+            for (i, &v) in c.values.iter().enumerate() {
+                x[i * d + j] = match part {
+                    Part::Real(k) => v - p.xi[*k],
+                    _ => v,
+                };
+            }
+        }
+        let k = Mixed {
+            table: Arc::new(table),
+            x: Arc::new(x),
+            parts: Arc::new(parts),
+            n_real,
+            n_disc,
+            n_levels,
+            n_count,
+            xi: Arc::new(p.xi),
+            psi_base: Arc::new(p.psi),
+            count_b: Arc::new(p.count_rate),
+            s: 1.0,
+            r: p.r,
+            nu: p.nu,
+            beta: p.beta,
+            psi: Vec::new(),
+            t_ratio: Arc::new(Vec::new()),
+        };
+        k.at_values(k.hyper())
+    }
+
+    /// The priors of the kernel as it stands (`ψ⁰` before the multiplier `s`).
+    pub fn priors(&self) -> MixedPriors {
+        MixedPriors {
+            xi: self.xi.to_vec(),
+            psi: self.psi_base.to_vec(),
+            count_rate: self.count_b.to_vec(),
+            r: self.r,
+            nu: self.nu,
+            beta: self.beta,
+        }
+    }
+
+    /// This kernel at other hyperparameter values, checked. Cost: O(N + d) `ln Γ`.
+    fn at_values(&self, h: Hyper) -> Result<Self> {
+        for (name, v) in [("mixed_s", h.s), ("r", h.r), ("nu", h.nu), ("beta", h.beta)] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(Error::param(name, v, "a finite number > 0"));
+            }
+        }
+        let psi: Vec<f64> = self.psi_base.iter().map(|p| h.s * p).collect();
+        let n = self.table.n();
+        let t_ratio = (0..=n)
+            .map(|m| {
+                let nu_n = h.nu + m as f64;
+                ln_gamma(0.5 * (nu_n + 1.0)) - ln_gamma(0.5 * nu_n)
+            })
+            .collect();
+        Ok(Mixed {
+            psi,
+            s: h.s,
+            r: h.r,
+            nu: h.nu,
+            beta: h.beta,
+            t_ratio: Arc::new(t_ratio),
+            ..self.clone()
+        })
+    }
+
+    /// The table the kernel was built on.
+    pub fn table(&self) -> &TableData {
+        &self.table
+    }
+
+    /// Row `i` as the kernel holds it (real entries centred, NaN missing).
+    fn row(&self, i: usize) -> &[f64] {
+        let d = self.table.d();
+        &self.x[i * d..(i + 1) * d]
+    }
+
+    fn hyper(&self) -> Hyper {
+        Hyper {
+            s: self.s,
+            r: self.r,
+            nu: self.nu,
+            beta: self.beta,
+        }
+    }
+
+    /// Empty sums.
+    fn empty_sums(&self) -> Sums {
+        Sums {
+            real: vec![[0.0; 3]; self.n_real],
+            levels: vec![0.0; self.n_levels],
+            seen: vec![0.0; self.n_disc],
+            counts: vec![[0.0; 3]; self.n_count],
+        }
+    }
+
+    /// `ln m` of sums at hyperparameters `h`. Cost: O(d + levels) `ln Γ`.
+    fn ln_marginal_sums(&self, s: &Sums, h: Hyper) -> f64 {
+        let mut total = 0.0;
+        for (k, &[n, mean, m2]) in s.real.iter().enumerate() {
+            if n <= 0.0 {
+                continue;
+            }
+            let psi = h.s * self.psi_base[k];
+            let psi_n = psi + m2 + h.r * n / (h.r + n) * mean * mean;
+            total += -0.5 * n * LN_PI - 0.5 * (n / h.r).ln_1p()
+                + ln_gamma(0.5 * (h.nu + n))
+                - ln_gamma(0.5 * h.nu)
+                + 0.5 * h.nu * psi.ln()
+                - 0.5 * (h.nu + n) * psi_n.ln();
+        }
+        for p in self.parts.iter() {
+            if let &Part::Discrete { k, offset, levels } = p {
+                let n = s.seen[k];
+                if n <= 0.0 {
+                    continue;
+                }
+                let l = levels as f64;
+                total += ln_gamma(l * h.beta) - ln_gamma(l * h.beta + n);
+                for &c in &s.levels[offset..offset + levels] {
+                    if c > 0.0 {
+                        total += ln_gamma(h.beta + c) - ln_gamma(h.beta);
+                    }
+                }
+            }
+        }
+        for (&[n, sum, ln_fact], &b) in s.counts.iter().zip(self.count_b.iter()) {
+            if n <= 0.0 {
+                continue;
+            }
+            let a = COUNT_SHAPE;
+            total += a * b.ln() - ln_gamma(a) + ln_gamma(a + sum) - (a + sum) * (b + n).ln()
+                - ln_fact;
+        }
+        total
+    }
+
+    /// `ln p(x | sums)` of a row `x` (centred, NaN missing) at the kernel's hyperparameters.
+    /// Cost: O(d) logarithms.
+    fn ln_predictive_row(&self, x: &[f64], s: &Sums) -> f64 {
+        let mut total = 0.0;
+        for (&p, &v) in self.parts.iter().zip(x) {
+            if v.is_nan() {
+                continue;
+            }
+            total += match p {
+                Part::Real(k) => {
+                    let [n, mean, m2] = s.real[k];
+                    let r_n = self.r + n;
+                    let nu_n = self.nu + n;
+                    let psi_n = self.psi[k] + m2 + self.r * n / r_n * mean * mean;
+                    let e = v - n * mean / r_n;
+                    let ratio = match self.t_ratio.get(n as usize) {
+                        Some(&t) if n.fract() == 0.0 => t,
+                        _ => ln_gamma(0.5 * (nu_n + 1.0)) - ln_gamma(0.5 * nu_n),
+                    };
+                    -0.5 * LN_PI - 0.5 * (1.0 / r_n).ln_1p() + ratio - 0.5 * psi_n.ln()
+                        - 0.5 * (nu_n + 1.0) * (r_n / (r_n + 1.0) * e * e / psi_n).ln_1p()
+                }
+                Part::Discrete { k, offset, levels } => {
+                    (self.beta + s.levels[offset + v as usize]).ln()
+                        - (levels as f64 * self.beta + s.seen[k]).ln()
+                }
+                Part::Count(k) => {
+                    let [n, sum, _] = s.counts[k];
+                    let a = COUNT_SHAPE + sum;
+                    let b = self.count_b[k] + n;
+                    ln_gamma(a + v) - ln_gamma(a) - ln_gamma(v + 1.0) + a * (b / (b + 1.0)).ln()
+                        - v * (b + 1.0).ln()
+                }
+            };
+        }
+        total
+    }
+
+    /// A row of `new` in the kernel's terms (real entries centred). Cost: O(d).
+    fn centre_new(&self, new: &TableData, i: usize) -> Vec<f64> {
+        self.parts
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                let v = new.columns()[j].values[i];
+                match p {
+                    Part::Real(k) => v - self.xi[*k],
+                    _ => v,
+                }
+            })
+            .collect()
+    }
+
+    /// The posterior profile of a cluster with sums `s`, per column: for a real column the
+    /// predictive mean and standard deviation, for a count column the same, for a binary or
+    /// categorical one each level's predictive probability. Cost: O(d + levels).
+    pub fn profile(&self, s: &Sums) -> Vec<ColumnProfile> {
+        self.parts
+            .iter()
+            .map(|&p| match p {
+                Part::Real(k) => {
+                    let [n, mean, m2] = s.real[k];
+                    let r_n = self.r + n;
+                    let nu_n = self.nu + n;
+                    let psi_n = self.psi[k] + m2 + self.r * n / r_n * mean * mean;
+                    // Student t with ν_n degrees of freedom and scale² ψ_n (r_n+1)/(r_n ν_n).
+                    let var = if nu_n > 2.0 {
+                        psi_n * (r_n + 1.0) / (r_n * (nu_n - 2.0))
+                    } else {
+                        f64::INFINITY
+                    };
+                    ColumnProfile::Number {
+                        mean: self.xi[k] + n * mean / r_n,
+                        sd: var.sqrt(),
+                    }
+                }
+                Part::Discrete { k, offset, levels } => {
+                    let total = levels as f64 * self.beta + s.seen[k];
+                    ColumnProfile::Levels(
+                        s.levels[offset..offset + levels]
+                            .iter()
+                            .map(|c| (self.beta + c) / total)
+                            .collect(),
+                    )
+                }
+                Part::Count(k) => {
+                    let [n, sum, _] = s.counts[k];
+                    let (a, b) = (COUNT_SHAPE + sum, self.count_b[k] + n);
+                    ColumnProfile::Number {
+                        mean: a / b,
+                        sd: (a / b * (1.0 + 1.0 / b)).sqrt(),
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The sums of a statistic.
+    pub fn sums<'a>(&self, s: &'a MixedStat) -> &'a Sums {
+        &s.sums
+    }
+}
+
+/// A cluster's predictive law of one column ([`Mixed::profile`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ColumnProfile {
+    /// Real or count: the predictive mean and standard deviation.
+    Number {
+        /// Predictive mean.
+        mean: f64,
+        /// Predictive standard deviation.
+        sd: f64,
+    },
+    /// Binary or categorical: each level's predictive probability, by code.
+    Levels(Vec<f64>),
+}
+
+impl ConjugateKernel for Mixed {
+    type Stat = MixedStat;
+
+    fn n_points(&self) -> usize {
+        self.table.n()
+    }
+
+    fn empty_stat(&self) -> MixedStat {
+        MixedStat {
+            n: 0,
+            sums: self.empty_sums(),
+        }
+    }
+
+    fn count(&self, s: &MixedStat) -> usize {
+        s.n
+    }
+
+    fn add(&self, s: &mut MixedStat, i: usize) {
+        s.n += 1;
+        s.sums.add(&self.parts, self.row(i), 1.0);
+    }
+
+    fn remove(&self, s: &mut MixedStat, i: usize) {
+        debug_assert!(s.n > 0, "remove from an empty statistic");
+        s.n -= 1;
+        if s.n == 0 {
+            s.sums = self.empty_sums();
+        } else {
+            s.sums.remove(&self.parts, self.row(i));
+        }
+    }
+
+    fn merge(&self, a: &mut MixedStat, b: &MixedStat) {
+        a.n += b.n;
+        a.sums.merge(&b.sums);
+    }
+
+    fn ln_marginal(&self, s: &MixedStat) -> f64 {
+        self.ln_marginal_sums(&s.sums, self.hyper())
+    }
+
+    fn ln_marginal_pair(&self, a: &MixedStat, b: &MixedStat) -> f64 {
+        let mut sums = a.sums.clone();
+        sums.merge(&b.sums);
+        self.ln_marginal_sums(&sums, self.hyper())
+    }
+
+    fn ln_predictive(&self, i: usize, s: &MixedStat) -> f64 {
+        self.ln_predictive_row(self.row(i), &s.sums)
+    }
+}
+
+/// `s`, `r`, `ν`, `β`; `s` and `β` free by default.
+impl HyperKernel for Mixed {
+    const HYPER_NAMES: &'static [&'static str] = &["mixed_s", "mixed_r", "mixed_nu", "mixed_beta"];
+
+    fn hyper_values(&self) -> Vec<f64> {
+        vec![self.s, self.r, self.nu, self.beta]
+    }
+
+    fn hyper_offset(&self, _: usize) -> f64 {
+        0.0
+    }
+
+    fn hyper_default_sd(&self, j: usize) -> f64 {
+        if j == 2 {
+            1.0
+        } else {
+            2.0
+        }
+    }
+
+    /// The scale multiplier and the concentration, as the diagonal and Beta-Bernoulli kernels
+    /// free theirs.
+    fn hyper_free_by_default(&self, j: usize) -> bool {
+        j == 0 || j == 3
+    }
+
+    fn ln_marginal_at(&self, s: &MixedStat, h: &[f64]) -> f64 {
+        let h = Hyper {
+            s: h[0],
+            r: h[1],
+            nu: h[2],
+            beta: h[3],
+        };
+        self.ln_marginal_sums(&s.sums, h)
+    }
+
+    fn with_hyper_values(&self, h: &[f64]) -> Result<Self> {
+        if h.len() != 4 {
+            return Err(Error::DimensionMismatch(format!(
+                "{} product-kernel hyperparameter values, expected 4 (s, r, nu, beta)",
+                h.len()
+            )));
+        }
+        self.at_values(Hyper {
+            s: h[0],
+            r: h[1],
+            nu: h[2],
+            beta: h[3],
+        })
+    }
+
+    /// Nothing is cached in a statistic.
+    fn refresh_stat(&self, _: &mut MixedStat) {}
+}
+
+/// A component's parameters: per real column its mean (centred) and precision; per
+/// discrete column the logarithms of its level probabilities; per count column the
+/// logarithm of its rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MixedParam {
+    mu: Vec<f64>,
+    precision: Vec<f64>,
+    ln_p: Vec<f64>,
+    ln_rate: Vec<f64>,
+}
+
+impl Mixed {
+    /// Draws parameters from the posterior given sums `s`. Cost: O(d + levels) variates.
+    fn draw<R: Rng + ?Sized>(&self, s: &Sums, rng: &mut R, out: &mut MixedParam) -> Result<()> {
+        out.mu.resize(self.n_real, 0.0);
+        out.precision.resize(self.n_real, 1.0);
+        out.ln_p.resize(self.n_levels, 0.0);
+        out.ln_rate.resize(self.n_count, 0.0);
+        for (k, &[n, mean, m2]) in s.real.iter().enumerate() {
+            let r_n = self.r + n;
+            let psi_n = self.psi[k] + m2 + self.r * n / r_n * mean * mean;
+            // λ = 2 G / ψ_n with G ~ Gamma(ν_n/2, 1).
+            let lambda = (ln_gamma_variate(0.5 * (self.nu + n), rng)? + std::f64::consts::LN_2
+                - psi_n.ln())
+            .exp();
+            if !(lambda > 0.0 && lambda.is_finite()) {
+                return Err(Error::Numerical(format!(
+                    "a drawn precision of real column {k} is {lambda}"
+                )));
+            }
+            let z: f64 = StandardNormal.sample(rng);
+            out.precision[k] = lambda;
+            out.mu[k] = n * mean / r_n + z / (r_n * lambda).sqrt();
+        }
+        for p in self.parts.iter() {
+            if let &Part::Discrete { offset, levels, .. } = p {
+                let g = &mut out.ln_p[offset..offset + levels];
+                for (l, gl) in g.iter_mut().enumerate() {
+                    *gl = ln_gamma_variate(self.beta + s.levels[offset + l], rng)?;
+                }
+                let total = log_sum_exp(g);
+                g.iter_mut().for_each(|v| *v -= total);
+            }
+        }
+        for (k, &[n, sum, _]) in s.counts.iter().enumerate() {
+            out.ln_rate[k] =
+                ln_gamma_variate(COUNT_SHAPE + sum, rng)? - (self.count_b[k] + n).ln();
+        }
+        Ok(())
+    }
+}
+
+/// Parameters drawn column by column; moments are the statistic itself.
+impl ParametricKernel for Mixed {
+    type Param = MixedParam;
+    type Moments = MixedStat;
+
+    fn new_param(&self) -> MixedParam {
+        MixedParam {
+            mu: vec![0.0; self.n_real],
+            precision: vec![1.0; self.n_real],
+            ln_p: vec![0.0; self.n_levels],
+            ln_rate: vec![0.0; self.n_count],
+        }
+    }
+
+    fn sample_posterior<R: Rng + ?Sized>(
+        &self,
+        s: &MixedStat,
+        rng: &mut R,
+        out: &mut MixedParam,
+    ) -> Result<()> {
+        self.draw(&s.sums, rng, out)
+    }
+
+    fn new_moments(&self) -> MixedStat {
+        self.empty_stat()
+    }
+
+    fn moments_add(&self, m: &mut MixedStat, i: usize) {
+        self.add(m, i);
+    }
+
+    fn moments_merge(&self, a: &mut MixedStat, b: &MixedStat) {
+        self.merge(a, b);
+    }
+
+    fn moments_count(&self, m: &MixedStat) -> usize {
+        m.n
+    }
+
+    fn sample_moments<R: Rng + ?Sized>(
+        &self,
+        m: &MixedStat,
+        rng: &mut R,
+        out: &mut MixedParam,
+    ) -> Result<()> {
+        self.draw(&m.sums, rng, out)
+    }
+
+    /// The observed entries' log densities; a missing entry's factor is 1.
+    fn ln_f(&self, i: usize, t: &MixedParam) -> f64 {
+        let mut total = 0.0;
+        for (&p, &v) in self.parts.iter().zip(self.row(i)) {
+            if v.is_nan() {
+                continue;
+            }
+            total += match p {
+                Part::Real(k) => {
+                    let e = v - t.mu[k];
+                    0.5 * (t.precision[k].ln() - (2.0 * std::f64::consts::PI).ln())
+                        - 0.5 * t.precision[k] * e * e
+                }
+                Part::Discrete { offset, .. } => t.ln_p[offset + v as usize],
+                Part::Count(k) => v * t.ln_rate[k] - t.ln_rate[k].exp() - ln_gamma(v + 1.0),
+            };
+        }
+        total
+    }
+
+    /// Normal-Gamma densities in `(μ, λ)`, Dirichlet densities in the first `L - 1`
+    /// probabilities, Gamma densities in the rates. Cost: O(d + levels) `ln Γ`.
+    fn ln_posterior_density(&self, s: &MixedStat, t: &MixedParam) -> f64 {
+        let s = &s.sums;
+        let mut total = 0.0;
+        for (k, &[n, mean, m2]) in s.real.iter().enumerate() {
+            let (r_n, nu_n) = (self.r + n, self.nu + n);
+            let psi_n = self.psi[k] + m2 + self.r * n / r_n * mean * mean;
+            let (a, rate) = (0.5 * nu_n, 0.5 * psi_n);
+            let lambda = t.precision[k];
+            let e = t.mu[k] - n * mean / r_n;
+            total += a * rate.ln() - ln_gamma(a) + (a - 1.0) * lambda.ln() - rate * lambda
+                + 0.5 * ((r_n * lambda).ln() - (2.0 * std::f64::consts::PI).ln())
+                - 0.5 * r_n * lambda * e * e;
+        }
+        for p in self.parts.iter() {
+            if let &Part::Discrete { offset, levels, .. } = p {
+                let a: Vec<f64> = (0..levels)
+                    .map(|l| self.beta + s.levels[offset + l])
+                    .collect();
+                total += ln_gamma(a.iter().sum()) - a.iter().map(|&x| ln_gamma(x)).sum::<f64>()
+                    + a.iter()
+                        .zip(&t.ln_p[offset..offset + levels])
+                        .map(|(a, lp)| (a - 1.0) * lp)
+                        .sum::<f64>();
+            }
+        }
+        for (k, &[n, sum, _]) in s.counts.iter().enumerate() {
+            let (a, b) = (COUNT_SHAPE + sum, self.count_b[k] + n);
+            let ln_l = t.ln_rate[k];
+            total += a * b.ln() - ln_gamma(a) + (a - 1.0) * ln_l - b * ln_l.exp();
+        }
+        total
+    }
+}
+
+/// New points are rows of a table with the training table's columns, types and levels.
+impl PredictiveKernel for Mixed {
+    type NewData = TableData;
+
+    fn n_new(data: &TableData) -> usize {
+        data.n()
+    }
+
+    fn ln_predictive_new(&self, data: &TableData, j: usize, s: &MixedStat) -> Result<f64> {
+        Ok(self.ln_predictive_row(&self.centre_new(data, j), &s.sums))
+    }
+}
+
+/// A soft statistic: the total weight and the weighted [`Sums`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SoftMixed {
+    w: f64,
+    sums: Sums,
+}
+
+/// A component's posterior for SVA reports: its weight and its profile per column.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MixedPosterior {
+    /// The weight absorbed.
+    pub weight: f64,
+    /// Per column, the predictive mean and sd or the level probabilities.
+    pub columns: Vec<ColumnProfile>,
+}
+
+/// Weighted sums: a row of weight `ρ` adds `ρ` to each observed entry's column.
+impl SvaKernel for Mixed {
+    type Soft = SoftMixed;
+    type Point = Vec<f64>;
+    type Posterior = MixedPosterior;
+
+    fn soft_empty(&self) -> Result<SoftMixed> {
+        Ok(SoftMixed {
+            w: 0.0,
+            sums: self.empty_sums(),
+        })
+    }
+
+    fn soft_weight(s: &SoftMixed) -> f64 {
+        s.w
+    }
+
+    fn new_point(&self) -> Vec<f64> {
+        vec![0.0; self.table.d()]
+    }
+
+    fn load_point(&self, i: usize, p: &mut Vec<f64>) {
+        p.clear();
+        p.extend_from_slice(self.row(i));
+    }
+
+    fn load_new(&self, data: &TableData, j: usize, p: &mut Vec<f64>) -> Result<()> {
+        self.check_new(data)?;
+        *p = self.centre_new(data, j);
+        Ok(())
+    }
+
+    fn soft_ln_predictive(&self, p: &Vec<f64>, s: &SoftMixed) -> f64 {
+        self.ln_predictive_row(p, &s.sums)
+    }
+
+    fn soft_add(&self, s: &mut SoftMixed, p: &Vec<f64>, weight: f64) {
+        if weight > 0.0 {
+            s.w += weight;
+            s.sums.add(&self.parts, p, weight);
+        }
+    }
+
+    fn soft_merge(&self, a: &mut SoftMixed, b: &SoftMixed) {
+        a.w += b.w;
+        a.sums.merge(&b.sums);
+    }
+
+    fn soft_ln_marginal(&self, s: &SoftMixed) -> f64 {
+        self.ln_marginal_sums(&s.sums, self.hyper())
+    }
+
+    fn posterior(&self, s: &SoftMixed) -> MixedPosterior {
+        MixedPosterior {
+            weight: s.w,
+            columns: self.profile(&s.sums),
+        }
+    }
+}
+
+/// The product kernel as models and front ends name and build it.
+impl Kernel for Mixed {
+    const NAME: &'static str = "mixed";
+    const ABOUT: &'static str = "Product over the columns of a table: Normal-Gamma (real), \
+                                 Beta-Bernoulli (binary), Dirichlet-categorical (cat), \
+                                 Gamma-Poisson (count); missing entries marginalised exactly";
+    const TITLE: &'static str = "product kernel over typed columns";
+    const DATA: &'static str = "a table of typed columns";
+
+    /// [`Mixed::new`] over a table, or over a real matrix (every column real). `xi` and `psi`
+    /// are refused (the defaults follow each column); `r`, `nu` and `beta` apply.
+    fn build(settings: &KernelSettings, data: Dataset) -> Result<Self> {
+        if settings.xi.is_some() || settings.psi.is_some() {
+            return Err(Error::Usage(
+                "`nw_xi` and `nw_psi` do not apply to `kernel` mixed, whose real columns' \
+                 defaults follow each column: drop them"
+                    .into(),
+            ));
+        }
+        let table = match data {
+            Dataset::Table(t) => t,
+            Dataset::Dense(x) => TableData::new(
+                (0..x.d())
+                    .map(|j| crate::data::table::Column {
+                        name: (j + 1).to_string(),
+                        kind: ColumnType::Real,
+                        levels: Vec::new(),
+                        values: (0..x.n()).map(|i| x.row(i)[j]).collect(),
+                    })
+                    .collect(),
+            )?,
+            Dataset::Counts(_) => {
+                return Err(Error::Usage(
+                    "`kernel` mixed reads tables, but the data are sparse counts: use `kernel` md"
+                        .into(),
+                ))
+            }
+        };
+        Mixed::new(table, settings.r, settings.nu, settings.beta)
+    }
+
+    fn dim(&self) -> usize {
+        self.table.d()
+    }
+
+    fn points_of(data: &Dataset) -> Option<&TableData> {
+        match data {
+            Dataset::Table(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The same columns (names, types, levels) as the training table.
+    fn check_new(&self, new: &TableData) -> Result<()> {
+        if new.d() != self.table.d() {
+            return Err(Error::DimensionMismatch(format!(
+                "`new` has {} columns, but the training table has {}",
+                new.d(),
+                self.table.d()
+            )));
+        }
+        for (a, b) in self.table.columns().iter().zip(new.columns()) {
+            if a.name != b.name || a.kind != b.kind || (a.kind.has_levels() && a.levels != b.levels)
+            {
+                return Err(Error::Usage(format!(
+                    "column \"{}\" of `new` ({}) differs from the training table's \"{}\" ({}, \
+                     levels {:?}): read it with the training table's columns",
+                    b.name,
+                    b.kind.name(),
+                    a.name,
+                    a.kind.name(),
+                    a.levels
+                )));
+            }
+        }
+        Ok(())
+    }
+}
