@@ -17,12 +17,17 @@ impl SvaConfig {
     pub fn check_model(model: &ModelSpec) -> Result<()> {
         let refuse = |what: &str| {
             Err(Error::Usage(format!(
-                "{what} sets the NGGP or the hyperpriors of a sampler; sva fits a Dirichlet \
-                 process with a fixed `alpha`: drop {what}"
+                "{what} sets a prior other than the DP or the hyperpriors of a sampler; sva \
+                 fits a Dirichlet process with a fixed `alpha` (the Pitman-Yor and MFM priors are \
+                 taken by the samplers {}): drop {what}",
+                crate::run::SamplerKind::taking_gibbs_type()
             )))
         };
-        if model.prior == PriorKind::Nggp {
-            return refuse("`prior` nggp");
+        if model.prior != PriorKind::Dp {
+            return refuse(&format!(
+                "`prior` {}",
+                crate::choice::Choice::name(model.prior)
+            ));
         }
         for (given, name) in [
             (model.sigma.is_some(), "`sigma`"),
