@@ -78,6 +78,18 @@ pub trait NrmPrior: Clone + Send + Sync + std::fmt::Debug {
         0.0
     }
 
+    /// The whole weight of opening a cluster when the other points of a partition of `n`
+    /// points form `k` clusters: [`NrmPrior::ln_kappa_new`], plus
+    /// [`NrmPrior::ln_new_shift`] for a Gibbs-type prior (for the others exactly
+    /// `ln_kappa_new`, bit for bit).
+    fn ln_new_at(&self, n: usize, k: usize) -> f64 {
+        if self.k_dependent() {
+            self.ln_kappa_new() + self.ln_new_shift(n, k)
+        } else {
+            self.ln_kappa_new()
+        }
+    }
+
     /// The partition-independent part of the log joint for `n` points:
     /// `(n-1) ln u - ψ(u) - ln Γ(n)` for NGGP, `ln Γ(α) - ln Γ(α + n)` for the DP.
     fn ln_joint_const(&self, n: usize) -> f64;

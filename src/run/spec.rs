@@ -139,6 +139,19 @@ impl SamplerKind {
     }
 }
 
+impl SamplerKind {
+    /// The default sampler for `n` points under `prior`: [`SamplerKind::for_data`], except
+    /// that a prior only the collapsed samplers take (Pitman-Yor, MFM) keeps
+    /// [`SamplerKind::Sams`] at every size.
+    pub fn for_model(n: usize, prior: crate::model::PriorKind) -> SamplerKind {
+        use crate::model::PriorKind;
+        match prior {
+            PriorKind::PitmanYor | PriorKind::Mfm => SamplerKind::Sams,
+            PriorKind::Dp | PriorKind::Nggp => SamplerKind::for_data(n),
+        }
+    }
+}
+
 impl std::fmt::Display for SamplerKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

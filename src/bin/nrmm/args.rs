@@ -304,11 +304,13 @@ pub struct SamplerArgs {
 }
 
 impl SamplerArgs {
-    /// The library's sampler settings for `n` points: the sampler asked for, else the one
-    /// chosen by size ([`SamplerKind::for_data`]).
-    pub fn settings(&self, n: usize) -> SamplerSettings {
+    /// The library's sampler settings for `n` points under `prior`: the sampler asked for,
+    /// else the one chosen by size and prior ([`SamplerKind::for_model`]).
+    pub fn settings(&self, n: usize, prior: PriorKind) -> SamplerSettings {
         SamplerSettings {
-            kind: self.sampler.unwrap_or_else(|| SamplerKind::for_data(n)),
+            kind: self
+                .sampler
+                .unwrap_or_else(|| SamplerKind::for_model(n, prior)),
             moves: self.moves.settings(n),
         }
     }
