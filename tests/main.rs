@@ -47,6 +47,7 @@ mod kernel_normal_wishart;
 mod layering;
 mod prior_eppf;
 mod prior_gibbs_type;
+mod prior_gibbs_type_hyper;
 mod prior_hyper_invariance;
 mod prior_ln_v;
 mod prior_slice;
