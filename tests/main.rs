@@ -37,6 +37,7 @@ mod dpmm_tv;
 mod exact_compare;
 mod exact_enumeration;
 mod exact_posterior;
+mod gibbs_type_cli;
 mod kernel_beta_bernoulli;
 mod kernel_diagonal;
 mod kernel_hyper;

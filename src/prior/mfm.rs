@@ -28,9 +28,10 @@ pub const SLICE_MAX_STEPS: usize = super::nggp::SLICE_MAX_STEPS;
 /// before it stops (`e^{-40} ≈ 4e-18`).
 const SERIES_DROP: f64 = 40.0;
 
-/// The prior on the number of components `K ≥ 1`.
+/// The prior on the number of components `K ≥ 1`, written (in settings and run files) as the
+/// text [`KPrior::parse`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String", into = "String")]
 pub enum KPrior {
     /// `K - 1 ~ Poisson(λ)`, `λ > 0` (Miller & Harrison's choice, with `λ = 1`).
     Poisson {
@@ -111,6 +112,19 @@ impl KPrior {
             KPrior::Poisson { lambda } => format!("poisson:{lambda}"),
             KPrior::Geometric { p } => format!("geometric:{p}"),
         }
+    }
+}
+
+impl TryFrom<String> for KPrior {
+    type Error = Error;
+    fn try_from(text: String) -> Result<Self> {
+        KPrior::parse(&text)
+    }
+}
+
+impl From<KPrior> for String {
+    fn from(k: KPrior) -> String {
+        k.text()
     }
 }
 
@@ -471,5 +485,9 @@ mod tests {
         }
         let kp = KPrior::Geometric { p: 0.3 };
         assert_eq!(KPrior::parse(&kp.text()).unwrap(), kp);
+        let json = serde_json::to_string(&kp).unwrap();
+        assert_eq!(json, "\"geometric:0.3\"");
+        assert_eq!(serde_json::from_str::<KPrior>(&json).unwrap(), kp);
+        assert!(serde_json::from_str::<KPrior>("\"geometric:2\"").is_err());
     }
 }
