@@ -19,15 +19,18 @@ impl SvaConfig {
             Err(Error::Usage(format!(
                 "{what} sets a prior other than the DP or the hyperpriors of a sampler; sva \
                  fits a Dirichlet process with a fixed `alpha` (the Pitman-Yor and MFM priors are \
-                 taken by the samplers {}): drop {what}",
-                crate::run::SamplerKind::taking_gibbs_type()
+                 taken by the samplers gibbs, jain-neal, sams, tgmcmc): drop {what}"
             )))
         };
         if model.prior != PriorKind::Dp {
-            return refuse(&format!(
-                "`prior` {}",
-                crate::choice::Choice::name(model.prior)
-            ));
+            // Named here rather than through `choice`, which sits above this layer.
+            let name = match model.prior {
+                PriorKind::Nggp => "nggp",
+                PriorKind::PitmanYor => "py",
+                PriorKind::Mfm => "mfm",
+                PriorKind::Dp => "dp",
+            };
+            return refuse(&format!("`prior` {name}"));
         }
         for (given, name) in [
             (model.sigma.is_some(), "`sigma`"),
