@@ -71,12 +71,19 @@ impl Choice for NwDefaults {
 }
 
 impl Choice for PriorKind {
-    const ALL: &'static [Self] = &[PriorKind::Dp, PriorKind::Nggp];
+    const ALL: &'static [Self] = &[
+        PriorKind::Dp,
+        PriorKind::Nggp,
+        PriorKind::PitmanYor,
+        PriorKind::Mfm,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             PriorKind::Dp => "dp",
             PriorKind::Nggp => "nggp",
+            PriorKind::PitmanYor => "py",
+            PriorKind::Mfm => "mfm",
         }
     }
 
@@ -84,6 +91,10 @@ impl Choice for PriorKind {
         match self {
             PriorKind::Dp => "Dirichlet process",
             PriorKind::Nggp => "Normalized generalized gamma process",
+            PriorKind::PitmanYor => {
+                "Pitman-Yor process (alpha the concentration theta, sigma the discount)"
+            }
+            PriorKind::Mfm => "Mixture of finite mixtures (gamma, k-prior; Miller & Harrison 2018)",
         }
     }
 }

@@ -5,7 +5,10 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::diagonal::full_covariance_problem;
 use crate::kernel::{DiagHyper, Diagonal, KernelSettings, NormalWishart, NwHyper};
-use crate::prior::{AlphaUpdate, Dp, GammaPrior, Nggp, NggpHyperPriors, Prior};
+use crate::prior::{
+    AlphaUpdate, Dp, GammaPrior, KPrior, Mfm, Nggp, NggpHyperPriors, PitmanYor, Prior,
+    PyHyperPriors,
+};
 use std::sync::Arc;
 
 pub use crate::kernel::multinomial_dirichlet::DEFAULT_BETA;
@@ -32,6 +35,11 @@ pub enum PriorKind {
     Dp,
     /// Normalized generalized gamma process (MATH §1.4).
     Nggp,
+    /// Pitman-Yor process, a Gibbs-type prior ([`crate::prior::pitman_yor`]).
+    #[serde(rename = "py")]
+    PitmanYor,
+    /// Mixture of finite mixtures, a Gibbs-type prior ([`crate::prior::mfm`]).
+    Mfm,
 }
 
 /// Everything that defines a model, with `None` meaning "the default".
@@ -40,9 +48,11 @@ pub enum PriorKind {
 /// kernel where a full covariance cannot be estimated, [`ModelSpec::kernel_for`];
 /// Multinomial-Dirichlet for counts); Normal-Wishart hyperparameters from the data as
 /// [`NwDefaults`] says (unit-equivariant unless the reference choice is asked for), each
-/// overridable; `β` = [`DEFAULT_BETA`]; `α = 1`; `σ = 0.5`; `u = 1`.
-/// With `hyperpriors`, `α ~ Gamma(1, 1)` (DP: Escobar-West update) and for NGGP
-/// `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]` (MATH §1.6). The NGGP's `u` is always resampled by
+/// overridable; `β` = [`DEFAULT_BETA`]; `α = 1`; `σ = 0.5`; `u = 1`; for the MFM `γ = 1` and
+/// `K - 1 ~ Poisson(1)` (Miller & Harrison 2018's choice).
+/// With `hyperpriors`, `α ~ Gamma(1, 1)` (DP: Escobar-West update; Pitman-Yor: `θ`, the `α`
+/// of its settings, by slice sampling), for NGGP and Pitman-Yor `σ ~ Beta(1.5, 1.5)` on
+/// `[0.01, 0.99]` (MATH §1.6), and for the MFM `γ ~ Gamma(1, 1)`. The NGGP's `u` is always resampled by
 /// samplers, since it is part of the augmented state. With `kernel_hyperpriors`, the kernel's
 /// own hyperparameters are resampled too ([`crate::kernel::hyperprior`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -71,6 +81,12 @@ pub struct ModelSpec {
     pub sigma: Option<f64>,
     /// Initial or fixed u (NGGP).
     pub u: Option<f64>,
+    /// Initial or fixed γ, the Dirichlet parameter of the MFM; not serialised when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    /// The MFM's prior on the number of components; not serialised when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k_prior: Option<KPrior>,
     /// Whether α (and σ) carry the reference hyperpriors instead of being fixed.
     pub hyperpriors: bool,
     /// Whether the kernel's own hyperparameters (the Normal-Wishart and diagonal kernels' scale
@@ -121,6 +137,8 @@ impl Default for ModelSpec {
             alpha: None,
             sigma: None,
             u: None,
+            gamma: None,
+            k_prior: None,
             hyperpriors: false,
             kernel_hyperpriors: false,
             pilot: None,
@@ -130,10 +148,53 @@ impl Default for ModelSpec {
 
 impl ModelSpec {
     /// The prior with its initial hyperparameters, as samplers use it (NGGP: `u` resampled;
-    /// `α`, `σ` resampled only with `hyperpriors`).
+    /// `α`, `σ` (and the MFM's `γ`) resampled only with `hyperpriors`). Settings of another
+    /// prior are refused, naming the prior they belong to.
     pub fn build_prior(&self) -> Result<Prior> {
         let alpha = self.alpha.unwrap_or(1.0);
+        if self.prior != PriorKind::Mfm && (self.gamma.is_some() || self.k_prior.is_some()) {
+            return Err(Error::Usage(
+                "`gamma` and `k_prior` belong to the MFM prior: add `prior` mfm".into(),
+            ));
+        }
         match self.prior {
+            PriorKind::PitmanYor => {
+                if self.u.is_some() {
+                    return Err(Error::Usage(
+                        "`u` belongs to the NGGP prior: the Pitman-Yor process has none".into(),
+                    ));
+                }
+                let hyper = if self.hyperpriors {
+                    PyHyperPriors::reference()
+                } else {
+                    PyHyperPriors::fixed()
+                };
+                Ok(Prior::PitmanYor(PitmanYor::new(
+                    alpha,
+                    self.sigma.unwrap_or(0.5),
+                    hyper,
+                )?))
+            }
+            PriorKind::Mfm => {
+                for (given, name) in [
+                    (self.alpha.is_some(), "alpha"),
+                    (self.sigma.is_some(), "sigma"),
+                    (self.u.is_some(), "u"),
+                ] {
+                    if given {
+                        return Err(Error::Usage(format!(
+                            "`{name}` is not a parameter of the MFM prior, whose parameters are \
+                             `gamma` and `k_prior`: drop `{name}`"
+                        )));
+                    }
+                }
+                let gamma_prior = self.hyperpriors.then(GammaPrior::reference);
+                Ok(Prior::Mfm(Mfm::new(
+                    self.gamma.unwrap_or(1.0),
+                    self.k_prior.unwrap_or(KPrior::Poisson { lambda: 1.0 }),
+                    gamma_prior,
+                )?))
+            }
             PriorKind::Dp => {
                 if self.sigma.is_some() || self.u.is_some() {
                     return Err(Error::Usage(

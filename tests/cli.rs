@@ -1064,7 +1064,9 @@ fn unreadable_and_malformed_files_are_named() {
     // NaN is a missing value: the text is a table, which the matrix kernels refuse.
     let nan = dir.write("nan.txt", "0 0\n1 NaN\n0.3 2\n");
     fails_no_stdout(
-        &["loglik", "--data", &nan, "--labels", &labels3, "--kernel", "nw"],
+        &[
+            "loglik", "--data", &nan, "--labels", &labels3, "--kernel", "nw",
+        ],
         1,
         &["`kernel` nw does not read a table", "mixed"],
     );

@@ -274,6 +274,11 @@ fn observe(
             out[5] = p.ln_u();
             out[6] = p.sigma();
         }
+        Prior::PitmanYor(p) => {
+            out[4] = p.theta();
+            out[6] = p.sigma();
+        }
+        Prior::Mfm(p) => out[4] = p.gamma(),
     }
     out[7] = ln_m;
     if same {

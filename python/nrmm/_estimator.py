@@ -20,7 +20,7 @@ from ._data import is_sparse, n_features, to_native
 from ._progress import make_progress
 
 KERNELS = ("auto", "nw", "diag", "md")
-PRIORS = ("dp", "nggp")
+PRIORS = ("dp", "nggp", "py", "mfm")
 SAMPLERS = (
     "gibbs",
     "jain-neal",
@@ -85,6 +85,14 @@ def _optional_float(name, value):
     return float(value)
 
 
+def _optional_str(name, value):
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"invalid {name} = {value!r}: expected a string or None")
+    return value
+
+
 def _seed(random_state) -> int:
     """The library's 64-bit seed: an integer seed as given (so that ``random_state=3`` is the
     command line's ``--seed 3``), else one drawn from the NumPy generator."""
@@ -142,10 +150,19 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         How chains start: "auto" (the better of one cluster and a one-pass SVA fit), "single",
         "singletons", "sva", "noisy-ibhc" or "exact-ibhc".
     alpha, sigma, u : float, default=None
-        Initial (or, without ``hyperpriors``, fixed) concentration, NGGP index and NGGP
+        Initial (or, without ``hyperpriors``, fixed) concentration (for ``prior="py"`` the
+        Pitman-Yor theta > -sigma), discount (NGGP in (0, 1), Pitman-Yor in [0, 1)) and NGGP
         auxiliary variable; None: 1, 0.5, 1.
+    gamma : float, default=None
+        ``prior="mfm"`` only: the Dirichlet parameter of the weights given K components;
+        None: 1.
+    k_prior : str, default=None
+        ``prior="mfm"`` only: the prior on the number of components K, "poisson:LAMBDA"
+        (K - 1 ~ Poisson(LAMBDA)) or "geometric:P"; None: "poisson:1".
     hyperpriors : bool, default=False
-        Resample alpha (and sigma) under Gamma(1, 1) (and Beta(1.5, 1.5)) hyperpriors.
+        Resample alpha (and sigma) under Gamma(1, 1) (and Beta(1.5, 1.5)) hyperpriors; for
+        the MFM, gamma under Gamma(1, 1). The Pitman-Yor and MFM priors are taken by the
+        samplers "gibbs", "jain-neal", "sams" and "tgmcmc".
     kernel_hyperpriors : bool, default=False
         Resample the kernel's scale (Normal-Wishart) or concentration (counts).
     beta : float, default=None
@@ -230,6 +247,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         alpha=None,
         sigma=None,
         u=None,
+        gamma=None,
+        k_prior=None,
         hyperpriors=False,
         kernel_hyperpriors=False,
         beta=None,
@@ -258,6 +277,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         self.alpha = alpha
         self.sigma = sigma
         self.u = u
+        self.gamma = gamma
+        self.k_prior = k_prior
         self.hyperpriors = hyperpriors
         self.kernel_hyperpriors = kernel_hyperpriors
         self.beta = beta
@@ -300,6 +321,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
             "alpha": _optional_float("alpha", self.alpha),
             "sigma": _optional_float("sigma", self.sigma),
             "u": _optional_float("u", self.u),
+            "gamma": _optional_float("gamma", self.gamma),
+            "k_prior": _optional_str("k_prior", self.k_prior),
             "hyperpriors": bool(self.hyperpriors),
             "kernel_hyperpriors": bool(self.kernel_hyperpriors),
         }

@@ -49,7 +49,8 @@ def exact_posterior(X, *, top=10, **model):
         How many of the most probable partitions to return.
     **model
         The model's settings, as :class:`nrmm.MixtureModel` takes them: ``kernel``,
-        ``prior``, ``alpha``, ``sigma``, ``u``, ``hyperpriors`` (integrated out exactly),
+        ``prior``, ``alpha``, ``sigma``, ``u``, ``gamma``, ``k_prior``, ``hyperpriors``
+        (integrated out exactly where the prior has its integral),
         ``beta``, ``nw_xi``, ``nw_psi``, ``nw_r``, ``nw_nu``, ``nw_defaults``.
 
     Returns
@@ -59,7 +60,8 @@ def exact_posterior(X, *, top=10, **model):
     from ._estimator import MixtureModel
 
     allowed = {
-        "kernel", "prior", "alpha", "sigma", "u", "hyperpriors", "kernel_hyperpriors",
+        "kernel", "prior", "alpha", "sigma", "u", "gamma", "k_prior", "hyperpriors",
+        "kernel_hyperpriors",
         "beta", "nw_xi", "nw_psi", "nw_r", "nw_nu", "nw_defaults",
     }
     unknown = sorted(set(model) - allowed)

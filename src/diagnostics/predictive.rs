@@ -4,7 +4,8 @@
 //! point joins cluster `c` with probability ∝ `κ(n_c+1, u)/κ(n_c, u) · p(x* | X_c)` and opens
 //! a new cluster with probability ∝ `κ(1, u) · p(x*)` (MATH §1.3, the Gibbs weights with the
 //! new point in the role of point `i`). For the DP these are exactly `n_c/(n+α)` and
-//! `α/(n+α)`; for NGGP they hold given the draw's `u`. The posterior predictive density is
+//! `α/(n+α)`; for NGGP they hold given the draw's `u`; for a Gibbs-type prior the new
+//! cluster's weight carries `V(n+1, K+1)/V(n+1, K)` ([`NrmPrior::ln_new_at`]). The posterior predictive density is
 //! the average over draws of the normalised mixture.
 
 use crate::error::{Error, Result};
@@ -32,7 +33,7 @@ pub fn cluster_log_probabilities<K: PredictiveKernel, P: NrmPrior>(
             (c.stat(), prior.ln_kappa_join(c.size()))
         })
         .collect();
-    entries.push((&empty, prior.ln_kappa_new()));
+    entries.push((&empty, prior.ln_new_at(partition.n() + 1, slots.len())));
     let mut out = Vec::with_capacity(K::n_new(new));
     kernel.ln_predictives_new(new, &entries, &mut |j, ln_w| {
         let total = log_sum_exp(ln_w);
@@ -113,7 +114,7 @@ pub fn ln_predictive_of_draw<K: PredictiveKernel, P: NrmPrior>(
     for &s in &slots {
         ln_w.push(prior.ln_kappa_join(partition.cluster(s).expect("live").size()));
     }
-    ln_w.push(prior.ln_kappa_new());
+    ln_w.push(prior.ln_new_at(partition.n() + 1, slots.len()));
     let total = log_sum_exp(&ln_w);
     let mut entries: Vec<(&K::Stat, f64)> = slots
         .iter()
@@ -153,7 +154,7 @@ pub fn ln_loo_predictives<K: ConjugateKernel, P: NrmPrior>(
                 ln_w.push(prior.ln_kappa_join(c.size()));
                 terms.push(kernel.ln_predictive(i, c.stat()));
             }
-            ln_w.push(prior.ln_kappa_new());
+            ln_w.push(prior.ln_new_at(p.n(), p.n_clusters()));
             terms.push(kernel.ln_predictive(i, &empty));
             let total = log_sum_exp(&ln_w);
             let joint: Vec<f64> = ln_w.iter().zip(&terms).map(|(w, t)| w + t).collect();

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::data::load::Format;
 use crate::error::{Error, Result};
-use crate::model::{KernelKind, ModelSpec, NwDefaults};
+use crate::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
 use crate::run::spec::SweepCount;
 use crate::run::{SamplerKind, Start};
 
@@ -97,6 +97,17 @@ pub fn check<'a>(
             "`data_parallel` runs the exact sub-cluster sampler, not `sampler` {sampler}: add \
              `sampler` subcluster"
         )));
+    }
+    if matches!(model.prior, PriorKind::PitmanYor | PriorKind::Mfm) {
+        return refuse(
+            &format!("`prior` {}", crate::choice::Choice::name(model.prior)),
+            &format!(
+                "its sub-cluster sampler weighs clusters by the product form of the DP and \
+                 NGGP; the Pitman-Yor and MFM priors are taken by the samplers {} of an \
+                 ordinary run",
+                SamplerKind::taking_gibbs_type()
+            ),
+        );
     }
     if let Some(k) = model.kernel.filter(|&k| k != KernelKind::Nw) {
         return refuse(

@@ -244,9 +244,13 @@ impl<K: ConjugateKernel> Partition<K> {
             .collect()
     }
 
-    /// The log joint under `prior` (MATH §1.2): `const + Σ_c [ln κ(n_c) + ln m(X_c)]`.
+    /// The log joint under `prior` (MATH §1.2): `const + Σ_c [ln κ(n_c) + ln m(X_c)]`, with
+    /// `ln V(n, K)` added to the constant for a Gibbs-type prior ([`NrmPrior::ln_v_k`]).
     pub fn ln_joint<P: NrmPrior>(&self, prior: &P) -> f64 {
         let mut total = prior.ln_joint_const(self.n());
+        if prior.k_dependent() {
+            total += prior.ln_v_k(self.n(), self.n_clusters());
+        }
         for c in self.slots.iter().flatten() {
             total += prior.ln_kappa(c.size()) + c.ln_m;
         }

@@ -11,9 +11,11 @@
 
 use super::dp::Dp;
 use super::hyper::{check_positive, BetaPrior, GammaPrior};
+use super::mfm::{ln_v_mfm, KPrior, Mfm};
 use super::nggp::{ln_v, Nggp};
 use super::numeric::{graded_rule, ln_integrate_line, ln_rising};
-use super::{block_counts, Prior};
+use super::pitman_yor::PitmanYor;
+use super::{block_counts, NrmPrior, Prior};
 use crate::error::{Error, Result};
 use crate::math::{ln_gamma, log_sum_exp, softplus};
 use std::collections::HashMap;
@@ -69,6 +71,21 @@ pub enum PartitionPriorSpec {
         /// The prior on `σ`.
         sigma: BetaPrior,
     },
+    /// Pitman-Yor with `(θ, σ)` fixed: `ln Π_{i<K}(θ + iσ) - ln (θ+1)_{n-1}
+    /// + Σ_c ln (1-σ)_{n_c-1}`.
+    PyFixed {
+        /// The concentration `θ > -σ`.
+        theta: f64,
+        /// The discount `σ ∈ [0, 1)`.
+        sigma: f64,
+    },
+    /// MFM with `γ` fixed: `ln V_n(K) + Σ_c ln γ^{(n_c)}` ([`super::mfm::ln_v_mfm`]).
+    MfmFixed {
+        /// The Dirichlet parameter `γ > 0`.
+        gamma: f64,
+        /// The prior on the number of components.
+        k_prior: KPrior,
+    },
 }
 
 impl PartitionPriorSpec {
@@ -80,6 +97,26 @@ impl PartitionPriorSpec {
         match prior {
             Prior::Dp(dp) => Ok(Self::from_dp(dp)),
             Prior::Nggp(nggp) => Self::from_nggp(nggp),
+            Prior::PitmanYor(py) => match (py.hyper().theta, py.hyper().sigma) {
+                (None, None) => Ok(PartitionPriorSpec::PyFixed {
+                    theta: py.theta(),
+                    sigma: py.sigma(),
+                }),
+                _ => Err(Error::Usage(
+                    "no exact partition prior for a Pitman-Yor process with random \
+                     hyperparameters"
+                        .into(),
+                )),
+            },
+            Prior::Mfm(m) => match m.gamma_prior() {
+                None => Ok(PartitionPriorSpec::MfmFixed {
+                    gamma: m.gamma(),
+                    k_prior: m.k_prior(),
+                }),
+                Some(_) => Err(Error::Usage(
+                    "no exact partition prior for an MFM with a random gamma".into(),
+                )),
+            },
         }
     }
 
@@ -177,6 +214,18 @@ impl PartitionPrior {
                     }))
                     .collect()
             }
+            PartitionPriorSpec::PyFixed { theta, sigma } => {
+                PitmanYor::fixed(theta, sigma)?;
+                std::iter::once(0.0)
+                    .chain(sizes.map(|s| ln_rising(1.0 - sigma, s - 1)))
+                    .collect()
+            }
+            PartitionPriorSpec::MfmFixed { gamma, k_prior } => {
+                Mfm::new(gamma, k_prior, None)?;
+                std::iter::once(0.0)
+                    .chain(sizes.map(|s| ln_rising(gamma, s)))
+                    .collect()
+            }
             PartitionPriorSpec::NggpRandom { sigma, .. } => {
                 let (nodes, ln_weights) = graded_rule(
                     sigma.lo(),
@@ -261,6 +310,11 @@ impl PartitionPrior {
                     - alpha * (sigma * ln_1pu).exp_m1()
                     - ln_gamma(n as f64)
             }
+            PartitionPriorSpec::PyFixed { theta, sigma } => {
+                let py = PitmanYor::fixed(theta, sigma)?;
+                py.ln_joint_const(n) + py.ln_v_k(n, k)
+            }
+            PartitionPriorSpec::MfmFixed { gamma, k_prior } => ln_v_mfm(n, k, gamma, &k_prior),
             PartitionPriorSpec::NggpRandom { .. } => {
                 unreachable!("the random-hyperparameter NGGP has no per-K factor")
             }

@@ -4,6 +4,7 @@
 
 use super::spec::{Budget, SamplerKind, SamplerSpec};
 use crate::model::{Model, NwDefaults, PriorKind};
+use crate::prior::KPrior;
 
 /// What a run will do, in one line: `"run: DP(α = 1) mixture, Normal-Wishart kernel (scaled
 /// defaults), 600 × 10 points; sampler sams (6 proposals + 1 Gibbs sweep per sweep), 4 chains
@@ -17,6 +18,12 @@ pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
     let prior = match m.prior {
         PriorKind::Dp => format!("DP(α = {alpha})"),
         PriorKind::Nggp => format!("NGGP(α = {alpha}, σ = {})", m.sigma.unwrap_or(0.5)),
+        PriorKind::PitmanYor => format!("PY(θ = {alpha}, σ = {})", m.sigma.unwrap_or(0.5)),
+        PriorKind::Mfm => format!(
+            "MFM(γ = {}, K {})",
+            m.gamma.unwrap_or(1.0),
+            m.k_prior.unwrap_or(KPrior::Poisson { lambda: 1.0 }).text()
+        ),
     };
     let hyper = if m.hyperpriors {
         " with hyperpriors"

@@ -79,6 +79,14 @@ fn same_prior(loaded: &Prior, expected: &Prior) -> bool {
                 && z.set_ln_u(x.ln_u()).is_ok()
                 && z == *x
         }
+        (Prior::PitmanYor(x), Prior::PitmanYor(y)) => {
+            let mut z = y.clone();
+            z.set_sigma(x.sigma()).is_ok() && z.set_theta(x.theta()).is_ok() && z == *x
+        }
+        (Prior::Mfm(x), Prior::Mfm(y)) => {
+            let mut z = y.clone();
+            z.set_gamma(x.gamma()).is_ok() && z == *x
+        }
         _ => false,
     }
 }

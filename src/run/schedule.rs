@@ -3,7 +3,7 @@
 use super::spec::{SamplerKind, SamplerSettings};
 use crate::error::{Error, Result};
 use crate::kernel::ParametricKernel;
-use crate::prior::Prior;
+use crate::prior::{NrmPrior, Prior};
 use crate::sampler::dpmm::{
     Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions,
 };
@@ -31,6 +31,14 @@ impl SamplerSettings {
         initial: &Prior,
     ) -> Result<Vec<Scheduled<K, Prior>>> {
         self.validate()?;
+        if initial.k_dependent() && !self.kind.takes_gibbs_type() {
+            return Err(Error::Usage(format!(
+                "sampler {}: its moves weigh clusters by the product form of the Dirichlet \
+                 process and NGGP; the Pitman-Yor and MFM priors are taken by the samplers {}",
+                self.kind.name(),
+                SamplerKind::taking_gibbs_type()
+            )));
+        }
         let m = &self.moves;
         let scan = match m.gibbs_subset {
             Some(k) => GibbsScan::Subset(k),

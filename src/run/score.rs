@@ -153,9 +153,13 @@ pub fn score_run(run: &RunDir, labels: &Path) -> Result<RunScore> {
     let spec = &run.record.model;
     let mut resampled = Vec::new();
     if spec.hyperpriors {
-        resampled.push("alpha".to_string());
-        if spec.prior == PriorKind::Nggp {
-            resampled.push("sigma".to_string());
+        match spec.prior {
+            PriorKind::Dp => resampled.push("alpha".to_string()),
+            PriorKind::Nggp | PriorKind::PitmanYor => {
+                resampled.push("alpha".to_string());
+                resampled.push("sigma".to_string());
+            }
+            PriorKind::Mfm => resampled.push("gamma".to_string()),
         }
     }
     if spec.prior == PriorKind::Nggp {

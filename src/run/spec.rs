@@ -55,6 +55,26 @@ impl SamplerKind {
         SamplerKind::QuasiCollapsed,
     ];
 
+    /// Whether the sampler takes a Gibbs-type prior whose weights depend on the number of
+    /// clusters (Pitman-Yor, MFM): the collapsed samplers whose moves add
+    /// `V(n, K±1) / V(n, K)` to their ratios and weights, each checked against enumeration.
+    pub fn takes_gibbs_type(self) -> bool {
+        matches!(
+            self,
+            SamplerKind::Gibbs | SamplerKind::JainNeal | SamplerKind::Sams | SamplerKind::Tgmcmc
+        )
+    }
+
+    /// The names of the samplers that [`SamplerKind::takes_gibbs_type`], comma-separated.
+    pub fn taking_gibbs_type() -> String {
+        SamplerKind::ALL
+            .iter()
+            .filter(|k| k.takes_gibbs_type())
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The sampler's name (`jain-neal`), as serialised and parsed.
     pub fn name(self) -> &'static str {
         match self {
@@ -115,6 +135,19 @@ impl SamplerKind {
             SamplerKind::Subcluster
         } else {
             SamplerKind::Sams
+        }
+    }
+}
+
+impl SamplerKind {
+    /// The default sampler for `n` points under `prior`: [`SamplerKind::for_data`], except
+    /// that a prior only the collapsed samplers take (Pitman-Yor, MFM) keeps
+    /// [`SamplerKind::Sams`] at every size.
+    pub fn for_model(n: usize, prior: crate::model::PriorKind) -> SamplerKind {
+        use crate::model::PriorKind;
+        match prior {
+            PriorKind::PitmanYor | PriorKind::Mfm => SamplerKind::Sams,
+            PriorKind::Dp | PriorKind::Nggp => SamplerKind::for_data(n),
         }
     }
 }

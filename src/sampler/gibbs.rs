@@ -265,6 +265,7 @@ impl PointUpdate {
     ) -> Result<Placement> {
         if let Some((old, own)) = self.weigh_cached(kernel, state, i) {
             debug_assert_eq!(self.ln_w.len(), state.partition.n_clusters() + 1);
+            self.shift_new(state);
             let (pick, _) = chooser.choose_log_wide(&self.ln_w)?;
             let cache = self.cache.get::<K::Stat>().expect("a sweep cache");
             return Ok(Placement {
@@ -285,12 +286,28 @@ impl PointUpdate {
         }
         self.ln_w
             .push(state.prior.ln_kappa_new() + kernel.ln_predictive(i, empty));
+        self.shift_new(state);
         let (pick, _) = chooser.choose_log(&self.ln_w)?;
         Ok(Placement {
             old,
             target: self.slots.get(pick).copied(),
             in_place: own.is_some(),
         })
+    }
+
+    /// Adds a Gibbs-type prior's `ln V(n, k+1) - ln V(n, k)` ([`NrmPrior::ln_new_shift`]) to
+    /// the new cluster's weight, the last of `ln_w`, where `k` is the number of clusters of
+    /// the other points: every live cluster, since the point is either out or weighed in
+    /// place in a cluster it shares. Nothing for the NRMs given `u`, whose weights stay
+    /// bit for bit those of the product form.
+    #[inline]
+    fn shift_new<K: ConjugateKernel, P: NrmPrior>(&mut self, state: &State<K, P>) {
+        if state.prior.k_dependent() {
+            let k = state.partition.n_clusters();
+            if let Some(w) = self.ln_w.last_mut() {
+                *w += state.prior.ln_new_shift(state.partition.n(), k);
+            }
+        }
     }
 
     /// [`PointUpdate::draw`] of the point `order[t]`, for a caller that updates the points
@@ -322,10 +339,13 @@ impl PointUpdate {
                 t - t0
             }
             _ => {
-                let blocks = self
-                    .cache
-                    .get::<K::Stat>()
-                    .is_some_and(|c| c.entries() < MAX_BLOCK_ENTRIES);
+                // A Gibbs-type prior's new-cluster weight depends on whether each point is
+                // alone, which a block's shared weights do not tell: point by point.
+                let blocks = !state.prior.k_dependent()
+                    && self
+                        .cache
+                        .get::<K::Stat>()
+                        .is_some_and(|c| c.entries() < MAX_BLOCK_ENTRIES);
                 if !blocks || !self.prepare(state, order, t) {
                     return self.draw(kernel, state, empty, i, chooser);
                 }

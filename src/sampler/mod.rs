@@ -207,3 +207,14 @@ pub fn metropolis_hastings(proposal: &Proposal, chooser: &mut dyn Chooser) -> (b
     let accepted = chooser.accept(ln_a);
     (accepted, StepInfo::proposal(accepted, ln_a))
 }
+
+/// `ln V(n, k+1) - ln V(n, k)`, what a Gibbs-type prior's target gains with a block added to
+/// a partition of `n` points into `k` ([`NrmPrior::ln_new_shift`]); `0` for the NRMs given
+/// `u`, whose split-merge ratios are then bit for bit those of the product form.
+pub(crate) fn ln_v_gain<P: NrmPrior>(prior: &P, n: usize, k: usize) -> f64 {
+    if prior.k_dependent() {
+        prior.ln_new_shift(n, k)
+    } else {
+        0.0
+    }
+}

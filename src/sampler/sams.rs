@@ -1,7 +1,7 @@
 //! Dahl's sequentially-allocated merge-split move (SAMS; Dahl 2005, MATH §6.3).
 
 use super::two_groups::{fill_join_table, TwoGroups};
-use super::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
+use super::{ln_v_gain, metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::error::Result;
 use crate::kernel::ConjugateKernel;
 use crate::prior::NrmPrior;
@@ -53,10 +53,12 @@ pub(crate) fn propose_merge<K: ConjugateKernel, P: NrmPrior>(
     );
     let ln_h_merged =
         state.prior.ln_kappa(ci.size() + cj.size()) + kernel.ln_marginal_pair(ci.stat(), cj.stat());
+    // A Gibbs-type prior's V(n, K-1) / V(n, K) for the block the merge removes.
+    let ln_v = ln_v_gain(&state.prior, part.n(), part.n_clusters() - 1);
     let proposal = Proposal {
         ln_q_fwd: 0.0,
         ln_q_rev,
-        ln_target_ratio: ln_h_merged - ln_h_split,
+        ln_target_ratio: ln_h_merged - ln_h_split - ln_v,
     };
     let (accepted, info) = metropolis_hastings(&proposal, chooser);
     if accepted {
@@ -72,7 +74,8 @@ pub(crate) fn propose_merge<K: ConjugateKernel, P: NrmPrior>(
 /// the two clusters, with `ln q` from replaying the allocation forced to the actual clusters
 /// in a fresh random order: `ln A = ln h(c_i ∪ c_j) - ln h(c_i) - ln h(c_j) + ln q`.
 ///
-/// Exact for both priors given `u`: `h(c) = κ(n_c, u) m(X_c)` and the `u`-constant cancels.
+/// Exact for the priors given `u`: `h(c) = κ(n_c, u) m(X_c)` and the `u`-constant cancels;
+/// for a Gibbs-type prior the ratio gains `V(n, K±1) / V(n, K)` ([`ln_v_gain`]).
 /// Cost: O(|c_i ∪ c_j|) predictive evaluations and additions to a statistic per proposal,
 /// `|c_i ∪ c_j|` prior evaluations (one table of join weights), and no allocation beyond the
 /// two anchor statistics once the buffers have grown.
@@ -128,10 +131,11 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for Sams {
         let ln_h_groups = groups.ln_h(kernel, prior);
         if si == sj {
             let ln_h_c = prior.ln_kappa(ci.size()) + ci.ln_marginal();
+            let ln_v = ln_v_gain(prior, n, part.n_clusters());
             let proposal = Proposal {
                 ln_q_fwd: ln_q,
                 ln_q_rev: 0.0,
-                ln_target_ratio: ln_h_groups - ln_h_c,
+                ln_target_ratio: ln_h_groups - ln_h_c + ln_v,
             };
             let (accepted, info) = metropolis_hastings(&proposal, chooser);
             if accepted {

@@ -3,7 +3,7 @@
 
 use super::sams::{collect_rest, draw_anchors, propose_merge};
 use super::two_groups::{fill_join_table, TwoGroups};
-use super::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
+use super::{ln_v_gain, metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::error::Result;
 use crate::kernel::ConjugateKernel;
 use crate::prior::NrmPrior;
@@ -121,7 +121,8 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
                 ln_q_fwd: ln_q,
                 ln_q_rev: 0.0,
                 ln_target_ratio: groups.ln_h(kernel, prior)
-                    - (prior.ln_kappa(ci.size()) + ci.ln_marginal()),
+                    - (prior.ln_kappa(ci.size()) + ci.ln_marginal())
+                    + ln_v_gain(prior, n, part.n_clusters()),
             };
             let (accepted, info) = metropolis_hastings(&proposal, chooser);
             if accepted {

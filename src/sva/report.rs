@@ -17,12 +17,20 @@ impl SvaConfig {
     pub fn check_model(model: &ModelSpec) -> Result<()> {
         let refuse = |what: &str| {
             Err(Error::Usage(format!(
-                "{what} sets the NGGP or the hyperpriors of a sampler; sva fits a Dirichlet \
-                 process with a fixed `alpha`: drop {what}"
+                "{what} sets a prior other than the DP or the hyperpriors of a sampler; sva \
+                 fits a Dirichlet process with a fixed `alpha` (the Pitman-Yor and MFM priors are \
+                 taken by the samplers gibbs, jain-neal, sams, tgmcmc): drop {what}"
             )))
         };
-        if model.prior == PriorKind::Nggp {
-            return refuse("`prior` nggp");
+        if model.prior != PriorKind::Dp {
+            // Named here rather than through `choice`, which sits above this layer.
+            let name = match model.prior {
+                PriorKind::Nggp => "nggp",
+                PriorKind::PitmanYor => "py",
+                PriorKind::Mfm => "mfm",
+                PriorKind::Dp => "dp",
+            };
+            return refuse(&format!("`prior` {name}"));
         }
         for (given, name) in [
             (model.sigma.is_some(), "`sigma`"),

@@ -11,17 +11,23 @@ use nrmm::kernel::beta_bernoulli::BetaBernoulli;
 use nrmm::kernel::{
     ConjugateKernel, DiagHyper, Diagonal, MultinomialDirichlet, NormalWishart, NwHyper,
 };
-use nrmm::prior::{Dp, Nggp, NrmPrior};
+use nrmm::prior::{Dp, KPrior, Mfm, Nggp, NrmPrior, PitmanYor};
 use nrmm::sampler::Move;
 
 /// Tolerance of the row sums, invariance and detailed balance: rounding error only.
 pub const TOL: f64 = 1e-12;
 
-/// The exact posterior over partitions given the prior's current hyperparameters.
+/// The exact posterior over partitions given the prior's current hyperparameters (with a
+/// Gibbs-type prior's `ln V(n, K)`).
 pub fn posterior<K: ConjugateKernel, P: NrmPrior>(kernel: &K, prior: &P) -> Vec<f64> {
     let p = prior.clone();
     ExactPosterior::new(kernel, move |sizes: &[usize]| {
-        sizes.iter().map(|&s| p.ln_kappa(s)).sum::<f64>()
+        let v = if p.k_dependent() {
+            p.ln_v_k(sizes.iter().sum(), sizes.len())
+        } else {
+            0.0
+        };
+        v + sizes.iter().map(|&s| p.ln_kappa(s)).sum::<f64>()
     })
     .unwrap()
     .probabilities()
@@ -173,4 +179,20 @@ pub fn mixed_kernel(n: usize) -> nrmm::kernel::mixed::Mixed {
         beta: 0.6,
     };
     Mixed::with_priors(mixed_table(n), priors).expect("valid priors")
+}
+
+/// The Gibbs-type priors of the checks: Pitman-Yor with a negative `θ`, with a large `σ`,
+/// and at `σ = 0`; MFM with `K - 1 ~ Poisson(1)` (Miller & Harrison's) and a geometric `p_K`.
+pub fn gibbs_type_priors() -> (Vec<PitmanYor>, Vec<Mfm>) {
+    (
+        vec![
+            PitmanYor::fixed(-0.2, 0.4).unwrap(),
+            PitmanYor::fixed(1.5, 0.7).unwrap(),
+            PitmanYor::fixed(0.8, 0.0).unwrap(),
+        ],
+        vec![
+            Mfm::new(1.0, KPrior::Poisson { lambda: 1.0 }, None).unwrap(),
+            Mfm::new(0.4, KPrior::Geometric { p: 0.3 }, None).unwrap(),
+        ],
+    )
 }

@@ -109,7 +109,8 @@ impl Sampler {
 }
 
 /// Whether a sampler running `prior` must resample any hyperparameter (the DP's `α` with a
-/// prior; the NGGP's `u`, and `α`, `σ` with priors).
+/// prior; the NGGP's `u`, and `α`, `σ` with priors; Pitman-Yor's `θ`, `σ` and the MFM's `γ`
+/// with priors).
 pub fn resamples_hyper(prior: &Prior) -> bool {
     match prior {
         Prior::Dp(dp) => dp.alpha_prior().is_some(),
@@ -117,6 +118,8 @@ pub fn resamples_hyper(prior: &Prior) -> bool {
             let h = p.hyper();
             h.sample_u || h.alpha.is_some() || h.sigma.is_some()
         }
+        Prior::PitmanYor(p) => p.hyper().theta.is_some() || p.hyper().sigma.is_some(),
+        Prior::Mfm(p) => p.gamma_prior().is_some(),
     }
 }
 

@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrmm::data::load::Format;
 use nrmm::data::synthetic::SyntheticKind;
 use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
+use nrmm::prior::KPrior;
 use nrmm::run::spec::SweepCount;
 use nrmm::run::{DataSource, MoveSettings, SamplerKind, SamplerSettings, Start};
 use nrmm::Choice;
@@ -69,6 +70,11 @@ pub fn one_of<T: Choice>() -> impl TypedValueParser<Value = T> {
             .map(|c| PossibleValue::new(c.name()).help(c.about())),
     )
     .map(|s| T::named(&s).expect("clap accepts only the listed names"))
+}
+
+/// The parser of `--k-prior` (the library's [`KPrior::parse`], its message as the error).
+fn parse_k_prior(text: &str) -> Result<KPrior, String> {
+    KPrior::parse(text).map_err(|e| e.to_string())
 }
 
 /// `--data` of the verbs that have no built-in data set.
@@ -154,21 +160,30 @@ pub struct ModelArgs {
     /// data's units with `reference` only.
     #[arg(long, value_parser = one_of::<NwDefaults>(), default_value = "pooled")]
     pub nw_defaults: NwDefaults,
-    /// NRM prior.
+    /// Prior on partitions.
     #[arg(long, value_parser = one_of::<PriorKind>(), default_value = "dp")]
     pub prior: PriorKind,
-    /// Concentration α (default 1).
+    /// Concentration α (default 1); for --prior py the concentration θ > -σ.
     #[arg(long, allow_negative_numbers = true)]
     pub alpha: Option<f64>,
-    /// NGGP discount σ in (0, 1) (default 0.5).
+    /// Discount σ: NGGP in (0, 1), Pitman-Yor in [0, 1) (default 0.5).
     #[arg(long, allow_negative_numbers = true)]
     pub sigma: Option<f64>,
     /// NGGP auxiliary variable u > 0 (default 1; samplers always resample it).
     #[arg(long, allow_negative_numbers = true)]
     pub u: Option<f64>,
+    /// MFM Dirichlet parameter γ > 0 of the weights given K components (default 1; with
+    /// --prior mfm only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub gamma: Option<f64>,
+    /// MFM prior on the number of components K: poisson:LAMBDA (K - 1 ~ Poisson(LAMBDA)) or
+    /// geometric:P (P(K) = P (1-P)^(K-1)) (default poisson:1; with --prior mfm only).
+    #[arg(long, value_name = "LAW:PARAM", value_parser = parse_k_prior)]
+    pub k_prior: Option<KPrior>,
     /// Put the reference hyperpriors on the hyperparameters instead of fixing them:
-    /// α ~ Gamma(1, 1), and for NGGP σ ~ Beta(1.5, 1.5) truncated to [0.01, 0.99]. Samplers
-    /// then resample them each sweep; `exact` integrates them out.
+    /// α ~ Gamma(1, 1) (Pitman-Yor: θ), for NGGP and Pitman-Yor σ ~ Beta(1.5, 1.5) truncated
+    /// to [0.01, 0.99], for the MFM γ ~ Gamma(1, 1). Samplers then resample them each sweep;
+    /// `exact` integrates them out.
     #[arg(long)]
     pub hyperpriors: bool,
     /// Put hyperpriors on the kernel's own hyperparameters and resample them every sweep: for
@@ -196,6 +211,8 @@ impl ModelArgs {
             alpha: self.alpha,
             sigma: self.sigma,
             u: self.u,
+            gamma: self.gamma,
+            k_prior: self.k_prior,
             hyperpriors: self.hyperpriors,
             kernel_hyperpriors: self.kernel_hyperpriors,
             pilot: None,
@@ -297,10 +314,13 @@ pub struct SamplerArgs {
 }
 
 impl SamplerArgs {
-    /// The library's sampler settings for `n` points: the sampler asked for, else the one
-    /// chosen by size ([`SamplerKind::for_data`]).
-    pub fn settings(&self, n: usize) -> SamplerSettings {
-        let kind = self.sampler.unwrap_or_else(|| SamplerKind::for_data(n));
+    /// The library's sampler settings for `n` points under `prior`: the sampler asked for,
+    /// else the one chosen by size and prior ([`SamplerKind::for_model`]), with its default
+    /// moves ([`MoveArgs::settings_for`]).
+    pub fn settings(&self, n: usize, prior: PriorKind) -> SamplerSettings {
+        let kind = self
+            .sampler
+            .unwrap_or_else(|| SamplerKind::for_model(n, prior));
         SamplerSettings {
             kind,
             moves: self.moves.settings_for(kind, n),

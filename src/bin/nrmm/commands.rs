@@ -157,6 +157,13 @@ fn generate_flag(name: &str) -> Option<String> {
 /// Dirichlet-multinomial clusters.
 pub fn generate(a: GenerateArgs) -> Result<()> {
     let rename = |e: Error| e.rename_parameters(&generate_flag);
+    if let Some(p @ (PriorKind::PitmanYor | PriorKind::Mfm)) = a.prior {
+        return Err(Error::Usage(format!(
+            "generate draws partitions from the DP's CRP or the NGGP's urn, not --prior {}: \
+             give --prior dp or nggp, or --k for uniform clusters",
+            nrmm::Choice::name(p)
+        )));
+    }
     let spec = SyntheticSpec {
         kind: a.kind,
         n: a.n,
@@ -185,7 +192,7 @@ pub fn check_exact(a: CheckExactArgs) -> Result<()> {
     let model = build(&a.data, &a.model, Builtin::SetB)?;
     let c = check_sampler(
         &model,
-        &a.sampler.settings(model.n_points()),
+        &a.sampler.settings(model.n_points(), a.model.prior),
         a.sweeps,
         a.seed,
     )

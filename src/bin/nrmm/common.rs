@@ -29,13 +29,14 @@ pub fn flag(name: &str) -> Option<String> {
         "data_header" => "--header".into(),
         "column_types" => "--types".into(),
         "continue_run" => "--continue".into(),
-        "alpha" | "sigma" | "u" | "beta" | "kernel" | "prior" | "sweeps" | "seconds" | "chains"
-        | "chain_offset" | "max_sweeps" | "thin" | "burn_in" | "checkpoint_every" | "init"
-        | "sampler" | "proposals" | "launch_scans" | "gibbs_sweeps" | "gibbs_subset"
-        | "global_moves" | "depth" | "seed" | "force" | "resume" | "out" | "hyperpriors"
-        | "kernel_hyperpriors" | "epsilon" | "prune_threshold" | "merge_threshold"
-        | "check_interval" | "heldout" | "data" | "header" | "skip_columns" | "types"
-        | "data_parallel" | "block" | "seeds" | "samplers" => {
+        "alpha" | "sigma" | "u" | "gamma" | "k_prior" | "beta" | "kernel" | "prior" | "sweeps"
+        | "seconds" | "chains" | "chain_offset" | "max_sweeps" | "thin" | "burn_in"
+        | "checkpoint_every" | "init" | "sampler" | "proposals" | "launch_scans"
+        | "gibbs_sweeps" | "gibbs_subset" | "global_moves" | "depth" | "seed" | "force"
+        | "resume" | "out" | "hyperpriors" | "kernel_hyperpriors" | "epsilon"
+        | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout" | "data"
+        | "header" | "skip_columns" | "types" | "data_parallel" | "block" | "seeds"
+        | "samplers" => {
             format!("--{}", name.replace('_', "-"))
         }
         _ => return None,

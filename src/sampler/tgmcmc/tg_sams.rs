@@ -9,7 +9,7 @@ use crate::kernel::ConjugateKernel;
 use crate::math::{ln_add_exp, log_sum_exp, softplus};
 use crate::partition::{Partition, Slot};
 use crate::prior::NrmPrior;
-use crate::sampler::{Chooser, Move, State, StepInfo};
+use crate::sampler::{ln_v_gain, Chooser, Move, State, StepInfo};
 use crate::tree::Candidates;
 use std::sync::Arc;
 
@@ -364,7 +364,8 @@ impl<K: ConjugateKernel> TgSams<K> {
         }
         let (n_a, n_b) = (groups.size(0), groups.size(1));
         let ln_h_c = prior.ln_kappa(c.size()) + c.ln_marginal();
-        let ln_target = groups.ln_h(kernel, prior, 0) + groups.ln_h(kernel, prior, 1) - ln_h_c;
+        let ln_target = groups.ln_h(kernel, prior, 0) + groups.ln_h(kernel, prior, 1) - ln_h_c
+            + ln_v_gain(prior, part.n(), part.n_clusters());
         let k_new = self.slots.len() + 1;
         let n2_new = self.big.len() - 1 + usize::from(n_a >= 2) + usize::from(n_b >= 2);
         let (_, ln_rho_m) = routes(self.split_prob, k_new, n2_new);
@@ -466,7 +467,8 @@ impl<K: ConjugateKernel> TgSams<K> {
         let ln_h_g = prior.ln_kappa(ni + nj) + checked_pair(kernel, ci.stat(), cj.stat())?;
         let ln_target = ln_h_g
             - (prior.ln_kappa(ni) + ci.ln_marginal())
-            - (prior.ln_kappa(nj) + cj.ln_marginal());
+            - (prior.ln_kappa(nj) + cj.ln_marginal())
+            - ln_v_gain(prior, part.n(), part.n_clusters() - 1);
         let k_new = self.slots.len() - 1;
         let n2_new = self.big.len() + 1 - usize::from(ni >= 2) - usize::from(nj >= 2);
         let (ln_rho_s, _) = routes(self.split_prob, k_new, n2_new);
