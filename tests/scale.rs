@@ -766,8 +766,9 @@ reach_truth!(OVERLAPPING_LARGE, StartFrom::One;
     #[ignore = "long: 10^5 points"] large_sams_overlapping_from_one => Sams,
     #[ignore = "long: 10^5 points"] large_tgmcmc_overlapping_from_one => Tgmcmc,
     #[ignore = "long: 10^5 points"] large_tgmcmc_paper_overlapping_from_one => TgmcmcPaper,
-    #[ignore = "long: 10^5 points; fails today: K = 20 after the first sweep, and after 300 \
-        sweeps the best is 2800.3 nats below the truth (K = 12, true 9; K = 17 at the end)"]
+    #[ignore = "long: 10^5 points; fails today: 3899 nats above the truth at K = 4 after the \
+        first sweep, then drifting down; after 300 sweeps the best of the second half is 3745.9 \
+        nats below the truth (K = 10, true 9; K = 12 at the end)"]
     large_subcluster_overlapping_from_one => Subcluster,
     #[ignore = "long: 10^5 points; fails today: after 300 sweeps the best is 782.9 nats below the \
         truth (K = 3, true 9)"]
@@ -780,16 +781,16 @@ reach_truth!(OVERLAPPING_LARGE, StartFrom::One;
 reach_truth!(OVERLAPPING_LARGE, StartFrom::Default;
     #[ignore = "long: 10^5 points"] large_gibbs_overlapping_from_default => Gibbs,
     #[ignore = "long: 10^5 points"] large_sams_overlapping_from_default => Sams,
-    #[ignore = "long: 10^5 points; fails today (its default start is one cluster): K = 20 \
-        after the first sweep, and after 300 sweeps the best is 2800.3 nats below the truth \
-        (K = 12, true 9; K = 17 at the end)"]
+    #[ignore = "long: 10^5 points; fails today (its default start is one cluster): 3899 nats \
+        above the truth at K = 4 after the first sweep, then drifting down; after 300 sweeps \
+        the best of the second half is 3745.9 nats below the truth (K = 10, true 9)"]
     large_subcluster_overlapping_from_default => Subcluster,
 );
 
 reach_truth!(SEPARATED_LARGE, StartFrom::RandomHalves;
     #[ignore = "long: 10^5 points"] large_gibbs_merges_random_halves => Gibbs,
     #[ignore = "long: 10^5 points"] large_sams_merges_random_halves => Sams,
-    #[ignore = "long: 10^5 points; fails today: after 300 sweeps the best is 62119.2 nats below \
+    #[ignore = "long: 10^5 points; fails today: after 300 sweeps the best is 62651.1 nats below \
         the truth (K = 14, true 12): halves of clusters above 8,192 points are left to the \
         launch family, which cannot replay a random split"]
     large_subcluster_merges_random_halves => Subcluster,
@@ -802,7 +803,7 @@ reach_truth!(SEPARATED_LARGE, StartFrom::SpatialHalves;
     #[ignore = "long: 10^5 points; fails today: from 19164.3 to 60461.4 nats below the truth in \
         100 sweeps (K = 19, true 12)"]
     large_sams_merges_spatial_halves => Sams,
-    #[ignore = "long: 10^5 points; fails today: over-splits from 19164 to 53426.2 nats below the \
+    #[ignore = "long: 10^5 points; fails today: over-splits from 19164 to 56521.0 nats below the \
         truth in 300 sweeps (K = 14, true 12)"]
     large_subcluster_merges_spatial_halves => Subcluster,
 );
