@@ -1068,7 +1068,7 @@ fn unreadable_and_malformed_files_are_named() {
             "loglik", "--data", &nan, "--labels", &labels3, "--kernel", "nw",
         ],
         1,
-        &["`kernel` nw does not read a table", "mixed"],
+        &["--kernel nw does not read a table", "mixed"],
     );
     let ragged = dir.write("ragged.txt", "0 0\n1\n0.3 2\n");
     fails_no_stdout(

@@ -11,7 +11,9 @@ use nrmm::data::{Dataset, DenseData};
 use nrmm::diagnostics::SeriesSummary;
 use nrmm::model::{Model, ModelSpec};
 use nrmm::rng::SeedPlan;
-use nrmm::run::{AutoBudget, Budget, RunDir, Runner, SamplerKind, SamplerSpec, Summary};
+use nrmm::run::{
+    AutoBudget, Budget, MoveSettings, RunDir, Runner, SamplerKind, SamplerSpec, Summary,
+};
 use std::path::{Path, PathBuf};
 
 /// 90 points in 2-D from 3 overlapping Normal-Wishart components (seeded): chains that need a
@@ -303,7 +305,8 @@ fn the_command_line_chooses_the_sampler_by_size() {
     let large = cli_run(&scratch("by-size-large"), &large, &[]);
     assert!(
         large.contains(&format!(
-            "sampler subcluster (chosen for n = {n}; 100 proposals per sweep)"
+            "sampler subcluster (chosen for n = {n}; {} proposals per sweep)",
+            MoveSettings::default_proposals_for(SamplerKind::Subcluster, n)
         )),
         "{large}"
     );
