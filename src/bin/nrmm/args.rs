@@ -355,12 +355,8 @@ impl MoveArgs {
     /// The library's move settings for `n` points, the same for every sampler (the default
     /// number of proposals depends on `n`, [`MoveSettings::default_proposals`]).
     pub fn settings(&self, n: usize) -> MoveSettings {
-        MoveSettings {
-            proposals: self
-                .proposals
-                .unwrap_or_else(|| MoveSettings::default_proposals(n)),
-            ..self.settings_for(SamplerKind::Sams, n)
-        }
+        // SAMS takes the generic default, `MoveSettings::default_proposals(n)`.
+        self.settings_for(SamplerKind::Sams, n)
     }
 
     /// The library's move settings of the sampler `kind` for `n` points (the default number
