@@ -31,7 +31,11 @@
 //! then (optionally) the prior's hyperparameters given the cluster sizes. The
 //! allocation-family proposals of the threaded sampler are not made: they allocate points one
 //! after another, a sequential pass that does not distribute; the launch family alone leaves
-//! the posterior invariant (each proposal pair is in detailed balance for every launch).
+//! the posterior invariant (each proposal pair is in detailed balance for every launch). A
+//! merge's first cluster is uniform and its partner drawn as the threaded sampler draws it
+//! (half uniformly, half in proportion to the merge's target ratio), from the replicated
+//! cluster table, so every rank draws the same pair; a split's reverse weighs that law on
+//! the split state. Cost: `O(K)` marginals of a union per proposal, on every rank.
 //!
 //! **Communication per sweep** with `K` clusters, moments of `m` bytes (`8(1 + d + d²)` for
 //! Normal-Wishart), `R` ranks: the restricted pass folds `K` counts and then `K` moments
@@ -49,13 +53,15 @@ use crate::error::{Error, Result};
 use crate::kernel::NwMoments;
 use crate::kernel::ParametricKernel;
 use crate::kernel::{ln_gamma_variate, normal_wishart::NormalWishart, ConjugateKernel};
-use crate::math::ln_add_exp;
+use crate::math::{ln_add_exp, sample_log_weights};
 use crate::prior::NrmPrior;
 use crate::rng::{uniform_index, uniform_open01, NrmmRng};
 use crate::sampler::dpmm::engine::{
     draw_side, for_each_point_from, jump_shape, label_pass_from, side_weights, CHUNK,
 };
-use crate::sampler::dpmm::subcluster::{final_side, sample_size, LARGE_SET, SHARPEN};
+use crate::sampler::dpmm::subcluster::{
+    final_side, partner_ln_probs, sample_size, Candidate, LARGE_SET, SHARPEN,
+};
 use crate::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
 
 /// A kernel whose moments can travel between ranks and be turned into statistics.
@@ -379,9 +385,34 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
             }
             let ln_q = ln_add_exp(sums[0], sums[1]);
             let (sa, sb) = (kernel.stat_of_moments(&m[0]), kernel.stat_of_moments(&m[1]));
-            let ln_a = h(sizes[c] - n_b, &sa) + h(n_b, &sb) - h(sizes[c], &self.stats[c])
-                + (2.0 / ((k + 1) * k) as f64).ln()
-                - (ln_q - (k as f64).ln());
+            let (ha, hb) = (h(sizes[c] - n_b, &sa), h(n_b, &sb));
+            // The reverse merge's unordered pair on the split state of K + 1 clusters.
+            let mut split: Vec<Candidate<'_, K::Stat>> = (0..k)
+                .filter(|&j| j != c)
+                .map(|j| Candidate {
+                    n: sizes[j],
+                    stat: &self.stats[j],
+                    h: h(sizes[j], &self.stats[j]),
+                })
+                .collect();
+            split.push(Candidate {
+                n: sizes[c] - n_b,
+                stat: &sa,
+                h: ha,
+            });
+            split.push(Candidate {
+                n: n_b,
+                stat: &sb,
+                h: hb,
+            });
+            let (ia, ib) = (k - 1, k);
+            let ln_rev_pair = -((k + 1) as f64).ln()
+                + ln_add_exp(
+                    partner_ln_probs(kernel, &prior, &split, ia)[ib],
+                    partner_ln_probs(kernel, &prior, &split, ib)[ia],
+                );
+            let ln_a =
+                ha + hb - h(sizes[c], &self.stats[c]) + ln_rev_pair - (ln_q - (k as f64).ln());
             let ln_u = uniform_open01(&mut self.rng).ln();
             if !self.decide(comm, ln_a > ln_u)? {
                 return Ok(false);
@@ -402,17 +433,26 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
             if k < 2 {
                 return Ok(false);
             }
+            // The first cluster uniform, its partner by the merge target (as the shared-memory
+            // sampler's `partner_ln_probs`), the pair unordered.
+            let clusters: Vec<Candidate<'_, K::Stat>> = (0..k)
+                .map(|j| Candidate {
+                    n: sizes[j],
+                    stat: &self.stats[j],
+                    h: h(sizes[j], &self.stats[j]),
+                })
+                .collect();
             let x = uniform_index(&mut self.rng, k);
-            let mut y = uniform_index(&mut self.rng, k - 1);
-            if y >= x {
-                y += 1;
-            }
+            let ln_p = partner_ln_probs(kernel, &prior, &clusters, x);
+            let y = sample_log_weights(&mut self.rng, &ln_p)?;
+            let ln_pair = -(k as f64).ln()
+                + ln_add_exp(ln_p[y], partner_ln_probs(kernel, &prior, &clusters, y)[x]);
             let (nx, ny) = (sizes[x], sizes[y]);
             let ln_target = prior.ln_kappa(nx + ny)
                 + kernel.ln_marginal_pair(&self.stats[x], &self.stats[y])
-                - h(nx, &self.stats[x])
-                - h(ny, &self.stats[y]);
-            let ln_rest = ln_target - ((k - 1) as f64).ln() - (2.0 / (k * (k - 1)) as f64).ln();
+                - clusters[x].h
+                - clusters[y].h;
+            let ln_rest = ln_target - ((k - 1) as f64).ln() - ln_pair;
             let ln_u = uniform_open01(&mut self.rng).ln();
             // ln q ≤ ln 2: a merge this bound already rejects skips its launch.
             if ln_rest + std::f64::consts::LN_2 <= ln_u {

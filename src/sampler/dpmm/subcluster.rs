@@ -1503,10 +1503,10 @@ const REJECTED: StepInfo = StepInfo {
 
 /// One cluster as the choice of a merge partner sees it: its size, statistic and
 /// `h = ln κ(n, u) + ln m(X_c)`.
-struct Candidate<'a, S> {
-    n: usize,
-    stat: &'a S,
-    h: f64,
+pub(crate) struct Candidate<'a, S> {
+    pub(crate) n: usize,
+    pub(crate) stat: &'a S,
+    pub(crate) h: f64,
 }
 
 /// The candidates of every cluster of `partition`, in slot order.
@@ -1537,7 +1537,7 @@ fn candidates<'a, K: ParametricKernel, P: NrmPrior>(
 /// 300 pieces early on, had about one such proposal in twenty sweeps), while the uniform half
 /// keeps every pair proposable. A function of the clusters alone, so the reverse of a split
 /// evaluates it on the split state. Cost: `K - 1` marginals of a union.
-fn partner_ln_probs<K: ParametricKernel, P: NrmPrior>(
+pub(crate) fn partner_ln_probs<K: ParametricKernel, P: NrmPrior>(
     kernel: &K,
     prior: &P,
     clusters: &[Candidate<'_, K::Stat>],
