@@ -2284,7 +2284,13 @@ fn plot_draws_what_the_run_has() {
         "Gibbs has no proposals, 3-D data no scatter, and the density's margins: {said}"
     );
     assert!(!said.contains("note: no density"), "{said}");
-    for svg in ["log_joint", "n_clusters", "k_posterior", "similarity", "density"] {
+    for svg in [
+        "log_joint",
+        "n_clusters",
+        "k_posterior",
+        "similarity",
+        "density",
+    ] {
         assert_svg(&dir.0.join(format!("run/{svg}.svg")));
     }
     assert!(!dir.0.join("run/acceptance.svg").exists());

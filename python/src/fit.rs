@@ -163,6 +163,8 @@ impl Progress {
 /// `progress(done, total, n_clusters)` is called about ten times a second, and
 /// `progress(None)` at the end. `loss_a` is the parameter of the VI and Binder's loss whose
 /// minimisers the summary reports (in (0, 2), checked before the run).
+// The arguments are the Python call's, one per estimator setting it passes.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (data, model_json, sampler_json, run_dir, budget_json, progress, loss_a=1.0))]
 pub fn fit<'py>(
