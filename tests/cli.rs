@@ -646,7 +646,8 @@ fn run_writes_trace_labels_and_summary() {
         "ESS bulk",
         "R-hat",
         "P(K): ",
-        "point estimate (Dahl, among 8 draws)",
+        "point estimate (estimate.txt: the minimiser of the expected VI, among 8 draws)",
+        "Dahl's estimate (estimate-dahl.txt, among 8 draws)",
         "best state visited",
     ] {
         assert!(said.contains(needle), "{needle:?} not in {said}");
@@ -677,10 +678,19 @@ fn run_writes_trace_labels_and_summary() {
         .map(|p| p.as_f64().expect("a probability"))
         .sum();
     assert!((p_k - 1.0).abs() < 1e-9, "{p_k}");
+    // The default estimate is the VI's, Dahl's beside it.
+    assert_eq!(field(&summary, "default_estimate"), "vi");
+    let vi = &field(field(&summary, "by_loss"), "estimates")[0];
+    assert_eq!(field(vi, "loss"), "vi");
+    assert_eq!(
+        label_count(&dir.arg("o/estimate.txt")) as u64,
+        u64_of(vi, "n_clusters")
+    );
+    assert_eq!(dir.read("o/estimate.txt"), dir.read("o/estimate-vi.txt"));
+    assert_eq!(dir.read("o/estimate.txt").lines().count(), 1300);
     let estimate = field(&summary, "point_estimate");
     let k = u64_of(estimate, "n_clusters");
-    assert_eq!(label_count(&dir.arg("o/estimate.txt")) as u64, k);
-    assert_eq!(dir.read("o/estimate.txt").lines().count(), 1300);
+    assert_eq!(label_count(&dir.arg("o/estimate-dahl.txt")) as u64, k);
     assert_eq!(
         label_count(&dir.arg("o/map.txt")) as u64,
         u64_of(field(&summary, "map"), "n_clusters")
@@ -2047,12 +2057,13 @@ fn predict_writes_labels_and_probabilities() {
     );
     assert_eq!(header.last(), Some(&"p_new"));
     let k = header.len() - 5;
+    // Prediction builds on Dahl's estimate (a draw, with its hyperparameters).
     let estimate: Vec<usize> = dir
-        .read("run/estimate.txt")
+        .read("run/estimate-dahl.txt")
         .lines()
         .map(|l| l.parse().expect("a label"))
         .collect();
-    assert_eq!(label_count(&dir.arg("run/estimate.txt")), k);
+    assert_eq!(label_count(&dir.arg("run/estimate-dahl.txt")), k);
     let mut agree = 0;
     for (i, line) in lines.enumerate() {
         let v: Vec<f64> = line
@@ -2269,11 +2280,17 @@ fn plot_draws_what_the_run_has() {
     let said = ok(&["plot", &run]);
     assert_eq!(
         said.matches("wrote ").count(),
-        4,
-        "Gibbs has no proposals, 3-D data no scatter and no density: {said}"
+        5,
+        "Gibbs has no proposals, 3-D data no scatter, and the density's margins: {said}"
     );
-    assert!(said.contains("note: no density"), "{said}");
-    for svg in ["log_joint", "n_clusters", "k_posterior", "similarity"] {
+    assert!(!said.contains("note: no density"), "{said}");
+    for svg in [
+        "log_joint",
+        "n_clusters",
+        "k_posterior",
+        "similarity",
+        "density",
+    ] {
         assert_svg(&dir.0.join(format!("run/{svg}.svg")));
     }
     assert!(!dir.0.join("run/acceptance.svg").exists());

@@ -329,6 +329,33 @@ fn a_run_reports_estimates_by_loss_and_a_credible_ball() {
     for file in ["ball-horizontal.txt", "ball-upper.txt", "ball-lower.txt"] {
         assert_eq!(dir.read(&format!("run/{file}")).lines().count(), 45);
     }
+    // The default estimate is the VI's; Dahl's is beside it.
+    assert_eq!(summary["default_estimate"], "vi");
+    assert_eq!(by_loss["loss_a"], 1.0);
+    assert_eq!(
+        dir.read("run/estimate.txt"),
+        dir.read("run/estimate-vi.txt")
+    );
+    assert_eq!(dir.read("run/estimate-dahl.txt").lines().count(), 45);
+    // `--loss-a` on diagnose: recorded, named in the losses, and a larger a joins no fewer
+    // pairs (see `a_larger_loss_parameter_joins_more_pairs_by_enumeration`).
+    let merged = dir.arg("a17");
+    let printed = ok(&["diagnose", &run, "--loss-a", "1.7", "--out", &merged]);
+    assert!(printed.contains("VI and Binder with a = 1.7"), "{printed}");
+    assert!(printed.contains("expected VI with a = 1.7"), "{printed}");
+    let a17: serde_json::Value = serde_json::from_str(&dir.read("a17/summary.json")).unwrap();
+    assert_eq!(a17["by_loss"]["loss_a"], 1.7);
+    assert_eq!(a17["by_loss"]["estimates"][0]["loss"], "vi(a=1.7)");
+    assert_eq!(a17["by_loss"]["estimates"][1]["loss"], "binder(a=1.7)");
+    let k = |s: &serde_json::Value, i: usize| s["by_loss"]["estimates"][i]["n_clusters"].as_u64();
+    assert!(k(&a17, 0) <= k(&summary, 0) && k(&a17, 1) <= k(&summary, 1));
+    for bad in ["0", "2", "nan"] {
+        crate::support::cli::fails(
+            &["diagnose", &run, "--loss-a", bad],
+            1,
+            &["invalid --loss-a", "a number in (0, 2)"],
+        );
+    }
 }
 
 /// How often the search alone misses the minimiser on random small posteriors, by
@@ -428,4 +455,78 @@ fn on_real_data_the_search_beats_dahls_draw_in_expected_loss() {
             }
         }
     }
+}
+
+/// The parameter `a` of Binder's loss and the VI moves the minimiser the way the theory says.
+/// Both losses are, up to terms free of the estimate, `G(ĉ) - a A(ĉ)` with
+/// `A = Σ_k f(n_k)` (`f(x) = x²` for Binder, `x log₂ x` for the VI), so for `a < a'` the
+/// optimality of each minimiser gives `(a' - a) (A(ĉ_a') - A(ĉ_a)) ≥ 0`: a larger `a` never
+/// lowers `A`, the estimate's pairs together (Binder) or its negative entropy (VI), and it
+/// merges clusters rather than splits them. Checked by enumerating every partition of 7
+/// points for five values of `a`, with the search's minimiser equal to the enumerated one.
+#[test]
+fn a_larger_loss_parameter_joins_more_pairs_by_enumeration() {
+    let a_values = [0.25, 0.5, 1.0, 1.5, 1.75];
+    let mut strict = [0, 0];
+    for (n, m, noise, seed) in [(7, 40, 0.3, 5), (7, 60, 0.5, 6), (6, 30, 0.7, 7)] {
+        let raw = draws(n, m, noise, seed);
+        let set = DrawSet::new(&raw).unwrap();
+        for (which, make) in [
+            (
+                0,
+                (|a| PartitionLoss::Binder { a }) as fn(f64) -> PartitionLoss,
+            ),
+            (1, |a| PartitionLoss::Vi { a }),
+        ] {
+            let mut last: Option<(f64, usize)> = None;
+            for a in a_values {
+                let loss = make(a);
+                let mut min = (f64::INFINITY, Vec::new());
+                for rgs in SetPartitions::new(n).unwrap() {
+                    let labels: Vec<usize> = rgs.labels().iter().map(|&l| l as usize).collect();
+                    let e = brute_expected(loss, &labels, &raw);
+                    if e < min.0 - 1e-12 {
+                        min = (e, labels);
+                    }
+                }
+                let found = search_expected_loss(&set, loss, &SearchSettings::default()).unwrap();
+                assert!(
+                    (found.expected_loss - min.0).abs() < 1e-12,
+                    "{}: the search found {} at {:?}, the minimum is {} at {:?}",
+                    loss.name(),
+                    found.expected_loss,
+                    found.labels,
+                    min.0,
+                    min.1
+                );
+                let sizes = |labels: &[usize]| {
+                    let mut s = vec![0usize; labels.iter().max().unwrap() + 1];
+                    labels.iter().for_each(|&l| s[l] += 1);
+                    s
+                };
+                let f = |x: usize| match which {
+                    0 => (x * x) as f64,
+                    _ => x as f64 * (x as f64).log2(),
+                };
+                let a_sum: f64 = sizes(&min.1).into_iter().map(f).sum();
+                let k = min.1.iter().max().unwrap() + 1;
+                if let Some((before, k_before)) = last {
+                    assert!(
+                        a_sum >= before - 1e-9,
+                        "{} (n = {n}, seed {seed}): A fell from {before} to {a_sum}",
+                        loss.name()
+                    );
+                    assert!(
+                        k <= k_before,
+                        "{}: K rose from {k_before} to {k}",
+                        loss.name()
+                    );
+                    strict[which] += usize::from(k < k_before);
+                }
+                last = Some((a_sum, k));
+            }
+        }
+    }
+    // The cases are diffuse enough that a changes the estimate for both losses.
+    assert!(strict.iter().all(|&s| s > 0), "{strict:?}");
 }

@@ -86,7 +86,7 @@ fn main() -> common::Result<()> {
     };
     let outcome = Runner::new(&model, spec, &runs).replace(true).run()?;
     let mut summary = outcome.summary()?;
-    summary.add_estimates_by_loss()?;
+    summary.add_estimates_by_loss(1.0)?;
     let by_loss = summary
         .by_loss
         .as_ref()

@@ -113,8 +113,10 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     The number of clusters is not fixed: the posterior over partitions of the data is
     sampled by ``n_chains`` independent chains, each on its own random stream of
     ``random_state``, so that results do not depend on the number of threads. The chains'
-    draws give a point estimate of the clustering (Dahl's least-squares draw, ``labels_``),
-    the best state visited (``map_labels_``), the posterior similarity of every pair of
+    draws give a point estimate of the clustering (``labels_``: the partition minimising the
+    posterior expected Variation of Information, Wade & Ghahramani 2018, beside the minimisers
+    of Binder's loss and one minus the ARI and Dahl's least-squares draw in
+    ``estimates_by_loss_``), the best state visited (``map_labels_``), the posterior similarity of every pair of
     points, the distribution of the number of clusters, convergence diagnostics (bulk and
     tail ESS, split R-hat), and the posterior predictive density of new points.
 
@@ -188,6 +190,11 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         command line (``nrmm diagnose``, ``nrmm predict``); None uses a temporary directory.
     checkpoint_every : int, default=None
         Sweeps between checkpoints in ``run_dir``, from which :meth:`resume` continues exactly.
+    loss_a : float, default=1.0
+        The parameter a, in (0, 2), of the generalised Variation of Information and Binder's
+        loss whose minimisers ``labels_`` and ``estimates_by_loss_`` give: 1 the plain losses,
+        larger makes splitting a cluster of the posterior dearer (fewer clusters), smaller
+        makes merging two dearer (more clusters).
     random_state : int, RandomState instance or None, default=None
         Seed of every random draw. An integer is the command line's ``--seed``: the same
         integer gives the same chains from Python, the command line and Rust.
@@ -197,7 +204,10 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        Dahl's least-squares point estimate of the clustering (canonical labels 0..K-1).
+        The point estimate of the clustering (canonical labels 0..K-1): the partition
+        minimising the posterior expected Variation of Information over the draws (as
+        ``estimates_by_loss_["vi"]``); above 20,000 points, where that search is not made,
+        Dahl's least-squares draw. ``summary_["default_estimate"]`` says which.
     n_clusters_ : int
         Clusters of the point estimate.
     map_labels_ : ndarray of shape (n_samples,)
@@ -205,8 +215,10 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     estimates_by_loss_ : dict
         The partitions minimising the posterior expected loss over the draws, by the loss's
         name (``"vi"``, ``"binder"``, ``"1-ari"``; Wade & Ghahramani 2018, searched as SALSO,
-        Dahl, Johnson & Müller 2022), each an ndarray of shape (n_samples,); empty above 20,000
-        points. Their expected losses and the credible ball are in ``summary_["by_loss"]``.
+        Dahl, Johnson & Müller 2022; none above 20,000 points), then Dahl's least-squares draw
+        (``"dahl"``) and the best state (``"map"``), each an
+        ndarray of shape (n_samples,). Their expected losses and the credible ball are in
+        ``summary_["by_loss"]``.
     posterior_similarity_ : ndarray of shape (n_samples, n_samples) or None
         Share of draws in which two points are together (None above 4000 points).
     k_distribution_ : dict
@@ -214,7 +226,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     draws_ : ndarray of shape (n_draws, n_samples)
         The partition draws after burn-in, every chain.
     hyper_ : dict
-        Hyperparameters of the point estimate's draw.
+        Hyperparameters of Dahl's draw (the fixed values without hyperpriors), which
+        :meth:`predict` uses with the clusters of ``labels_``.
     summary_ : dict
         The run's summary: per chain (sweeps, speed, acceptance, ESS), and per quantity
         (``log_joint``, ``n_clusters``, hyperparameters) the multi-chain bulk and tail ESS and
@@ -262,6 +275,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         draws_per_chain=256,
         run_dir=None,
         checkpoint_every=None,
+        loss_a=1.0,
         random_state=None,
         progress=False,
     ):
@@ -292,6 +306,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         self.draws_per_chain = draws_per_chain
         self.run_dir = run_dir
         self.checkpoint_every = checkpoint_every
+        self.loss_a = loss_a
         self.random_state = random_state
         self.progress = progress
 
@@ -417,12 +432,12 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
             with tempfile.TemporaryDirectory(prefix="nrmm-") as tmp:
                 out = _native.fit(
                     data, model_json, sampler_json, os.path.join(tmp, "run"),
-                    _budget_json(budget), callback,
+                    _budget_json(budget), callback, float(self.loss_a),
                 )
         else:
             out = _native.fit(
                 data, model_json, sampler_json, os.fspath(self.run_dir),
-                _budget_json(budget), callback,
+                _budget_json(budget), callback, float(self.loss_a),
             )
         self._store(data, model_json, out)
         return self

@@ -161,9 +161,12 @@ impl Progress {
 /// their hyperparameters, the draws after burn-in, the summary (JSON), each chain's trace and
 /// the run's notes. `budget_json` replaces the run's budget (a resumed run's new total).
 /// `progress(done, total, n_clusters)` is called about ten times a second, and
-/// `progress(None)` at the end.
+/// `progress(None)` at the end. `loss_a` is the parameter of the VI and Binder's loss whose
+/// minimisers the summary reports (in (0, 2), checked before the run).
+// The arguments are the Python call's, one per estimator setting it passes.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (data, model_json, sampler_json, run_dir, budget_json, progress))]
+#[pyo3(signature = (data, model_json, sampler_json, run_dir, budget_json, progress, loss_a=1.0))]
 pub fn fit<'py>(
     py: Python<'py>,
     data: Input<'py>,
@@ -172,7 +175,11 @@ pub fn fit<'py>(
     run_dir: PathBuf,
     budget_json: Option<&str>,
     progress: Option<Bound<'py, PyAny>>,
+    loss_a: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
+    nrmm::run::estimates::validate_loss_a(loss_a)
+        .map_err(rename)
+        .py_err()?;
     let spec = model_spec(model_json)?;
     let data = data.dataset()?;
     let model = py
@@ -254,7 +261,7 @@ pub fn fit<'py>(
     let summary = py
         .detach(|| {
             let mut summary = outcome.summary()?;
-            summary.add_estimates_by_loss()?;
+            summary.add_estimates_by_loss(loss_a)?;
             Ok::<_, nrmm::error::Error>(summary)
         })
         .map_err(rename)
@@ -351,7 +358,11 @@ fn results<'py>(
     let recorded = serde_json::to_string(&model.requested)
         .map_err(|e| PyValueError::new_err(format!("model: {e}")))?;
     out.set_item("model", recorded)?;
-    out.set_item("labels", to_i64(&estimate.labels).into_pyarray(py))?;
+    // The default estimate (the VI's where found) is `labels_`; the hyperparameters are
+    // those of Dahl's draw (the fixed values without hyperpriors).
+    let default = summary.default_labels().unwrap_or(&estimate.labels);
+    out.set_item("labels", to_i64(default).into_pyarray(py))?;
+    out.set_item("default_estimate", &summary.default_estimate)?;
     // The hyperparameters become a dict by column name, which `predict` reads back.
     let columns = |h: HyperState| BTreeMap::<String, f64>::from(h);
     out.set_item("hyper", columns(estimate.hyper))?;
@@ -365,11 +376,15 @@ fn results<'py>(
         }
     }
     out.set_item("draws", draws)?;
-    // The point estimates by loss, by the loss's name (none beyond the search's limit).
+    // The point estimates by loss, by the loss's name (none beyond the search's limit), then
+    // Dahl's and the best state, as the summary's table names them.
     let by_loss = PyDict::new(py);
     for e in summary.by_loss.iter().flat_map(|b| &b.estimates) {
-        by_loss.set_item(e.loss.name(), to_i64(&e.labels).into_pyarray(py))?;
+        let name = nrmm::run::estimates::short_name(e.loss);
+        by_loss.set_item(name, to_i64(&e.labels).into_pyarray(py))?;
     }
+    by_loss.set_item("dahl", to_i64(&estimate.labels).into_pyarray(py))?;
+    by_loss.set_item("map", to_i64(&map.labels).into_pyarray(py))?;
     out.set_item("estimates_by_loss", by_loss)?;
     let json = serde_json::to_string(summary)
         .map_err(|e| PyValueError::new_err(format!("summary: {e}")))?;

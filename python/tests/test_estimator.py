@@ -41,6 +41,12 @@ def test_fit_finds_the_groups_and_sets_the_attributes(blobs):
     assert vi.shape == (90,) and adjusted_rand_score(y, vi) > 0.95
     k_vi = [e["n_clusters"] for e in by_loss["estimates"] if e["loss"] == "vi"][0]
     assert len(np.unique(vi)) == k_vi
+    # The default estimate is the VI's; Dahl's draw and the best state are beside it.
+    assert m.summary_["default_estimate"] == "vi"
+    assert np.array_equal(m.labels_, vi)
+    assert np.array_equal(m.estimates_by_loss_["map"], m.map_labels_)
+    assert m.estimates_by_loss_["dahl"].shape == (90,)
+    assert by_loss["loss_a"] == 1.0
     assert len(m.traces_) == 2
     trace = m.traces_[0]
     assert len(np.asarray(trace["sweep"])) == 100
@@ -180,3 +186,14 @@ def test_sampling_releases_the_interpreter_lock(blobs):
     # A thread that held the lock for the whole second would leave the counter near zero
     # (Python switches threads only every 5 ms of bytecode, and not inside native code).
     assert count[0] > 10_000, count[0]
+
+
+def test_loss_a_is_the_parameter_of_the_vi_and_binder_estimates(blobs):
+    X, _ = blobs
+    m = small(loss_a=1.6).fit(X)
+    by_loss = m.summary_["by_loss"]
+    assert by_loss["loss_a"] == 1.6
+    assert [e["loss"] for e in by_loss["estimates"]][:2] == ["vi(a=1.6)", "binder(a=1.6)"]
+    assert np.array_equal(m.labels_, m.estimates_by_loss_["vi"])
+    with pytest.raises(ValueError, match="loss_a"):
+        small(loss_a=2.0).fit(X)

@@ -3,17 +3,29 @@
 //! for 2-D data. Each draw's density is the predictive given that draw's partition, with the
 //! kernel and prior moved to the draw's hyperparameters; the plots ([`super::svg`]) draw the
 //! mean with its band (1-D) or its contours beside the band's width (2-D).
+//!
+//! **Margins** ([`margin_grids`]) for data of more dimensions: the density of one coordinate,
+//! the predictive's margin, on a line with its bands, for the first [`MAX_MARGINS`]
+//! coordinates. The margin is exact and in closed form: a Normal-Wishart predictive
+//! `t_ν'(ξ_n, (r_n + 1)/(r_n ν') Ψ_n)` (MATH §2.1, `ν' = ν_n - d + 1`) has in coordinate `j`
+//! the Student-t `t_ν'(ξ_n,j, (r_n + 1)/(r_n ν') Ψ_n,jj)`, which is the predictive of the
+//! 1-D Normal-Wishart `(ξ_j, Ψ_jj, r, ν - d + 1)` over the same cluster's coordinate `j`
+//! (its posterior's `Ψ_n,jj`, `ξ_n,j`, `r_n` are the d-D ones' and its `ν' = ν - d + 1 + n`
+//! the same); the diagonal kernel's coordinates are independent 1-D Normal-Wisharts, so its
+//! margin is coordinate `j`'s own. The mixture weights depend on the sizes only, so a draw's
+//! margin is [`ln_predictive_of_draw`] under the margin's kernel over the same partition.
 
 use super::summary::DrawSource;
 use super::HyperState;
 use crate::data::{Dataset, DenseData};
 use crate::diagnostics::{ln_predictive_of_draw, pointwise_bands, PointwiseBands};
 use crate::error::{Error, Result};
-use crate::kernel::{AnyKernel, Kernel};
+use crate::kernel::{AnyKernel, DiagHyper, Diagonal, Kernel, NormalWishart, NwHyper};
 use crate::model::Model;
 use crate::partition::Partition;
 use crate::prior::Prior;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// The level of the pointwise bands the plots draw.
 pub const BAND_LEVEL: f64 = 0.95;
@@ -23,6 +35,10 @@ pub const LINE_POINTS: usize = 240;
 
 /// Grid points per axis of a 2-D density (its grid has the square of it).
 pub const SURFACE_POINTS: usize = 64;
+
+/// Most coordinates whose margins [`margin_grids`] gives (the first ones): more panels than
+/// a page shows legibly.
+pub const MAX_MARGINS: usize = 12;
 
 /// Most draws the bands are over, evenly spaced within each chain: enough for the 2.5% and
 /// 97.5% quantiles to rest on several draws each.
@@ -143,6 +159,154 @@ pub fn density_grid(
         axes,
         bands: pointwise_bands(&ln_f, BAND_LEVEL)?,
     })
+}
+
+/// The predictive density's margins in each of the first [`MAX_MARGINS`] coordinates, on a
+/// line over each coordinate's range with pointwise bands (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct MarginGrids {
+    /// The data's dimension.
+    pub d: usize,
+    /// Per coordinate drawn (0, 1, ... up to [`MAX_MARGINS`]), its grid of [`LINE_POINTS`].
+    pub axes: Vec<Vec<f64>>,
+    /// Per coordinate drawn, the margin's density and band at its grid's points.
+    pub bands: Vec<PointwiseBands>,
+}
+
+/// The Normal-Wishart kernel whose predictive, for any cluster, is the margin in coordinate
+/// `j` of `kernel`'s: over coordinate `j` of its data with `(ξ_j, Ψ_jj, r, ν - d + 1)` (see
+/// the module documentation). Errors if `j` is not a coordinate. Cost: O(n).
+pub fn nw_margin(kernel: &NormalWishart, j: usize) -> Result<NormalWishart> {
+    let h = kernel.hyper();
+    let d = h.xi().len();
+    let column = coordinate(kernel.data(), j)?;
+    let hyper = NwHyper::new(
+        vec![h.xi()[j]],
+        vec![h.psi()[j * d + j]],
+        h.r(),
+        h.nu() - d as f64 + 1.0,
+    )?;
+    NormalWishart::new(Arc::new(column), hyper)
+}
+
+/// The diagonal kernel of coordinate `j` of `kernel` alone: its predictive, for any cluster,
+/// is the margin in coordinate `j` of `kernel`'s (the coordinates are independent). Errors if
+/// `j` is not a coordinate. Cost: O(n).
+pub fn diag_margin(kernel: &Diagonal, j: usize) -> Result<Diagonal> {
+    let h = kernel.hyper();
+    let column = coordinate(kernel.data(), j)?;
+    let hyper = DiagHyper::new(vec![h.xi()[j]], vec![h.psi()[j]], h.r(), h.nu())?;
+    Diagonal::new(Arc::new(column), hyper)
+}
+
+/// Coordinate `j` of `data` as 1-D data. Cost: O(n).
+fn coordinate(data: &DenseData, j: usize) -> Result<DenseData> {
+    if j >= data.d() {
+        return Err(Error::param(
+            "coordinate",
+            j,
+            &format!("a coordinate below the data's dimension {}", data.d()),
+        ));
+    }
+    DenseData::new(data.n(), 1, (0..data.n()).map(|i| data.row(i)[j]).collect())
+}
+
+/// The margins of the posterior predictive density of `data` (the data `model` was built
+/// over, real vectors) in each of its first [`MAX_MARGINS`] coordinates, each on a line of
+/// [`LINE_POINTS`] over the coordinate's range, with pointwise bands at [`BAND_LEVEL`] over
+/// the draws of `sources`. Errors for kernels other than Normal-Wishart and diagonal, or
+/// without draws. Cost: per draw and coordinate, building the margin's partition (O(n)) and
+/// O(G K) 1-D predictives; the draws in parallel.
+pub fn margin_grids(
+    model: &Model,
+    data: &DenseData,
+    sources: &[DrawSource],
+) -> Result<MarginGrids> {
+    let dims = data.d().min(MAX_MARGINS);
+    let axes: Vec<Vec<f64>> = (0..dims)
+        .map(|j| axis((0..data.n()).map(|i| data.row(i)[j]), LINE_POINTS))
+        .collect();
+    let lines = axes
+        .iter()
+        .map(|x| DenseData::new(x.len(), 1, x.clone()).map(Dataset::Dense))
+        .collect::<Result<Vec<_>>>()?;
+    let draws = thinned(sources, data.n())?;
+    if draws.is_empty() {
+        return Err(Error::Usage(
+            "no partition draws after the burn-in: no density (lower `burn_in`)".into(),
+        ));
+    }
+    let p = &model.prior;
+    // Per draw, per coordinate, the margin's log density on its line.
+    let ln_f: Vec<Vec<Vec<f64>>> = match &model.kernel {
+        AnyKernel::Nw(k) => margins_per_draw(k, nw_margin, p, &lines, &draws)?,
+        AnyKernel::Diag(k) => margins_per_draw(k, diag_margin, p, &lines, &draws)?,
+        other => {
+            return Err(Error::Usage(format!(
+                "a density's margins need a kernel on real vectors, not `kernel` {}",
+                other.kind().name()
+            )))
+        }
+    };
+    let bands = (0..dims)
+        .map(|j| {
+            let rows: Vec<Vec<f64>> = ln_f.iter().map(|per| per[j].clone()).collect();
+            pointwise_bands(&rows, BAND_LEVEL)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(MarginGrids {
+        d: data.d(),
+        axes,
+        bands,
+    })
+}
+
+/// Each draw's log margin density at the points of each of `lines` (one per coordinate), the
+/// margin's kernel `margin(k, j)` taken from the kernel moved to the draw's hyperparameters.
+fn margins_per_draw<K: Kernel>(
+    kernel: &K,
+    margin: fn(&K, usize) -> Result<K>,
+    base: &Prior,
+    lines: &[Dataset],
+    draws: &[(Vec<usize>, HyperState)],
+) -> Result<Vec<Vec<Vec<f64>>>>
+where
+    K::NewData: Sync,
+{
+    let fixed = (0..lines.len())
+        .map(|j| margin(kernel, j))
+        .collect::<Result<Vec<_>>>()?;
+    let new = fixed
+        .iter()
+        .zip(lines)
+        .map(|(k, line)| k.new_points(line))
+        .collect::<Result<Vec<_>>>()?;
+    draws
+        .par_iter()
+        .map(|(labels, hyper)| {
+            let prior = base.at(hyper.prior)?;
+            let moved = match hyper.kernel {
+                Some(h) => {
+                    let k = kernel.at(&h)?;
+                    Some(
+                        (0..lines.len())
+                            .map(|j| margin(&k, j))
+                            .collect::<Result<Vec<_>>>()?,
+                    )
+                }
+                None => None,
+            };
+            let kernels = moved.as_ref().unwrap_or(&fixed);
+            kernels
+                .iter()
+                .zip(&new)
+                .map(|(k, new)| {
+                    let partition = Partition::from_labels(k, labels)?;
+                    ln_predictive_of_draw(k, &partition, &prior, new)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Each draw's log density at the points of `grid`, under the kernel and prior moved to the

@@ -8,7 +8,7 @@
 
 use super::dahl::dahl;
 pub use super::dahl::{DrawSource, Estimate};
-use super::estimates::{loss_summary, LossSummary, BALL_LEVEL, LOSSES, MAX_POINTS};
+use super::estimates::{loss_summary, short_name, LossSummary, BALL_LEVEL, MAX_POINTS};
 use super::record::{chain_dir, RunDir};
 use super::resume::{ChainFile, EndState};
 use super::spec::{SamplerKind, SamplerSettings};
@@ -198,8 +198,14 @@ pub struct Summary {
     pub diagnostics: BTreeMap<String, SeriesSummary>,
     /// Posterior probability of each number of clusters, after burn-in.
     pub k_distribution: BTreeMap<usize, f64>,
-    /// Dahl's least-squares point estimate over the partition draws after burn-in.
+    /// Dahl's least-squares point estimate over the partition draws after burn-in (a draw,
+    /// with its hyperparameters, on which prediction and imputation build).
     pub point_estimate: Option<Estimate>,
+    /// Which estimate is the default one (`estimate.txt`, the headline of the printed
+    /// summary): `vi`, the minimiser of the expected VI, once
+    /// [`Summary::add_estimates_by_loss`] has found it, else `dahl` (see
+    /// [`super::estimates`] for why).
+    pub default_estimate: String,
     /// The best state visited by any chain.
     pub map: Option<Estimate>,
     /// The point estimates minimising the posterior expected VI, Binder's loss and one minus
@@ -566,6 +572,7 @@ impl Summary {
             });
         Ok(Summary {
             by_loss: None,
+            default_estimate: "dahl".to_string(),
             n_points,
             seed,
             joint: joint.to_string(),
@@ -581,12 +588,15 @@ impl Summary {
     }
 
     /// Adds the point estimates by loss ([`super::estimates`]): the searches for the
-    /// partitions minimising the expected VI, Binder's loss and one minus the ARI over the
-    /// draws, the expected losses of every estimate and the credible ball; a warning instead
-    /// beyond [`MAX_POINTS`] points. Separate from [`Summary::of`] because the searches cost
-    /// seconds (about 3.7 s each for 5,000 points and 1,000 draws on two cores), which a
-    /// summary read only for Dahl's estimate, as by prediction and plots, need not pay.
-    pub fn add_estimates_by_loss(&mut self) -> Result<()> {
+    /// partitions minimising the expected VI, Binder's loss (both with parameter `loss_a`, 1
+    /// for the plain losses) and one minus the ARI over the draws, the expected losses of
+    /// every estimate and the credible ball, and makes the VI estimate the default one; a
+    /// warning instead beyond [`MAX_POINTS`] points, where Dahl's estimate stays the default.
+    /// Separate from [`Summary::of`] because the searches cost seconds (about 3.7 s each for
+    /// 5,000 points and 1,000 draws on two cores), which a summary read only for Dahl's
+    /// estimate, as by prediction and plots, need not pay. Errors unless `loss_a` is in
+    /// (0, 2).
+    pub fn add_estimates_by_loss(&mut self, loss_a: f64) -> Result<()> {
         let n = self.n_points;
         self.by_loss = loss_summary(
             &self.sources,
@@ -594,18 +604,37 @@ impl Summary {
             self.point_estimate.as_ref(),
             self.map.as_ref(),
             self.seed,
+            loss_a,
         )?;
+        if self.by_loss.is_some() {
+            self.default_estimate = "vi".to_string();
+        }
         if n > MAX_POINTS && self.point_estimate.is_some() {
             self.warnings.push(format!(
                 "no point estimates by loss (VI, Binder, ARI) or credible ball for {n} \
-                 points: their search is limited to {MAX_POINTS} points"
+                 points: their search is limited to {MAX_POINTS} points, so the point \
+                 estimate (estimate.txt) is Dahl's least-squares draw, not the VI estimate"
             ));
         }
         Ok(())
     }
 
-    /// Writes `summary.json` (`extra`'s fields, then the report's), `estimate.txt` (the point
-    /// estimate's labels) and `map.txt` (the best state's labels) to `dir`.
+    /// The default point estimate's labels ([`Summary::default_estimate`]): the VI estimate's
+    /// once found, else Dahl's; none without draws.
+    pub fn default_labels(&self) -> Option<&[usize]> {
+        let vi = self
+            .by_loss
+            .as_ref()
+            .and_then(|b| b.estimates.first())
+            .map(|e| e.labels.as_slice());
+        vi.or(self.point_estimate.as_ref().map(|e| e.labels.as_slice()))
+    }
+
+    /// Writes `summary.json` (`extra`'s fields, then the report's), `estimate.txt` (the
+    /// default point estimate's labels, [`Summary::default_labels`]), `estimate-dahl.txt`
+    /// (Dahl's), `map.txt` (the best state's), and with the estimates by loss
+    /// `estimate-vi.txt`, `estimate-binder.txt`, `estimate-1-ari.txt` and the credible ball's
+    /// bounds `ball-horizontal.txt`, `ball-upper.txt`, `ball-lower.txt` to `dir`.
     pub fn write(&self, dir: &Path, extra: serde_json::Value) -> Result<()> {
         let mut summary = match extra {
             serde_json::Value::Object(map) => map,
@@ -619,15 +648,18 @@ impl Summary {
         let text = serde_json::to_string_pretty(&serde_json::Value::Object(summary))
             .map_err(|e| Error::Usage(format!("cannot write the summary: {e}")))?;
         super::write_atomic(&dir.join("summary.json"), text.as_bytes())?;
+        if let Some(labels) = self.default_labels() {
+            crate::data::load::write_labels(dir.join("estimate.txt"), labels)?;
+        }
         if let Some(e) = &self.point_estimate {
-            crate::data::load::write_labels(dir.join("estimate.txt"), &e.labels)?;
+            crate::data::load::write_labels(dir.join("estimate-dahl.txt"), &e.labels)?;
         }
         if let Some(e) = &self.map {
             crate::data::load::write_labels(dir.join("map.txt"), &e.labels)?;
         }
         if let Some(by_loss) = &self.by_loss {
             for e in &by_loss.estimates {
-                let name = format!("estimate-{}.txt", e.loss.name());
+                let name = format!("estimate-{}.txt", short_name(e.loss));
                 crate::data::load::write_labels(dir.join(name), &e.labels)?;
             }
             let ball = &by_loss.credible_ball;
@@ -732,10 +764,30 @@ impl Summary {
         if !ks.is_empty() {
             writeln!(out, "P(K): {}", ks.join("  "))?;
         }
-        if let Some(e) = &self.point_estimate {
+        let vi = self
+            .by_loss
+            .as_ref()
+            .and_then(|b| Some((b, b.estimates.first()?)));
+        if let Some((b, e)) = vi {
+            let a = match b.loss_a {
+                1.0 => String::new(),
+                a => format!(" with a = {a}"),
+            };
             writeln!(
                 out,
-                "point estimate (Dahl, among {} draws): K = {}, {} = {:.3} (chain {}, sweep {})",
+                "point estimate (estimate.txt: the minimiser of the expected VI{a}, among {} \
+                 draws): K = {}, expected VI = {:.4}",
+                e.among, e.n_clusters, e.expected_loss
+            )?;
+        }
+        if let Some(e) = &self.point_estimate {
+            let role = match vi {
+                Some(_) => "Dahl's estimate (estimate-dahl.txt",
+                None => "point estimate (estimate.txt: Dahl's",
+            };
+            writeln!(
+                out,
+                "{role}, among {} draws): K = {}, {} = {:.3} (chain {}, sweep {})",
                 e.among, e.n_clusters, self.joint, e.log_joint, e.chain, e.sweep
             )?;
         }
@@ -750,7 +802,7 @@ impl Summary {
             let mut k: BTreeMap<String, usize> = by_loss
                 .estimates
                 .iter()
-                .map(|e| (e.loss.name(), e.n_clusters))
+                .map(|e| (short_name(e.loss).to_string(), e.n_clusters))
                 .collect();
             k.extend(
                 self.point_estimate
@@ -774,12 +826,20 @@ fn print_by_loss(
     k: &BTreeMap<String, usize>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let a = match by_loss.loss_a {
+        1.0 => String::new(),
+        a => format!(", VI and Binder with a = {a}"),
+    };
     writeln!(
         out,
-        "point estimates by loss (expected loss over {} draws, lower is better):",
+        "point estimates by loss (expected loss over {} draws, lower is better{a}):",
         by_loss.draws
     )?;
-    let losses: Vec<String> = LOSSES.iter().map(|l| l.name()).collect();
+    let losses: Vec<String> = by_loss
+        .estimates
+        .iter()
+        .map(|e| short_name(e.loss).to_string())
+        .collect();
     let header: String = losses.iter().map(|l| format!(" {l:>9}")).collect();
     writeln!(out, "  {:<8} {:>5}{header}", "estimate", "K")?;
     for name in ["vi", "binder", "1-ari", "dahl", "map"] {

@@ -3,13 +3,14 @@
 //! pictures of the posterior's uncertainty ([`super::uncertainty`]): P(K) as bars, the
 //! similarity matrix as a heatmap ordered by the point estimate, and the predictive density
 //! with pointwise bands (a band around a curve for 1-D data, contours of the mean beside a
-//! map of the band's width for 2-D data). Every front end writes the same pictures through
+//! map of the band's width for 2-D data, a small panel per coordinate's margin beyond). Every front end writes the same pictures through
 //! [`draw`].
 
 use super::curves::{self, clip, padded, panels, Panel, Scatter};
 use super::density::contour;
-use super::uncertainty::{self, DensityPicture, OrderedSimilarity, Uncertainty};
+use super::uncertainty::{self, DensityPicture, MarginsPicture, OrderedSimilarity, Uncertainty};
 use super::RunDir;
+use crate::diagnostics::PointwiseBands;
 use crate::error::{Error, Result};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -273,26 +274,62 @@ fn column_name(d: &DensityPicture, c: usize) -> String {
 /// Draws a 1-D density into `path`: the band, the mean over it and the data as a rug.
 fn density_line(path: &Path, d: &DensityPicture) -> Result<()> {
     let err = plot_error(path);
-    let (x, b) = (&d.grid.axes[0], &d.grid.bands);
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(&err)?;
+    let rug = (0..d.points.n()).map(|i| d.points.row(i)[0]);
+    let line = BandLine {
+        caption: &d.title,
+        caption_size: 18,
+        x_desc: column_name(d, 0),
+        x: &d.grid.axes[0],
+        bands: &d.grid.bands,
+        legend: true,
+    };
+    band_line(&root, &line, rug, path)?;
+    root.present().map_err(&err)?;
+    Ok(())
+}
+
+/// A density on a line with its band, as [`band_line`] draws it.
+struct BandLine<'a> {
+    caption: &'a str,
+    caption_size: u32,
+    x_desc: String,
+    x: &'a [f64],
+    bands: &'a PointwiseBands,
+    legend: bool,
+}
+
+/// Draws `line` into `area`: its band, its mean over it and `rug` (the data) as ticks on the
+/// axis, with a legend when asked. Errors name `path`.
+fn band_line(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    line: &BandLine<'_>,
+    rug: impl Iterator<Item = f64>,
+    path: &Path,
+) -> Result<()> {
+    let err = plot_error(path);
+    let (x, b) = (line.x, line.bands);
     let top = b.upper.iter().chain(&b.mean).fold(0.0f64, |a, &v| a.max(v)) * 1.05;
     let top = if top > 0.0 && top.is_finite() {
         top
     } else {
         1.0
     };
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(&err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&d.title, ("sans-serif", 18))
-        .margin(18)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
+    let small = !line.legend;
+    let mut chart = ChartBuilder::on(area)
+        .caption(line.caption, ("sans-serif", line.caption_size))
+        .margin(if small { 8 } else { 18 })
+        .x_label_area_size(if small { 36 } else { 48 })
+        .y_label_area_size(if small { 56 } else { 80 })
         .build_cartesian_2d(x[0]..x[x.len() - 1], 0.0..top)
         .map_err(&err)?;
     chart
         .configure_mesh()
-        .x_desc(column_name(d, 0))
+        .x_desc(line.x_desc.as_str())
         .y_desc("density")
+        .x_labels(if small { 4 } else { 10 })
+        .y_labels(if small { 4 } else { 10 })
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(&err)?;
@@ -319,18 +356,50 @@ fn density_line(path: &Path, d: &DensityPicture) -> Result<()> {
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], blue.stroke_width(3)));
     let tick = 0.025 * top;
     chart
-        .draw_series((0..d.points.n()).map(|i| {
-            let v = d.points.row(i)[0];
-            PathElement::new(vec![(v, 0.0), (v, tick)], BLACK.mix(0.6))
-        }))
+        .draw_series(rug.map(|v| PathElement::new(vec![(v, 0.0), (v, tick)], BLACK.mix(0.6))))
         .map_err(&err)?;
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(&err)?;
+    if line.legend {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(&err)?;
+    }
+    Ok(())
+}
+
+/// Draws the margins of a density of more than two dimensions into `path`: one small panel
+/// per coordinate (at most [`super::density::MAX_MARGINS`], the title saying how many of
+/// how many), each the margin's band around its mean with the coordinate's values as a rug.
+fn density_margins(path: &Path, m: &MarginsPicture) -> Result<()> {
+    let err = plot_error(path);
+    let panels = m.grids.axes.len();
+    let cols = panels.clamp(1, 4);
+    let rows = panels.div_ceil(cols);
+    let size = (SIZE.0, 60 + 260 * rows as u32);
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(&err)?;
+    let root = root.titled(&m.title, ("sans-serif", 18)).map_err(&err)?;
+    let areas = root.split_evenly((rows, cols));
+    for (j, area) in areas.iter().enumerate().take(panels) {
+        let name = m
+            .columns
+            .as_ref()
+            .and_then(|names| names.get(j).cloned())
+            .unwrap_or_else(|| format!("x{j}"));
+        let line = BandLine {
+            caption: &name,
+            caption_size: 14,
+            x_desc: name.clone(),
+            x: &m.grids.axes[j],
+            bands: &m.grids.bands[j],
+            legend: false,
+        };
+        let rug = (0..m.points.n()).map(|i| m.points.row(i)[j]);
+        band_line(area, &line, rug, path)?;
+    }
     root.present().map_err(&err)?;
     Ok(())
 }
@@ -460,6 +529,10 @@ fn draw_uncertainty(u: &Uncertainty, out: &Path) -> Result<Vec<PathBuf>> {
         let path = out.join("density.svg");
         density(&path, d)?;
         written.push(path);
+    } else if let Some(m) = &u.margins {
+        let path = out.join("density.svg");
+        density_margins(&path, m)?;
+        written.push(path);
     }
     Ok(written)
 }
@@ -468,7 +541,8 @@ fn draw_uncertainty(u: &Uncertainty, out: &Path) -> Result<Vec<PathBuf>> {
 /// out: `log_joint.svg`, `n_clusters.svg`, `acceptance.svg` (when a move makes proposals),
 /// `scatter.svg` (for 2-D real data that can be read), and the pictures of the posterior's
 /// uncertainty ([`uncertainty::uncertainty`]): `k_posterior.svg`, `similarity.svg` and
-/// `density.svg` (for 1-D and 2-D real data that can be read). Cost: reading every chain's
+/// `density.svg` (for 1-D and 2-D real data that can be read; for more dimensions a panel
+/// per coordinate's margin, the first 12). Cost: reading every chain's
 /// trace ([`panels`]), for the scatter one summary and the data ([`curves::scatter`]), and
 /// the uncertainty's (a summary, the similarity of at most [`uncertainty::MAX_SHOWN`]
 /// points, the density over at most a few hundred draws).

@@ -4,7 +4,7 @@
 //! ([`super::density`]). Computed from the chains' draws; [`super::svg`] draws them.
 
 use super::curves::{column_names, data_of, sampler_name};
-use super::density::{density_grid, DensityGrid};
+use super::density::{density_grid, margin_grids, DensityGrid, MarginGrids, MAX_MARGINS};
 use super::summary::DrawSource;
 use super::{RunDir, Summary};
 use crate::data::{Dataset, DenseData};
@@ -104,6 +104,20 @@ pub struct DensityPicture {
     pub columns: Option<Vec<String>>,
 }
 
+/// The margins of the predictive density of a run's data of more than two dimensions, with
+/// the data.
+#[derive(Clone, Debug)]
+pub struct MarginsPicture {
+    /// What the picture shows.
+    pub title: String,
+    /// The margins on their lines.
+    pub grids: MarginGrids,
+    /// The data, whose coordinates are drawn as rugs.
+    pub points: DenseData,
+    /// The names of the data's columns, when the data had a header.
+    pub columns: Option<Vec<String>>,
+}
+
 /// The pictures of a run's posterior uncertainty.
 #[derive(Clone, Debug)]
 pub struct Uncertainty {
@@ -115,6 +129,8 @@ pub struct Uncertainty {
     pub estimate_clusters: usize,
     /// The density, for 1-D and 2-D real data that can be read here.
     pub density: Option<DensityPicture>,
+    /// The density's margins per coordinate, for real data of more dimensions.
+    pub margins: Option<MarginsPicture>,
     /// What the pictures are of (the runs, their sampler and seed).
     pub subject: String,
 }
@@ -169,31 +185,53 @@ pub fn uncertainty(runs: &[RunDir]) -> Result<(Option<Uncertainty>, Vec<String>)
         ));
         estimate_clusters = e.n_clusters;
     }
-    let mut density = None;
+    let (mut density, mut margins) = (None, None);
     let dim = first.record.fingerprint.dim;
-    if summary.point_estimate.is_some() && dim > 2 {
-        notes.push(format!(
-            "no density: it is drawn on a grid for 1-D and 2-D data, not for {dim} dimensions"
-        ));
-    } else if summary.point_estimate.is_some() {
+    if summary.point_estimate.is_some() {
         match data_of(first)? {
             Ok(Dataset::Dense(points)) => {
                 let model = Model::build(&first.record.model, Dataset::Dense(points.clone()))?;
-                match density_grid(&model, &points, &summary.sources) {
-                    Ok(grid) => {
-                        density = Some(DensityPicture {
-                            title: format!(
-                                "posterior predictive density of {subject}, {:.0}% pointwise \
-                                 bands over {} draws",
-                                100.0 * grid.bands.level,
-                                grid.bands.draws
-                            ),
-                            grid,
-                            points,
-                            columns: column_names(&first.dir),
-                        })
+                let columns = column_names(&first.dir);
+                if dim <= 2 {
+                    match density_grid(&model, &points, &summary.sources) {
+                        Ok(grid) => {
+                            density = Some(DensityPicture {
+                                title: format!(
+                                    "posterior predictive density of {subject}, {:.0}% \
+                                     pointwise bands over {} draws",
+                                    100.0 * grid.bands.level,
+                                    grid.bands.draws
+                                ),
+                                grid,
+                                points,
+                                columns,
+                            })
+                        }
+                        Err(e) => notes.push(format!("no density: {e}")),
                     }
-                    Err(e) => notes.push(format!("no density: {e}")),
+                } else {
+                    match margin_grids(&model, &points, &summary.sources) {
+                        Ok(grids) => {
+                            let shown = grids.axes.len();
+                            let which = if dim > MAX_MARGINS {
+                                format!("the first {shown} of {dim} coordinates")
+                            } else {
+                                format!("{dim} coordinates")
+                            };
+                            let draws = grids.bands.first().map_or(0, |b| b.draws);
+                            let level = 100.0 * super::density::BAND_LEVEL;
+                            margins = Some(MarginsPicture {
+                                title: format!(
+                                    "margins of the posterior predictive density of {subject} \
+                                     ({which}), {level:.0}% pointwise bands over {draws} draws"
+                                ),
+                                grids,
+                                points,
+                                columns,
+                            })
+                        }
+                        Err(e) => notes.push(format!("no density: {e}")),
+                    }
                 }
             }
             Ok(_) => {}
@@ -206,6 +244,7 @@ pub fn uncertainty(runs: &[RunDir]) -> Result<(Option<Uncertainty>, Vec<String>)
             similarity,
             estimate_clusters,
             density,
+            margins,
             subject,
         }),
         notes,

@@ -45,7 +45,8 @@ pub enum Command {
     /// Recompute diagnostics from the traces of one or more run directories (chains run as
     /// separate processes or on separate machines are merged).
     Diagnose(DiagnoseArgs),
-    /// Assign new points to the clusters of a run's point estimate.
+    /// Assign new points to the clusters of a run's Dahl estimate (estimate-dahl.txt: a
+    /// draw, whose hyperparameters the predictive uses).
     Predict(PredictArgs),
     /// Fill the missing entries of a table run's data from the posterior predictive over the
     /// run's draws; write the table, each filled entry's probability or spread, and the
@@ -453,6 +454,12 @@ pub struct RunArgs {
     /// deleted first (other files are kept). Use --resume DIR to continue a run instead.
     #[arg(long)]
     pub force: bool,
+    /// The parameter a of the generalised Variation of Information and Binder's loss whose
+    /// minimisers the summary reports, in (0, 2): 1 the plain losses (Wade & Ghahramani
+    /// 2018), larger makes splitting a cluster of the posterior dearer (fewer clusters),
+    /// smaller makes merging two dearer (more clusters).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub loss_a: f64,
     /// Data-parallel runs.
     #[command(flatten)]
     pub parallel: DataParallelArgs,
@@ -504,8 +511,15 @@ pub struct DiagnoseArgs {
     /// errors matters), a Pareto k above 0.7 marks a point whose estimate is unreliable.
     #[arg(long)]
     pub predictive: bool,
-    /// Also write summary.json, estimate.txt and map.txt of the merged chains to this
-    /// directory.
+    /// The parameter a of the generalised Variation of Information and Binder's loss whose
+    /// minimisers the summary reports, in (0, 2): 1 the plain losses (Wade & Ghahramani
+    /// 2018), larger makes splitting a cluster of the posterior dearer (fewer clusters),
+    /// smaller makes merging two dearer (more clusters).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub loss_a: f64,
+    /// Also write summary.json, estimate.txt (the default estimate), estimate-dahl.txt,
+    /// map.txt and the estimates by loss and credible ball's files of the merged chains to
+    /// this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -518,7 +532,7 @@ pub struct ImputeArgs {
     pub run: PathBuf,
     /// Output CSV of the table with every missing entry filled; beside it FILE's stem with
     /// .filled.csv (row, column, value, probability or mean and sd of each filled entry) and
-    /// .profiles.json (each cluster of the point estimate: size, level probabilities or mean
+    /// .profiles.json (each cluster of Dahl's estimate, estimate-dahl.txt: size, level probabilities or mean
     /// and sd per column).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -530,7 +544,7 @@ pub struct ImputeArgs {
 /// `nrmm predict`.
 #[derive(Debug, Args)]
 pub struct PredictArgs {
-    /// The run directory whose point estimate and draws are used.
+    /// The run directory whose Dahl estimate (estimate-dahl.txt) and draws are used.
     #[arg(long, value_name = "DIR")]
     pub run: PathBuf,
     /// The new points (the format of the run's data, read with its --header and

@@ -36,7 +36,7 @@ pub fn flag(name: &str) -> Option<String> {
         | "resume" | "out" | "hyperpriors" | "kernel_hyperpriors" | "epsilon"
         | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout" | "data"
         | "header" | "skip_columns" | "types" | "data_parallel" | "block" | "seeds"
-        | "samplers" => {
+        | "samplers" | "loss_a" => {
             format!("--{}", name.replace('_', "-"))
         }
         _ => return None,
@@ -86,12 +86,13 @@ pub fn command_line() -> Vec<String> {
         .collect()
 }
 
-/// A summary in the command line's words: its warnings name flags; with `by_loss`, also the
-/// point estimates by loss and the credible ball.
-pub fn summary_of(runs: &[RunDir], burn_in: Option<u64>, by_loss: bool) -> Result<Summary> {
+/// A summary in the command line's words: its warnings name flags; with `by_loss` (the
+/// parameter `a` of the VI and Binder's loss), also the point estimates by loss and the
+/// credible ball.
+pub fn summary_of(runs: &[RunDir], burn_in: Option<u64>, by_loss: Option<f64>) -> Result<Summary> {
     let mut summary = Summary::of(runs, burn_in).map_err(flags)?;
-    if by_loss {
-        summary.add_estimates_by_loss().map_err(flags)?;
+    if let Some(a) = by_loss {
+        summary.add_estimates_by_loss(a).map_err(flags)?;
     }
     for w in &mut summary.warnings {
         *w = nrmm::error::rename_in_text(w, &flag);

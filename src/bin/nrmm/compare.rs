@@ -59,7 +59,7 @@ pub fn compare(a: CompareArgs) -> Result<Status> {
     for r in &runs {
         // Each run's summary without the searches: a comparison is of samplers, and
         // `nrmm diagnose` adds the estimates by loss to any of its runs.
-        let report = summary_of(std::slice::from_ref(r), None, false)?;
+        let report = summary_of(std::slice::from_ref(r), None, None)?;
         report.write(&r.dir, compare::run_record(r, &model.spec))?;
         reports.push(report);
     }

@@ -96,6 +96,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
         return crate::data_parallel::run(&a);
     }
     nrmm::distributed::request::refuse_under_mpi().map_err(flags)?;
+    nrmm::run::estimates::validate_loss_a(a.loss_a).map_err(flags)?;
     let wall = Instant::now();
     let (model_spec, source, dir, spec) = match &a.resume {
         Some(dir) => {
@@ -165,7 +166,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
         .run()
         .map_err(flags)?;
     let wall = wall.elapsed().as_secs_f64();
-    finish(&outcome, columns.as_deref(), &model.spec, wall)
+    finish(&outcome, columns.as_deref(), &model.spec, wall, a.loss_a)
 }
 
 /// Writes and prints the summary of a run that ended, or says how to go on after an
@@ -175,6 +176,7 @@ fn finish(
     columns: Option<&[String]>,
     model: &nrmm::model::ModelSpec,
     wall_seconds: f64,
+    loss_a: f64,
 ) -> Result<Status> {
     let run = &outcome.run;
     if outcome.interrupted() {
@@ -183,7 +185,7 @@ fn finish(
         return Ok(Status::Interrupted);
     }
     let phase = Phase::start("summary: diagnostics, Dahl's estimate, estimates by loss");
-    let summary = summary_of(std::slice::from_ref(run), None, true)?;
+    let summary = summary_of(std::slice::from_ref(run), None, Some(loss_a))?;
     summary.write(&run.dir, run_record(run, model, columns, wall_seconds))?;
     phase.finish();
     output::stdout(|out| {
@@ -195,8 +197,9 @@ fn finish(
 
 /// `nrmm diagnose`: the summary of every chain of the given run directories, merged.
 pub fn diagnose(a: DiagnoseArgs) -> Result<()> {
+    nrmm::run::estimates::validate_loss_a(a.loss_a).map_err(flags)?;
     let runs = RunDir::resolve(&a.dirs)?;
-    let summary = summary_of(&runs, a.burn_in, true)?;
+    let summary = summary_of(&runs, a.burn_in, Some(a.loss_a))?;
     // The merged runs share data and model (checked by the summary): the first's serve.
     let fit = if a.predictive {
         let run = &runs[0];
