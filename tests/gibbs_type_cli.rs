@@ -32,6 +32,51 @@ fn every_sampler_that_takes_them_is_at_the_noise_floor() {
     }
 }
 
+/// With `--hyperpriors` (Pitman-Yor: θ ~ Gamma(1, 1), σ ~ Beta(1.5, 1.5) on [0.01, 0.99];
+/// MFM: γ ~ Gamma(1, 1)) the exact posterior integrates them out and every sampler, whose
+/// sweeps then resample them, is at its noise floor.
+#[test]
+fn every_sampler_with_hyperpriors_is_at_the_noise_floor() {
+    for sampler in ["gibbs", "jain-neal", "sams", "tgmcmc"] {
+        for prior in [
+            &["--prior", "py", "--hyperpriors"][..],
+            &["--prior", "mfm", "--k-prior", "poisson:2", "--hyperpriors"],
+        ] {
+            let mut args = vec!["--sampler", sampler];
+            args.extend_from_slice(prior);
+            let (tv, floor) = check_exact_json(&args);
+            assert!(
+                tv < 2.0 * floor,
+                "{sampler} {prior:?}: TV {tv}, floor {floor}"
+            );
+        }
+    }
+}
+
+/// The exact posteriors with hyperpriors are laws over K, each different from the posterior
+/// at the hyperpriors' starting values.
+#[test]
+fn exact_with_hyperpriors_differs_from_fixed() {
+    for prior in [&["--prior", "py"][..], &["--prior", "mfm"]] {
+        let mut means = Vec::new();
+        for extra in [&[][..], &["--hyperpriors"]] {
+            let mut args = vec!["exact", "--json"];
+            args.extend_from_slice(prior);
+            args.extend_from_slice(extra);
+            let v: Value = serde_json::from_str(&ok(&args)).expect("exact prints JSON");
+            let total: f64 = v["k_probabilities"]
+                .as_array()
+                .expect("k probabilities")
+                .iter()
+                .map(|e| e["probability"].as_f64().expect("probability"))
+                .sum();
+            assert!((total - 1.0).abs() < 1e-9, "{args:?}: {total}");
+            means.push(v["expected_k"].as_f64().expect("expected_k"));
+        }
+        assert!((means[0] - means[1]).abs() > 1e-6, "{prior:?}: {means:?}");
+    }
+}
+
 #[test]
 fn a_run_records_the_prior_and_its_hyperparameters() {
     let dir = TempDir::new("gibbs-type-run");
