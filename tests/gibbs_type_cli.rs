@@ -166,3 +166,82 @@ fn what_cannot_take_them_refuses() {
         &["--alpha"],
     );
 }
+
+/// `generate` draws partitions from Pitman-Yor's urn and the MFM's definition, the same for the
+/// same seed, and names the flags that do not belong.
+#[test]
+fn generate_draws_from_them() {
+    let dir = TempDir::new("gibbs-type-generate");
+    let (a, b, labels) = (dir.arg("a.txt"), dir.arg("b.txt"), dir.arg("labels.txt"));
+    for prior in [
+        &["--prior", "py", "--alpha", "0.5", "--sigma", "0.3"][..],
+        &[
+            "--prior",
+            "mfm",
+            "--gamma",
+            "2",
+            "--k-prior",
+            "geometric:0.4",
+        ],
+    ] {
+        for out in [&a, &b] {
+            let mut args = vec![
+                "generate",
+                "gaussian",
+                "--n",
+                "60",
+                "--d",
+                "2",
+                "--seed",
+                "5",
+                "--out",
+                out,
+                "--labels-out",
+                &labels,
+            ];
+            args.extend_from_slice(prior);
+            assert!(ok(&args).contains("wrote 60 points"), "{prior:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(&a).unwrap(),
+            std::fs::read_to_string(&b).unwrap()
+        );
+        assert_eq!(
+            std::fs::read_to_string(&labels).unwrap().lines().count(),
+            60
+        );
+    }
+    let base = [
+        "generate", "gaussian", "--n", "9", "--d", "2", "--seed", "1", "--out", &a,
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    fails(&with(&["--gamma", "2"]), 1, &["--gamma", "--prior mfm"]);
+    fails(
+        &with(&["--prior", "mfm", "--sigma", "0.2"]),
+        1,
+        &["--sigma", "--gamma"],
+    );
+    fails(
+        &with(&["--prior", "py", "--alpha", "-0.6", "--sigma", "0.5"]),
+        1,
+        &["--alpha", "-sigma"],
+    );
+}
+
+/// A Pitman-Yor prior with a negative concentration (θ > -σ) runs from the default start,
+/// whose SVA pass takes θ + σ as its concentration.
+#[test]
+fn a_negative_concentration_runs_from_the_default_start() {
+    let dir = TempDir::new("gibbs-type-negative-theta");
+    let data = set_b(&dir);
+    let out = dir.arg("out");
+    let mut args = vec![
+        "run", "--data", &data, "--sweeps", "20", "--chains", "2", "--out", &out,
+    ];
+    args.extend_from_slice(&PY);
+    ok(&args);
+}
