@@ -17,3 +17,4 @@ run paper-sva-nips2013
 run paper-dpmm-jl
 run paper-tgmcmc-nips2015
 run paper-wade-ghahramani-2018
+run paper-miller-harrison

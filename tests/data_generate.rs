@@ -427,3 +427,88 @@ fn data_sets_a_and_b_are_verbatim() {
     assert_eq!(b.row(6), &[1.05, 1.2]);
     assert_eq!(b.row(1), &[0.1, -0.08]);
 }
+
+/// The law of the number of blocks of `draws` partitions of `n` points against `law` (entry `k`
+/// the probability of `k` blocks), by Pearson's X² over the values with expected count at
+/// least 5 (the rest pooled): below the 0.999 quantile of its χ² law, by the Wilson-Hilferty
+/// approximation.
+fn assert_k_law(what: &str, draw: &mut dyn FnMut() -> Vec<usize>, law: &[f64], draws: usize) {
+    let mut counts = vec![0usize; law.len()];
+    for _ in 0..draws {
+        let labels = draw();
+        let k = labels.iter().max().map_or(0, |m| m + 1);
+        // Labels are 0..K in order of first appearance: every block is used.
+        assert_eq!(canonical_labels(&labels), labels, "{what}");
+        counts[k] += 1;
+    }
+    let (mut x2, mut cells, mut pooled_obs, mut pooled_exp) = (0.0, 0usize, 0.0, 0.0);
+    for (k, &p) in law.iter().enumerate() {
+        let e = p * draws as f64;
+        let o = counts[k] as f64;
+        if e >= 5.0 {
+            x2 += (o - e).powi(2) / e;
+            cells += 1;
+        } else {
+            pooled_obs += o;
+            pooled_exp += e;
+        }
+    }
+    if pooled_exp > 0.0 {
+        x2 += (pooled_obs - pooled_exp).powi(2) / pooled_exp.max(1e-300);
+        cells += 1;
+    }
+    let df = (cells - 1) as f64;
+    let z = 3.09; // the 0.999 normal quantile
+    let q = df * (1.0 - 2.0 / (9.0 * df) + z * (2.0 / (9.0 * df)).sqrt()).powi(3);
+    assert!(
+        x2 < q,
+        "{what}: X² = {x2:.2} on {df} df, 0.999 quantile {q:.2}"
+    );
+}
+
+#[test]
+fn pitman_yor_partitions_follow_the_prior_law_of_k() {
+    use nrmm::prior::PitmanYor;
+    for &(theta, sigma, n) in &[(1.0, 0.5, 8usize), (-0.3, 0.4, 10), (4.0, 0.0, 6)] {
+        let law = PitmanYor::fixed(theta, sigma).unwrap().k_distribution(n);
+        let mut r = rng(41);
+        assert_k_law(
+            &format!("PY({theta}, {sigma}), n {n}"),
+            &mut || partition_pitman_yor(n, theta, sigma, &mut r).unwrap(),
+            &law,
+            40_000,
+        );
+    }
+}
+
+#[test]
+fn mfm_partitions_follow_the_prior_law_of_k() {
+    use nrmm::prior::{KPrior, Mfm};
+    for (gamma, k_prior, n) in [
+        (1.0, KPrior::Poisson { lambda: 1.0 }, 8usize),
+        (0.3, KPrior::Geometric { p: 0.2 }, 10),
+        (2.5, KPrior::Poisson { lambda: 5.0 }, 6),
+    ] {
+        let law = Mfm::new(gamma, k_prior, None).unwrap().k_distribution(n);
+        let mut r = rng(43);
+        assert_k_law(
+            &format!("MFM({gamma}, {k_prior:?}), n {n}"),
+            &mut || partition_mfm(n, gamma, &k_prior, &mut r).unwrap(),
+            &law,
+            40_000,
+        );
+    }
+}
+
+#[test]
+fn gibbs_type_generators_validate_their_parameters() {
+    use nrmm::prior::KPrior;
+    let mut r = rng(1);
+    assert!(partition_pitman_yor(5, -0.5, 0.5, &mut r).is_err());
+    assert!(partition_pitman_yor(5, 1.0, 1.0, &mut r).is_err());
+    assert!(partition_pitman_yor(0, 1.0, 0.5, &mut r).is_err());
+    let poisson = KPrior::Poisson { lambda: 1.0 };
+    assert!(partition_mfm(5, 0.0, &poisson, &mut r).is_err());
+    assert!(partition_mfm(5, 1.0, &KPrior::Geometric { p: 1.5 }, &mut r).is_err());
+    assert_eq!(partition_mfm(1, 1.0, &poisson, &mut r).unwrap(), vec![0]);
+}

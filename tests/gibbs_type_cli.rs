@@ -32,6 +32,51 @@ fn every_sampler_that_takes_them_is_at_the_noise_floor() {
     }
 }
 
+/// With `--hyperpriors` (Pitman-Yor: θ ~ Gamma(1, 1), σ ~ Beta(1.5, 1.5) on [0.01, 0.99];
+/// MFM: γ ~ Gamma(1, 1)) the exact posterior integrates them out and every sampler, whose
+/// sweeps then resample them, is at its noise floor.
+#[test]
+fn every_sampler_with_hyperpriors_is_at_the_noise_floor() {
+    for sampler in ["gibbs", "jain-neal", "sams", "tgmcmc"] {
+        for prior in [
+            &["--prior", "py", "--hyperpriors"][..],
+            &["--prior", "mfm", "--k-prior", "poisson:2", "--hyperpriors"],
+        ] {
+            let mut args = vec!["--sampler", sampler];
+            args.extend_from_slice(prior);
+            let (tv, floor) = check_exact_json(&args);
+            assert!(
+                tv < 2.0 * floor,
+                "{sampler} {prior:?}: TV {tv}, floor {floor}"
+            );
+        }
+    }
+}
+
+/// The exact posteriors with hyperpriors are laws over K, each different from the posterior
+/// at the hyperpriors' starting values.
+#[test]
+fn exact_with_hyperpriors_differs_from_fixed() {
+    for prior in [&["--prior", "py"][..], &["--prior", "mfm"]] {
+        let mut means = Vec::new();
+        for extra in [&[][..], &["--hyperpriors"]] {
+            let mut args = vec!["exact", "--json"];
+            args.extend_from_slice(prior);
+            args.extend_from_slice(extra);
+            let v: Value = serde_json::from_str(&ok(&args)).expect("exact prints JSON");
+            let total: f64 = v["k_probabilities"]
+                .as_array()
+                .expect("k probabilities")
+                .iter()
+                .map(|e| e["probability"].as_f64().expect("probability"))
+                .sum();
+            assert!((total - 1.0).abs() < 1e-9, "{args:?}: {total}");
+            means.push(v["expected_k"].as_f64().expect("expected_k"));
+        }
+        assert!((means[0] - means[1]).abs() > 1e-6, "{prior:?}: {means:?}");
+    }
+}
+
 #[test]
 fn a_run_records_the_prior_and_its_hyperparameters() {
     let dir = TempDir::new("gibbs-type-run");
@@ -120,4 +165,83 @@ fn what_cannot_take_them_refuses() {
         1,
         &["--alpha"],
     );
+}
+
+/// `generate` draws partitions from Pitman-Yor's urn and the MFM's definition, the same for the
+/// same seed, and names the flags that do not belong.
+#[test]
+fn generate_draws_from_them() {
+    let dir = TempDir::new("gibbs-type-generate");
+    let (a, b, labels) = (dir.arg("a.txt"), dir.arg("b.txt"), dir.arg("labels.txt"));
+    for prior in [
+        &["--prior", "py", "--alpha", "0.5", "--sigma", "0.3"][..],
+        &[
+            "--prior",
+            "mfm",
+            "--gamma",
+            "2",
+            "--k-prior",
+            "geometric:0.4",
+        ],
+    ] {
+        for out in [&a, &b] {
+            let mut args = vec![
+                "generate",
+                "gaussian",
+                "--n",
+                "60",
+                "--d",
+                "2",
+                "--seed",
+                "5",
+                "--out",
+                out,
+                "--labels-out",
+                &labels,
+            ];
+            args.extend_from_slice(prior);
+            assert!(ok(&args).contains("wrote 60 points"), "{prior:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(&a).unwrap(),
+            std::fs::read_to_string(&b).unwrap()
+        );
+        assert_eq!(
+            std::fs::read_to_string(&labels).unwrap().lines().count(),
+            60
+        );
+    }
+    let base = [
+        "generate", "gaussian", "--n", "9", "--d", "2", "--seed", "1", "--out", &a,
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    fails(&with(&["--gamma", "2"]), 1, &["--gamma", "--prior mfm"]);
+    fails(
+        &with(&["--prior", "mfm", "--sigma", "0.2"]),
+        1,
+        &["--sigma", "--gamma"],
+    );
+    fails(
+        &with(&["--prior", "py", "--alpha", "-0.6", "--sigma", "0.5"]),
+        1,
+        &["--alpha", "-sigma"],
+    );
+}
+
+/// A Pitman-Yor prior with a negative concentration (θ > -σ) runs from the default start,
+/// whose SVA pass takes θ + σ as its concentration.
+#[test]
+fn a_negative_concentration_runs_from_the_default_start() {
+    let dir = TempDir::new("gibbs-type-negative-theta");
+    let data = set_b(&dir);
+    let out = dir.arg("out");
+    let mut args = vec![
+        "run", "--data", &data, "--sweeps", "20", "--chains", "2", "--out", &out,
+    ];
+    args.extend_from_slice(&PY);
+    ok(&args);
 }

@@ -1,13 +1,17 @@
 //! The Gibbs-type priors (Pitman-Yor, MFM) are probability laws on set partitions: their
 //! EPPFs sum to 1 over all set partitions of n ≤ 8; their laws of the number of clusters
 //! equal independent closed forms (the urn schemes that generate them); the tabulated priors
-//! of the exact posterior equal the EPPFs; and the samplers' join and new-cluster weights are
-//! ratios of the EPPF.
+//! of the exact posterior equal the EPPFs; with random hyperparameters (Pitman-Yor's `θ`,
+//! `σ` or both, the MFM's `γ`) the integrated priors sum to 1 and equal the EPPFs integrated
+//! against the hyperpriors by a plain midpoint rule; and the samplers' join and new-cluster
+//! weights are ratios of the EPPF.
 
 use crate::prior_support;
 
 use nrmm::math::log_sum_exp;
-use nrmm::prior::{KPrior, Mfm, NrmPrior, PartitionPrior, PartitionPriorSpec, PitmanYor};
+use nrmm::prior::{
+    BetaPrior, GammaPrior, KPrior, Mfm, NrmPrior, PartitionPrior, PartitionPriorSpec, PitmanYor,
+};
 use prior_support::integer_partitions;
 
 /// `ln Σ_Π p(Π)` over the set partitions of `n` with `k` blocks (`None`: all).
@@ -254,4 +258,149 @@ fn mfm_v_ratios_are_finite_at_ten_million() {
         let direct = m.ln_v_k(n, t + 1) - m.ln_v_k(n, t);
         assert!((direct - shift).abs() < 1e-6, "t {t}: {direct} vs {shift}");
     }
+}
+
+/// `ln ∫ exp(f(x)) dx` over `[lo, hi]` by the plain midpoint rule on `m` cells: an
+/// integration independent of the library's quadratures, for smooth integrands whose mass
+/// lies well inside the interval.
+fn ln_midpoint(lo: f64, hi: f64, m: usize, f: impl Fn(f64) -> f64) -> f64 {
+    let h = (hi - lo) / m as f64;
+    let terms: Vec<f64> = (0..m).map(|i| f(lo + (i as f64 + 0.5) * h)).collect();
+    log_sum_exp(&terms) + h.ln()
+}
+
+/// The Pitman-Yor priors with random hyperparameters that the samplers can run, as specs.
+fn py_random_specs() -> Vec<PartitionPriorSpec> {
+    let theta = GammaPrior::reference();
+    let sigma = BetaPrior::reference();
+    vec![
+        PartitionPriorSpec::PyRandomTheta { theta, sigma: 0.3 },
+        PartitionPriorSpec::PyRandomTheta {
+            theta: GammaPrior::new(2.0, 0.5).unwrap(),
+            sigma: 0.0,
+        },
+        PartitionPriorSpec::PyRandomSigma { theta: 0.8, sigma },
+        PartitionPriorSpec::PyRandomSigma {
+            theta: -0.04,
+            sigma: BetaPrior::new(2.0, 1.0, 0.05, 0.9).unwrap(),
+        },
+        PartitionPriorSpec::PyRandom { theta, sigma },
+        PartitionPriorSpec::PyRandom {
+            theta: GammaPrior::new(0.5, 2.0).unwrap(),
+            sigma: BetaPrior::new(1.0, 3.0, 0.01, 0.99).unwrap(),
+        },
+    ]
+}
+
+fn mfm_random_specs() -> Vec<PartitionPriorSpec> {
+    vec![
+        PartitionPriorSpec::MfmRandom {
+            gamma: GammaPrior::reference(),
+            k_prior: KPrior::Poisson { lambda: 1.0 },
+        },
+        PartitionPriorSpec::MfmRandom {
+            gamma: GammaPrior::new(3.0, 2.0).unwrap(),
+            k_prior: KPrior::Geometric { p: 0.3 },
+        },
+        PartitionPriorSpec::MfmRandom {
+            gamma: GammaPrior::new(0.5, 0.5).unwrap(),
+            k_prior: KPrior::Poisson { lambda: 4.0 },
+        },
+    ]
+}
+
+#[test]
+fn gibbs_type_priors_with_random_hyperparameters_sum_to_one() {
+    for spec in py_random_specs().into_iter().chain(mfm_random_specs()) {
+        for n in [1usize, 2, 5, 8] {
+            let t = PartitionPrior::new(spec, n).unwrap();
+            assert!(t.is_normalised());
+            let s = ln_total(n, None, |sizes| t.ln_weight(sizes).unwrap());
+            assert!(s.abs() < 1e-10, "{spec:?}, n {n}: ln sum {s}");
+        }
+    }
+}
+
+#[test]
+fn gibbs_type_priors_with_random_hyperparameters_are_mixtures_of_the_eppfs() {
+    // Each integrated weight against the fixed EPPF integrated by a midpoint rule on a fine
+    // grid (on ln θ and ln γ, whose integrands decay fast at both ends of the ranges used;
+    // on σ over the prior's support), written here from the EPPFs and the prior densities.
+    let n = 6;
+    let cases: [&[usize]; 4] = [&[6], &[1, 1, 1, 1, 1, 1], &[3, 2, 1], &[2, 2, 2]];
+    for spec in py_random_specs().into_iter().chain(mfm_random_specs()) {
+        let t = PartitionPrior::new(spec, n).unwrap();
+        for sizes in cases {
+            let library = t.ln_weight(sizes).unwrap();
+            let py = |theta: f64, sigma: f64| PitmanYor::fixed(theta, sigma).unwrap();
+            // The midpoint rule converges geometrically for these analytic integrands on
+            // ln θ and ln γ, algebraically (as h²) on σ, whose grid is therefore finer.
+            let on_ln = |prior: GammaPrior, f: &dyn Fn(f64) -> f64| {
+                ln_midpoint(-60.0, 6.0, 1000, |x| {
+                    let v = x.exp();
+                    prior.ln_pdf(v) + x + f(v)
+                })
+            };
+            let on_sigma = |prior: BetaPrior, f: &dyn Fn(f64) -> f64| {
+                ln_midpoint(prior.lo(), prior.hi(), 2000, |s| prior.ln_pdf(s) + f(s))
+            };
+            let direct = match spec {
+                PartitionPriorSpec::PyRandomTheta { theta, sigma } => {
+                    on_ln(theta, &|th| py(th, sigma).ln_eppf(sizes).unwrap())
+                }
+                PartitionPriorSpec::PyRandomSigma { theta, sigma } => {
+                    on_sigma(sigma, &|s| py(theta, s).ln_eppf(sizes).unwrap())
+                }
+                PartitionPriorSpec::PyRandom { theta, sigma } => on_sigma(sigma, &|s| {
+                    on_ln(theta, &|th| py(th, s).ln_eppf(sizes).unwrap())
+                }),
+                PartitionPriorSpec::MfmRandom { gamma, k_prior } => on_ln(gamma, &|g| {
+                    Mfm::new(g, k_prior, None).unwrap().ln_eppf(sizes).unwrap()
+                }),
+                _ => unreachable!(),
+            };
+            assert!(
+                (library - direct).abs() < 1e-5,
+                "{spec:?} {sizes:?}: {library} vs {direct}"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_hyperparameters_map_to_their_integrated_priors() {
+    use nrmm::prior::{Prior, PyHyperPriors};
+    let py = PitmanYor::new(1.0, 0.5, PyHyperPriors::reference()).unwrap();
+    assert!(matches!(
+        PartitionPriorSpec::from_prior(&Prior::PitmanYor(py)).unwrap(),
+        PartitionPriorSpec::PyRandom { .. }
+    ));
+    let theta_only = PyHyperPriors {
+        theta: Some(GammaPrior::reference()),
+        sigma: None,
+    };
+    let py = PitmanYor::new(1.0, 0.5, theta_only).unwrap();
+    assert_eq!(
+        PartitionPriorSpec::from_prior(&Prior::PitmanYor(py)).unwrap(),
+        PartitionPriorSpec::PyRandomTheta {
+            theta: GammaPrior::reference(),
+            sigma: 0.5
+        }
+    );
+    let m = Mfm::new(
+        1.0,
+        KPrior::Poisson { lambda: 1.0 },
+        Some(GammaPrior::reference()),
+    )
+    .unwrap();
+    assert!(matches!(
+        PartitionPriorSpec::from_prior(&Prior::Mfm(m)).unwrap(),
+        PartitionPriorSpec::MfmRandom { .. }
+    ));
+    // θ must stay above -σ over the whole support of σ.
+    let bad = PartitionPriorSpec::PyRandomSigma {
+        theta: -0.02,
+        sigma: BetaPrior::reference(),
+    };
+    assert!(PartitionPrior::new(bad, 4).is_err());
 }

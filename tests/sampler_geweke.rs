@@ -8,11 +8,14 @@
 //! inverse-Wishart covariance a finite variance, hence the points finite fourth moments, so the
 //! quadratic test functions below have finite variance and their z-scores are asymptotically
 //! normal (with `ν = d + 2` they are not); `Ψ = 3I` keeps `E[Σ] = Ψ / (ν - d - 1) = I`.
-//! Priors, all with hyperparameters sampled:
+//! Priors, all with hyperparameters sampled (the Gibbs-type ones by slice sampling their
+//! exact conditionals):
 //! * DP with `α ~ Gamma(1, 1)` (Escobar-West update);
 //! * NGGP with `α = 1`, `σ = 0.5` fixed and `u` resampled;
 //! * NGGP with the reference hyperpriors `α ~ Gamma(1, 1)`, `σ ~ Beta(1.5, 1.5)` on
-//!   `[0.01, 0.99]`, `u` resampled.
+//!   `[0.01, 0.99]`, `u` resampled;
+//! * Pitman-Yor with `θ ~ Gamma(1, 1)` and `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]`;
+//! * MFM with `γ ~ Gamma(1, 1)` and `K - 1 ~ Poisson(1)`.
 //!
 //! **Marginal-conditional simulator (MC):** independent exact draws of `(θ, X)`.
 //! * DP: `α ~ Gamma(1, 1)`, `Π ~ CRP(α)` ([`partition_crp`]).
@@ -30,6 +33,11 @@
 //!   `ln u = ln G_n - ln G_σ` with `ln G_σ = ln G_{1+σ} + ln U / σ` so that tiny `σ` cannot
 //!   underflow; and `α | u, Π, σ ~ Gamma(1 + K, (1+u)^σ)`. This avoids both the slice update
 //!   and a grid.
+//! * Pitman-Yor, `θ ~ Gamma(1, 1)`, `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]`: `θ` and `σ` from
+//!   their priors, then `Π` by the Pitman-Yor urn ([`pitman_yor_urn`]).
+//! * MFM, `γ ~ Gamma(1, 1)`, `K - 1 ~ Poisson(1)`: `γ`, then `K`, then the labels of the
+//!   points among `K` components with their Dirichlet weights integrated out, empty
+//!   components dropped ([`mfm_draw`]): the model's definition, not its EPPF.
 //! * `X | Π`: one Normal-Wishart draw `(μ_c, Λ_c)` per block ([`NormalWishartSampler`]), then
 //!   the points ([`gaussian_mixture`]).
 //!
@@ -57,13 +65,14 @@ use crate::support;
 use nrmm::data::generate::{
     gaussian_mixture, nggp_partitions, partition_crp, GibbsTypePartitions, NormalWishartSampler,
 };
-use nrmm::data::DenseData;
+use nrmm::data::{canonical_labels, DenseData};
 use nrmm::error::Result;
 use nrmm::kernel::{NormalWishart, NwHyper};
 use nrmm::math::{ln_gamma, softplus};
 use nrmm::partition::Partition;
 use nrmm::prior::{
-    sample_gamma, AlphaUpdate, BetaPrior, Dp, GammaPrior, Nggp, NggpHyperPriors, Prior,
+    sample_gamma, AlphaUpdate, BetaPrior, Dp, GammaPrior, KPrior, Mfm, Nggp, NggpHyperPriors,
+    PitmanYor, Prior, PyHyperPriors,
 };
 use nrmm::rng::{uniform_open01, NrmmRng, SeedPlan};
 use nrmm::run::Scheduled;
@@ -108,6 +117,10 @@ enum Model {
     NggpFixed,
     /// NGGP with the reference hyperpriors.
     NggpReference,
+    /// Pitman-Yor with `θ ~ Gamma(1, 1)` and `σ ~ Beta(1.5, 1.5)` on `[0.01, 0.99]`.
+    PyReference,
+    /// MFM with `γ ~ Gamma(1, 1)` and `K - 1 ~ Poisson(1)`.
+    MfmRandomGamma,
 }
 
 const NGGP_FIXED_ALPHA: f64 = 1.0;
@@ -118,7 +131,10 @@ impl Model {
     fn active(self, f: usize) -> bool {
         !matches!(
             (self, NAMES[f]),
-            (Model::DpRandomAlpha, "ln u" | "sigma") | (Model::NggpFixed, "alpha" | "sigma")
+            (Model::DpRandomAlpha, "ln u" | "sigma")
+                | (Model::NggpFixed, "alpha" | "sigma")
+                | (Model::PyReference, "ln u")
+                | (Model::MfmRandomGamma, "ln u" | "sigma")
         )
     }
 }
@@ -220,6 +236,24 @@ impl JointSampler {
                 prior.set_ln_u(ln_u).unwrap();
                 (labels, prior.into())
             }
+            Model::PyReference => {
+                let theta = GammaPrior::reference().sample(rng).unwrap();
+                let sigma = BetaPrior::reference().sample(rng).unwrap();
+                let labels = pitman_yor_urn(theta, sigma, rng);
+                let prior = PitmanYor::new(theta, sigma, PyHyperPriors::reference()).unwrap();
+                (labels, prior.into())
+            }
+            Model::MfmRandomGamma => {
+                let gamma = GammaPrior::reference().sample(rng).unwrap();
+                let labels = mfm_draw(gamma, rng);
+                let prior = Mfm::new(
+                    gamma,
+                    KPrior::Poisson { lambda: 1.0 },
+                    Some(GammaPrior::reference()),
+                )
+                .unwrap();
+                (labels, prior.into())
+            }
         }
     }
 
@@ -234,6 +268,62 @@ impl JointSampler {
         let partition = Partition::from_labels(&kernel, labels).unwrap();
         (kernel, partition)
     }
+}
+
+/// `Π ~ PY(σ, θ)` by its urn (Pitman 2006, §3.2): point `m + 1` joins block `c` with
+/// probability `(n_c - σ) / (θ + m)` and opens a block with `(θ + Kσ) / (θ + m)`.
+fn pitman_yor_urn(theta: f64, sigma: f64, rng: &mut NrmmRng) -> Vec<usize> {
+    let mut labels = vec![0];
+    let mut sizes = vec![1usize];
+    for m in 1..N {
+        let mut u = uniform_open01(rng) * (theta + m as f64);
+        let mut label = sizes.len();
+        for (c, &s) in sizes.iter().enumerate() {
+            u -= s as f64 - sigma;
+            if u < 0.0 {
+                label = c;
+                break;
+            }
+        }
+        // What is left, θ + Kσ, opens a block.
+        if label == sizes.len() {
+            sizes.push(0);
+        }
+        sizes[label] += 1;
+        labels.push(label);
+    }
+    labels
+}
+
+/// `Π` of the MFM by its definition (Miller & Harrison 2018, §2): `K - 1 ~ Poisson(1)` by
+/// inversion, then the labels of `N` points among `K` components with Dirichlet(γ, …, γ)
+/// weights integrated out (the Pólya urn: point `m + 1` takes component `j` with probability
+/// `(γ + n_j) / (Kγ + m)`), relabelled by first appearance (empty components dropped).
+fn mfm_draw(gamma: f64, rng: &mut NrmmRng) -> Vec<usize> {
+    let u = uniform_open01(rng);
+    let (mut k, mut p, mut cdf) = (0usize, (-1.0f64).exp(), (-1.0f64).exp());
+    while u > cdf {
+        k += 1;
+        p /= k as f64;
+        cdf += p;
+    }
+    let k = k + 1;
+    let mut counts = vec![0usize; k];
+    let mut raw = Vec::with_capacity(N);
+    for m in 0..N {
+        let mut v = uniform_open01(rng) * (k as f64 * gamma + m as f64);
+        let mut j = k - 1;
+        for (c, &nc) in counts.iter().enumerate() {
+            v -= gamma + nc as f64;
+            if v < 0.0 {
+                j = c;
+                break;
+            }
+        }
+        counts[j] += 1;
+        raw.push(j);
+    }
+    canonical_labels(&raw)
 }
 
 /// The test functions of a state `(θ, X)`, in the order of [`NAMES`] (inactive ones are 0).
@@ -479,6 +569,40 @@ fn long_geweke_sams() {
     sams_all(LONG, 4000);
 }
 
+/// The Gibbs-type priors with random hyperparameters (Pitman-Yor's `θ` and `σ`, the MFM's
+/// `γ`) under `sampler`'s schedule with the hyperparameter move.
+fn gibbs_type_all(label: &str, sampler: Sampler, m: usize, seed: u64) {
+    for (i, model) in [Model::PyReference, Model::MfmRandomGamma]
+        .into_iter()
+        .enumerate()
+    {
+        assert_passes(
+            label,
+            model,
+            sampler.schedule(true),
+            m,
+            seed + 10 * i as u64,
+        );
+    }
+}
+
+/// Gibbs + hyperparameter move under Pitman-Yor (`θ`, `σ` random) and the MFM (`γ`
+/// random): no flagged test function.
+#[test]
+fn geweke_gibbs_type_priors() {
+    gibbs_type_all("gibbs", Sampler::Gibbs, SHORT, 7000);
+    gibbs_type_all("sams+gibbs", Sampler::SamsGibbs, SHORT, 7100);
+}
+
+/// Long version of [`geweke_gibbs_type_priors`], with Jain-Neal too.
+#[test]
+#[ignore = "long statistical run; see the module documentation"]
+fn long_geweke_gibbs_type_priors() {
+    gibbs_type_all("gibbs", Sampler::Gibbs, LONG, 7200);
+    gibbs_type_all("sams+gibbs", Sampler::SamsGibbs, LONG, 7300);
+    gibbs_type_all("jain-neal+gibbs", Sampler::JainNealGibbs, LONG, 7400);
+}
+
 /// Long Geweke test of Jain-Neal + one Gibbs sweep + hyperparameter move (not in CI: the
 /// launch scans make it the slowest sampler, and its kernel is checked exactly in
 /// `sampler_exact_kernels`).
@@ -500,13 +624,19 @@ fn long_geweke_jain_neal() {
 }
 
 /// Power: the Geweke test at the CI size flags the off-by-one Gibbs sweep of
-/// [`support::OffByOneGibbs`] (a realistic bug; with the hyperparameter move) under the DP with random `α` and under the reference NGGP: some
-/// `|z| ≥ 3.5`. If this fails, the test has no power against a realistic bug.
+/// [`support::OffByOneGibbs`] (a realistic bug; with the hyperparameter move) under the DP
+/// with random `α`, the reference NGGP, Pitman-Yor with random `θ`, `σ` and the MFM with random
+/// `γ`: some `|z| ≥ 3.5`. If this fails, the test has no power against a realistic bug.
 #[test]
 fn geweke_detects_off_by_one_gibbs() {
-    for (i, model) in [Model::DpRandomAlpha, Model::NggpReference]
-        .into_iter()
-        .enumerate()
+    for (i, model) in [
+        Model::DpRandomAlpha,
+        Model::NggpReference,
+        Model::PyReference,
+        Model::MfmRandomGamma,
+    ]
+    .into_iter()
+    .enumerate()
     {
         let moves = Sampler::OffByOneGibbs.schedule(true);
         let zs = geweke(

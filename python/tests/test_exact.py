@@ -53,3 +53,43 @@ def test_the_sampler_converges_to_the_exact_co_clustering():
     exact_k = {k: p for k, p in enumerate(post.k_probabilities) if p > 0}
     for k, p in exact_k.items():
         assert abs(m.k_distribution_.get(k, 0.0) - p) < 0.05, (k, p)
+
+
+GIBBS_TYPE = [
+    dict(prior="py", alpha=-0.2, sigma=0.4),
+    dict(prior="py", hyperpriors=True),
+    dict(prior="mfm", gamma=0.5, k_prior="geometric:0.3"),
+    dict(prior="mfm", k_prior="poisson:2", hyperpriors=True),
+]
+
+
+@pytest.mark.parametrize("settings", GIBBS_TYPE)
+def test_gibbs_type_priors_sample_their_exact_posterior(settings):
+    post = nrmm.exact_posterior(POINTS, **settings)
+    assert post.k_probabilities.sum() == pytest.approx(1.0)
+    m = nrmm.MixtureModel(
+        sampler="sams", n_chains=4, sweeps=4000, burn_in=100, init="single",
+        draws_per_chain=1024, random_state=11, **settings,
+    ).fit(POINTS)
+    # The bound of test_the_sampler_converges_to_the_exact_co_clustering.
+    err = np.abs(m.posterior_similarity_ - post.co_clustering).max()
+    assert err < 0.05, (settings, err)
+    for k, p in enumerate(post.k_probabilities):
+        assert abs(m.k_distribution_.get(k, 0.0) - p) < 0.05, (settings, k, p)
+
+
+def test_hyperpriors_of_gibbs_type_priors_are_integrated_out():
+    for prior in ("py", "mfm"):
+        fixed = nrmm.exact_posterior(POINTS, prior=prior)
+        random = nrmm.exact_posterior(POINTS, prior=prior, hyperpriors=True)
+        assert random.k_probabilities.sum() == pytest.approx(1.0)
+        assert abs(fixed.expected_k - random.expected_k) > 1e-6, prior
+
+
+def test_gibbs_type_settings_are_checked():
+    with pytest.raises(ValueError, match="sigma|alpha"):
+        nrmm.exact_posterior(POINTS, prior="py", alpha=-0.5, sigma=0.3)
+    with pytest.raises(ValueError, match="k_prior|poisson"):
+        nrmm.exact_posterior(POINTS, prior="mfm", k_prior="poisson:-1")
+    with pytest.raises(ValueError, match="gibbs, jain-neal, sams, tgmcmc"):
+        nrmm.MixtureModel(prior="mfm", sampler="subcluster", sweeps=5).fit(POINTS)

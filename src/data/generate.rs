@@ -203,6 +203,111 @@ pub fn partition_nggp<R: Rng + ?Sized>(
     nggp_partitions(alpha, sigma)?.sample(n, rng)
 }
 
+/// A partition of `n` points from the Pitman-Yor process PY(σ, θ) by its urn (Pitman 2006,
+/// §3.2): after `m` points in `K` blocks, point `m + 1` joins block `c` with probability
+/// `(n_c − σ) / (θ + m)` and opens a block with probability `(θ + Kσ) / (θ + m)`. Labels are
+/// `0..K` in order of first appearance. Errors unless `0 ≤ σ < 1`, `θ > −σ`, both finite, and
+/// `n ≥ 1`. Cost: `O(n)` (joining picks a uniform earlier point's block, weight `m − K`, or a
+/// uniform block, weight `K(1 − σ)`, as [`GibbsTypePartitions`]).
+pub fn partition_pitman_yor<R: Rng + ?Sized>(
+    n: usize,
+    theta: f64,
+    sigma: f64,
+    rng: &mut R,
+) -> Result<Vec<usize>> {
+    check_n(n)?;
+    if !(0.0..1.0).contains(&sigma) {
+        return Err(Error::param("sigma", sigma, "a number in [0, 1)"));
+    }
+    if !(theta > -sigma && theta.is_finite()) {
+        return Err(Error::param(
+            "alpha",
+            theta,
+            &format!("a finite number above -sigma = {}", -sigma),
+        ));
+    }
+    let mut labels = Vec::with_capacity(n);
+    labels.push(0);
+    // The labels of the points that joined a block: a uniform one is block c with weight
+    // n_c − 1.
+    let mut repeats: Vec<usize> = Vec::with_capacity(n);
+    let mut k = 1usize;
+    for m in 1..n {
+        let open = theta + k as f64 * sigma;
+        let u = uniform_open01(rng) * (theta + m as f64);
+        let label = if u < open {
+            k += 1;
+            k - 1
+        } else {
+            let c = if u - open < (m - k) as f64 {
+                repeats[uniform_index(rng, repeats.len())]
+            } else {
+                uniform_index(rng, k)
+            };
+            repeats.push(c);
+            c
+        };
+        labels.push(label);
+    }
+    Ok(labels)
+}
+
+/// A partition of `n` points from the mixture of finite mixtures (Miller & Harrison 2018, §2)
+/// by its definition: `K ~ p_K`, then each point's component among `K` with the
+/// `Dirichlet(γ, …, γ)` weights integrated out (the Pólya urn: component `j` with probability
+/// `(γ + n_j) / (Kγ + m)` after `m` points), labels relabelled by first appearance (empty
+/// components dropped). Errors unless `γ > 0` is finite, `p_K` valid and `n ≥ 1`.
+/// Cost: `O(n K)`.
+pub fn partition_mfm<R: Rng + ?Sized>(
+    n: usize,
+    gamma: f64,
+    k_prior: &crate::prior::KPrior,
+    rng: &mut R,
+) -> Result<Vec<usize>> {
+    use crate::prior::KPrior;
+    check_n(n)?;
+    if !(gamma > 0.0 && gamma.is_finite()) {
+        return Err(Error::param("gamma", gamma, "a finite number > 0"));
+    }
+    k_prior.check()?;
+    let k = match *k_prior {
+        KPrior::Poisson { lambda } => {
+            let poisson = Poisson::new(lambda)
+                .map_err(|e| Error::param("k_prior", lambda, &format!("a Poisson rate: {e}")))?;
+            1 + poisson.sample(rng) as usize
+        }
+        // Inversion: K − 1 = ⌊ln U / ln(1 − p)⌋.
+        KPrior::Geometric { p } => 1 + (uniform_open01(rng).ln() / (-p).ln_1p()).floor() as usize,
+    };
+    // Components are exchangeable: those used so far are labelled in order of first
+    // appearance, and the K − used unused ones together weigh (K − used) γ.
+    let mut counts: Vec<usize> = Vec::with_capacity(k.min(n));
+    let mut labels = Vec::with_capacity(n);
+    for m in 0..n {
+        let mut u = uniform_open01(rng) * (k as f64 * gamma + m as f64);
+        let mut label = None;
+        for (c, &nc) in counts.iter().enumerate() {
+            u -= gamma + nc as f64;
+            if u < 0.0 {
+                label = Some(c);
+                break;
+            }
+        }
+        let c = match label {
+            Some(c) => c,
+            None if counts.len() < k => {
+                counts.push(0);
+                counts.len() - 1
+            }
+            // Every component used and rounding left u ≥ 0: the last one.
+            None => counts.len() - 1,
+        };
+        counts[c] += 1;
+        labels.push(c);
+    }
+    Ok(labels)
+}
+
 /// The largest label plus one, after checking the labels describe a partition of their length.
 fn label_count(labels: &[usize]) -> Result<usize> {
     let n = labels.len();

@@ -1,14 +1,16 @@
 //! Synthetic data sets from one typed description: a partition (uniform over a fixed number of
-//! clusters, or from the Dirichlet process's CRP or the NGGP's urn), then Gaussian data from
+//! clusters, or from the Dirichlet process's CRP, the NGGP's or Pitman-Yor's urn, or the
+//! mixture of finite mixtures), then Gaussian data from
 //! Normal-Wishart clusters or bags of words from Dirichlet-multinomial clusters, every draw
 //! from one seed. What the command line's `generate` writes.
 
 use super::generate::{
-    bag_of_words, gaussian_mixture, partition_crp, partition_nggp, partition_uniform, DocLengths,
-    NormalWishartSampler,
+    bag_of_words, gaussian_mixture, partition_crp, partition_mfm, partition_nggp,
+    partition_pitman_yor, partition_uniform, DocLengths, NormalWishartSampler,
 };
 use super::{load, Dataset};
 use crate::error::{Error, Result};
+use crate::prior::KPrior;
 use std::path::Path;
 
 /// The kind of data.
@@ -40,6 +42,20 @@ pub enum PartitionSource {
         alpha: f64,
         /// Discount.
         sigma: f64,
+    },
+    /// The Pitman-Yor process's urn ([`partition_pitman_yor`]).
+    PitmanYor {
+        /// Concentration `θ > -σ`.
+        theta: f64,
+        /// Discount in `[0, 1)`.
+        sigma: f64,
+    },
+    /// The mixture of finite mixtures by its definition ([`partition_mfm`]).
+    Mfm {
+        /// The Dirichlet parameter.
+        gamma: f64,
+        /// The prior on the number of components.
+        k_prior: KPrior,
     },
 }
 
@@ -190,6 +206,12 @@ impl SyntheticSpec {
             PartitionSource::Crp { alpha } => partition_crp(self.n, alpha, &mut rng),
             PartitionSource::Nggp { alpha, sigma } => {
                 partition_nggp(self.n, alpha, sigma, &mut rng)
+            }
+            PartitionSource::PitmanYor { theta, sigma } => {
+                partition_pitman_yor(self.n, theta, sigma, &mut rng)
+            }
+            PartitionSource::Mfm { gamma, k_prior } => {
+                partition_mfm(self.n, gamma, &k_prior, &mut rng)
             }
         }?;
         // Labels are 0..k with possibly empty clusters (a fixed k draws each point's cluster

@@ -2,12 +2,12 @@
 //! integrated out, as the exact posterior by enumeration needs them (MATH §7.1):
 //! `p(Π | X) ∝ p(Π) Π_c m(X_c)`.
 //!
-//! Every model here factorises as `ln p(Π) = T(K) + Σ_c b(n_c)` except the NGGP with random
-//! `σ`, where the blocks enter inside the `σ` integral. The `K`-dependent factors are
-//! quadratures computed once per `K` on first use; the `σ` integral of the NGGP with random
-//! hyperparameters is computed once per distinct multiset of block sizes and memoised. So a
-//! table of `n` quadratures plus one `σ` quadrature per integer partition of `n` serves all
-//! `B_n` set partitions.
+//! Every model here factorises as `ln p(Π) = T(K) + Σ_c b(n_c)` except those with a random
+//! `σ` (NGGP, Pitman-Yor) or the MFM's random `γ`, where the blocks enter inside the
+//! hyperparameter's integral. The `K`-dependent factors are quadratures computed once per `K`
+//! on first use; the integrals of the others are computed once per distinct multiset of block
+//! sizes and memoised. So a table of `n` quadratures plus one quadrature per integer
+//! partition of `n` serves all `B_n` set partitions.
 
 use super::dp::Dp;
 use super::hyper::{check_positive, BetaPrior, GammaPrior};
@@ -79,10 +79,46 @@ pub enum PartitionPriorSpec {
         /// The discount `σ ∈ [0, 1)`.
         sigma: f64,
     },
+    /// Pitman-Yor with `θ ~ Gamma(a, b)` integrated out and `σ ∈ [0, 1)` fixed:
+    /// `ln ∫ p(θ) Π_{i<K}(θ + iσ) / (θ+1)_{n-1} dθ + Σ_c ln (1-σ)_{n_c-1}`, the integral by
+    /// the trapezoidal rule on `ln θ` once per `K`.
+    PyRandomTheta {
+        /// The prior on `θ` (then `θ > 0`).
+        theta: GammaPrior,
+        /// The discount.
+        sigma: f64,
+    },
+    /// Pitman-Yor with `θ` fixed and `σ ~` truncated Beta integrated out:
+    /// `ln ∫ p(σ) V(n, K; θ, σ) Π_c (1-σ)_{n_c-1} dσ`, by the graded Gauss-Legendre rule on
+    /// the prior's support (the NGGP's), once per multiset of block sizes.
+    PyRandomSigma {
+        /// The concentration, above minus the lower end of `σ`'s support.
+        theta: f64,
+        /// The prior on `σ`.
+        sigma: BetaPrior,
+    },
+    /// Pitman-Yor with `θ ~ Gamma(a, b)` and `σ ~` truncated Beta both integrated out: the
+    /// `σ` rule of [`PartitionPriorSpec::PyRandomSigma`] over the `θ` integral of
+    /// [`PartitionPriorSpec::PyRandomTheta`] at each of its nodes.
+    PyRandom {
+        /// The prior on `θ`.
+        theta: GammaPrior,
+        /// The prior on `σ`.
+        sigma: BetaPrior,
+    },
     /// MFM with `γ` fixed: `ln V_n(K) + Σ_c ln γ^{(n_c)}` ([`super::mfm::ln_v_mfm`]).
     MfmFixed {
         /// The Dirichlet parameter `γ > 0`.
         gamma: f64,
+        /// The prior on the number of components.
+        k_prior: KPrior,
+    },
+    /// MFM with `γ ~ Gamma(a, b)` integrated out:
+    /// `ln ∫ p(γ) V_n(K; γ) Π_c γ^{(n_c)} dγ`, by the trapezoidal rule on `ln γ` once per
+    /// multiset of block sizes (`γ` enters both `V_n` and every block).
+    MfmRandom {
+        /// The prior on `γ`.
+        gamma: GammaPrior,
         /// The prior on the number of components.
         k_prior: KPrior,
     },
@@ -91,32 +127,38 @@ pub enum PartitionPriorSpec {
 impl PartitionPriorSpec {
     /// The partition prior targeted by a sampler running `prior` with its hyperparameter
     /// settings. Supported: DP with `α` fixed or random; NGGP with `u` resampled and `(α, σ)`
-    /// both fixed or both random; NGGP with everything fixed. Other NGGP combinations are a
+    /// both fixed or both random; NGGP with everything fixed; Pitman-Yor with each of `θ` and
+    /// `σ` fixed or random; MFM with `γ` fixed or random. Other NGGP combinations are a
     /// [`Error::Usage`] error.
     pub fn from_prior(prior: &Prior) -> Result<Self> {
         match prior {
             Prior::Dp(dp) => Ok(Self::from_dp(dp)),
             Prior::Nggp(nggp) => Self::from_nggp(nggp),
-            Prior::PitmanYor(py) => match (py.hyper().theta, py.hyper().sigma) {
-                (None, None) => Ok(PartitionPriorSpec::PyFixed {
+            Prior::PitmanYor(py) => Ok(match (py.hyper().theta, py.hyper().sigma) {
+                (None, None) => PartitionPriorSpec::PyFixed {
                     theta: py.theta(),
                     sigma: py.sigma(),
-                }),
-                _ => Err(Error::Usage(
-                    "no exact partition prior for a Pitman-Yor process with random \
-                     hyperparameters"
-                        .into(),
-                )),
-            },
-            Prior::Mfm(m) => match m.gamma_prior() {
-                None => Ok(PartitionPriorSpec::MfmFixed {
+                },
+                (Some(theta), None) => PartitionPriorSpec::PyRandomTheta {
+                    theta,
+                    sigma: py.sigma(),
+                },
+                (None, Some(sigma)) => PartitionPriorSpec::PyRandomSigma {
+                    theta: py.theta(),
+                    sigma,
+                },
+                (Some(theta), Some(sigma)) => PartitionPriorSpec::PyRandom { theta, sigma },
+            }),
+            Prior::Mfm(m) => Ok(match m.gamma_prior() {
+                None => PartitionPriorSpec::MfmFixed {
                     gamma: m.gamma(),
                     k_prior: m.k_prior(),
-                }),
-                Some(_) => Err(Error::Usage(
-                    "no exact partition prior for an MFM with a random gamma".into(),
-                )),
-            },
+                },
+                Some(&gamma) => PartitionPriorSpec::MfmRandom {
+                    gamma,
+                    k_prior: m.k_prior(),
+                },
+            }),
         }
     }
 
@@ -149,16 +191,40 @@ impl PartitionPriorSpec {
     }
 }
 
-/// The tabulated `σ` rule of [`PartitionPriorSpec::NggpRandom`].
+/// The tabulated `σ` rule of [`PartitionPriorSpec::NggpRandom`],
+/// [`PartitionPriorSpec::PyRandomSigma`] and [`PartitionPriorSpec::PyRandom`]: every block
+/// enters as `ln Γ(n_c - σ) - ln Γ(1 - σ)` at each node, the rest through a per-`K` table.
 #[derive(Debug)]
 struct SigmaRule {
     nodes: Vec<f64>,
     /// `ln(weight_j) + ln p(σ_j)`.
     ln_w: Vec<f64>,
-    /// Per `K`: `ln C_K + ln w_j + ln p(σ_j) + K ln σ_j + ln J_K(σ_j)`, filled on first use.
+    /// Per `K`: the node's log weight plus everything of `ln p(Π)` at `σ_j` but the blocks
+    /// ([`PartitionPrior::sigma_k_table`]), filled on first use.
     per_k: Vec<OnceLock<Box<[f64]>>>,
-    /// `ln p(Π)` per multiset of block sizes (sorted descending).
-    memo: RwLock<HashMap<Vec<u32>, f64>>,
+}
+
+impl SigmaRule {
+    /// The rule on the support of `sigma` for partitions of `n` points, its per-`K` tables
+    /// empty. Cost: the Gauss-Legendre nodes, O(points²) per panel.
+    fn new(sigma: BetaPrior, n: usize) -> Self {
+        let (nodes, ln_weights) = graded_rule(
+            sigma.lo(),
+            sigma.hi(),
+            SIGMA_RULE_POINTS,
+            SIGMA_RULE_MAX_WIDTH,
+        );
+        let ln_w = nodes
+            .iter()
+            .zip(&ln_weights)
+            .map(|(&s, &lw)| lw + sigma.ln_pdf(s))
+            .collect();
+        SigmaRule {
+            nodes,
+            ln_w,
+            per_k: (0..=n).map(|_| OnceLock::new()).collect(),
+        }
+    }
 }
 
 /// A partition prior for `n` points, with its `K`-dependent factors tabulated on first use:
@@ -172,6 +238,9 @@ pub struct PartitionPrior {
     /// `T(K)` for `K = 0..=n` (index 0 unused), filled on first use.
     per_k: Vec<OnceLock<f64>>,
     sigma_rule: Option<SigmaRule>,
+    /// `ln p(Π)` per multiset of block sizes (sorted descending), for the priors that do not
+    /// factorise over blocks (those with a `σ` rule, and the MFM with random `γ`).
+    memo: RwLock<HashMap<Vec<u32>, f64>>,
 }
 
 impl PartitionPrior {
@@ -226,24 +295,32 @@ impl PartitionPrior {
                     .chain(sizes.map(|s| ln_rising(gamma, s)))
                     .collect()
             }
-            PartitionPriorSpec::NggpRandom { sigma, .. } => {
-                let (nodes, ln_weights) = graded_rule(
+            PartitionPriorSpec::PyRandomTheta { sigma, .. } => {
+                PitmanYor::fixed(1.0, sigma)?;
+                std::iter::once(0.0)
+                    .chain(sizes.map(|s| ln_rising(1.0 - sigma, s - 1)))
+                    .collect()
+            }
+            PartitionPriorSpec::MfmRandom { k_prior, .. } => {
+                k_prior.check()?;
+                Vec::new()
+            }
+            PartitionPriorSpec::PyRandomSigma { theta, sigma } => {
+                // θ must exceed -σ over the whole support of σ.
+                PitmanYor::new(
+                    theta,
                     sigma.lo(),
-                    sigma.hi(),
-                    SIGMA_RULE_POINTS,
-                    SIGMA_RULE_MAX_WIDTH,
-                );
-                let ln_w = nodes
-                    .iter()
-                    .zip(&ln_weights)
-                    .map(|(&s, &lw)| lw + sigma.ln_pdf(s))
-                    .collect();
-                sigma_rule = Some(SigmaRule {
-                    nodes,
-                    ln_w,
-                    per_k: (0..=n).map(|_| OnceLock::new()).collect(),
-                    memo: RwLock::new(HashMap::new()),
-                });
+                    super::pitman_yor::PyHyperPriors {
+                        theta: None,
+                        sigma: Some(sigma),
+                    },
+                )?;
+                sigma_rule = Some(SigmaRule::new(sigma, n));
+                Vec::new()
+            }
+            PartitionPriorSpec::NggpRandom { sigma, .. }
+            | PartitionPriorSpec::PyRandom { sigma, .. } => {
+                sigma_rule = Some(SigmaRule::new(sigma, n));
                 Vec::new()
             }
         };
@@ -253,6 +330,7 @@ impl PartitionPrior {
             block,
             per_k: (0..=n).map(|_| OnceLock::new()).collect(),
             sigma_rule,
+            memo: RwLock::new(HashMap::new()),
         })
     }
 
@@ -273,9 +351,10 @@ impl PartitionPrior {
     }
 
     /// `ln p(Π)` for the partition with block sizes `sizes` (any order; they must be positive
-    /// and sum to `n`). Cost after warm-up: O(K), plus for the random-hyperparameter NGGP a
-    /// sort of the sizes and a hash lookup; the first call for a given `K` (and, for that
-    /// NGGP, a given multiset of sizes) runs its quadrature.
+    /// and sum to `n`). Cost after warm-up: O(K), plus for the priors that do not factorise
+    /// over blocks (a random `σ`, the MFM's random `γ`) a sort of the sizes and a hash
+    /// lookup; the first call for a given `K` (and, for those priors, a given multiset of
+    /// sizes) runs its quadrature.
     pub fn ln_weight(&self, sizes: &[usize]) -> Result<f64> {
         let (n, k) = block_counts(sizes)?;
         if n != self.n {
@@ -285,7 +364,10 @@ impl PartitionPrior {
             )));
         }
         if let Some(rule) = &self.sigma_rule {
-            return self.ln_weight_random_nggp(rule, sizes, k);
+            return self.memoised(sizes, |key| self.sigma_multiset(rule, key));
+        }
+        if let PartitionPriorSpec::MfmRandom { gamma, k_prior } = self.spec {
+            return self.memoised(sizes, |key| ln_mfm_gamma_integral(gamma, &k_prior, key));
         }
         let t = self.k_term(k)?;
         Ok(t + sizes.iter().map(|&s| self.block[s]).sum::<f64>())
@@ -314,15 +396,27 @@ impl PartitionPrior {
                 let py = PitmanYor::fixed(theta, sigma)?;
                 py.ln_joint_const(n) + py.ln_v_k(n, k)
             }
+            PartitionPriorSpec::PyRandomTheta { theta, sigma } => {
+                ln_py_theta_integral(theta, sigma, n, k)?
+            }
             PartitionPriorSpec::MfmFixed { gamma, k_prior } => ln_v_mfm(n, k, gamma, &k_prior),
-            PartitionPriorSpec::NggpRandom { .. } => {
-                unreachable!("the random-hyperparameter NGGP has no per-K factor")
+            PartitionPriorSpec::NggpRandom { .. }
+            | PartitionPriorSpec::PyRandomSigma { .. }
+            | PartitionPriorSpec::PyRandom { .. }
+            | PartitionPriorSpec::MfmRandom { .. } => {
+                unreachable!("a prior that does not factorise over blocks has no per-K factor")
             }
         };
         Ok(*cell.get_or_init(|| v))
     }
 
-    fn ln_weight_random_nggp(&self, rule: &SigmaRule, sizes: &[usize], k: usize) -> Result<f64> {
+    /// `ln p(Π)` by `compute` from the block sizes sorted descending, memoised per multiset.
+    fn memoised(
+        &self,
+        sizes: &[usize],
+        compute: impl FnOnce(&[u32]) -> Result<f64>,
+    ) -> Result<f64> {
+        let k = sizes.len();
         let mut stack = [0u32; STACK_KEY];
         let mut heap = Vec::new();
         let key: &mut [u32] = if k <= STACK_KEY {
@@ -337,24 +431,24 @@ impl PartitionPrior {
         key.sort_unstable_by(|a, b| b.cmp(a));
         let key: &[u32] = key;
         {
-            let memo = rule.memo.read().unwrap_or_else(|e| e.into_inner());
+            let memo = self.memo.read().unwrap_or_else(|e| e.into_inner());
             if let Some(&v) = memo.get(key) {
                 return Ok(v);
             }
         }
-        let v = self.random_nggp_multiset(rule, key)?;
-        rule.memo
+        let v = compute(key)?;
+        self.memo
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key.to_vec(), v);
         Ok(v)
     }
 
-    /// `ln p(Π)` of the random-hyperparameter NGGP for one multiset of sizes (sorted
-    /// descending): `ln Σ_j exp(A_K[j] + Σ_c [ln Γ(n_c - σ_j) - ln Γ(1 - σ_j)])`.
-    fn random_nggp_multiset(&self, rule: &SigmaRule, key: &[u32]) -> Result<f64> {
+    /// `ln p(Π)` under a `σ` rule for one multiset of sizes (sorted descending):
+    /// `ln Σ_j exp(A_K[j] + Σ_c [ln Γ(n_c - σ_j) - ln Γ(1 - σ_j)])`.
+    fn sigma_multiset(&self, rule: &SigmaRule, key: &[u32]) -> Result<f64> {
         let k = key.len();
-        let a_k = self.random_nggp_k_table(rule, k)?;
+        let a_k = self.sigma_k_table(rule, k)?;
         let mut terms: Vec<f64> = a_k.to_vec();
         // Singletons contribute Γ(1-σ)/Γ(1-σ) = 1; group the other sizes by multiplicity.
         let mut i = 0;
@@ -375,31 +469,95 @@ impl PartitionPrior {
             Ok(v)
         } else {
             Err(Error::Numerical(format!(
-                "sigma quadrature of the NGGP partition prior gave {v} for sizes {key:?}"
+                "sigma quadrature of the partition prior gave {v} for sizes {key:?}"
             )))
         }
     }
 
-    /// `A_K[j] = ln C_K + ln w_j + ln p(σ_j) + K ln σ_j + ln J_K(σ_j)` with
-    /// `C_K = b^a Γ(a+K) / (Γ(a) Γ(n))`, computed on first use.
-    fn random_nggp_k_table<'a>(&self, rule: &'a SigmaRule, k: usize) -> Result<&'a [f64]> {
+    /// `A_K[j]`, the `σ_j` node's log weight and prior plus everything of `ln p(Π | σ_j)` but
+    /// the blocks, computed on first use: for the NGGP
+    /// `ln C_K + K ln σ_j + ln J_K(σ_j)` with `C_K = b^a Γ(a+K) / (Γ(a) Γ(n))` (`α` and `u`
+    /// integrated); for Pitman-Yor `ln V(n, K; θ, σ_j)`, or its integral over `θ`.
+    fn sigma_k_table<'a>(&self, rule: &'a SigmaRule, k: usize) -> Result<&'a [f64]> {
         let cell = &rule.per_k[k];
         if let Some(v) = cell.get() {
             return Ok(v);
         }
-        let PartitionPriorSpec::NggpRandom { alpha, .. } = self.spec else {
-            unreachable!("sigma rule exists only for the random-hyperparameter NGGP")
-        };
-        let (a, b) = (alpha.shape(), alpha.rate());
         let (n, kf) = (self.n, k as f64);
-        let ln_c = a * b.ln() + ln_gamma(a + kf) - ln_gamma(a) - ln_gamma(n as f64);
         let mut table = Vec::with_capacity(rule.nodes.len());
         for (&sigma, &ln_w) in rule.nodes.iter().zip(&rule.ln_w) {
-            let ln_j = ln_u_integral(n, k, a, b, sigma)?;
-            table.push(ln_c + ln_w + kf * sigma.ln() + ln_j);
+            let rest = match self.spec {
+                PartitionPriorSpec::NggpRandom { alpha, .. } => {
+                    let (a, b) = (alpha.shape(), alpha.rate());
+                    let ln_c = a * b.ln() + ln_gamma(a + kf) - ln_gamma(a) - ln_gamma(n as f64);
+                    ln_c + kf * sigma.ln() + ln_u_integral(n, k, a, b, sigma)?
+                }
+                PartitionPriorSpec::PyRandomSigma { theta, .. } => {
+                    PitmanYor::ln_v_at(theta, sigma, n, k)
+                }
+                PartitionPriorSpec::PyRandom { theta, .. } => {
+                    ln_py_theta_integral(theta, sigma, n, k)?
+                }
+                _ => unreachable!("a sigma rule exists only for a prior with a random sigma"),
+            };
+            table.push(ln_w + rest);
         }
         Ok(cell.get_or_init(|| table.into_boxed_slice()))
     }
+}
+
+/// `ln ∫ p(θ) V(n, K; θ, σ) dθ` for `θ ~ Gamma(a, b)`, `V(n, K; θ, σ) = Π_{i<K}(θ + iσ) /
+/// (θ+1)_{n-1}` the Pitman-Yor prior's `V`, by the trapezoidal rule on `s = ln θ`
+/// ([`ln_integrate_line`]). The log-integrand `a s - b e^s + ln V` is written in `s` so that
+/// `e^s` may underflow in the left tail, which decays like `e^{a s}` (`e^{(a+K-1) s}` at
+/// `σ = 0`). Cost: a few hundred evaluations of O(1) each.
+fn ln_py_theta_integral(prior: GammaPrior, sigma: f64, n: usize, k: usize) -> Result<f64> {
+    let (a, b) = (prior.shape(), prior.rate());
+    let ln_int = ln_integrate_line(
+        |s: f64| {
+            let theta = s.exp();
+            a * s - b * theta + PitmanYor::ln_v_at(theta, sigma, n, k)
+        },
+        |s: f64| {
+            let theta = s.exp();
+            (a * s).abs()
+                + b * theta
+                + PitmanYor::ln_numerator(theta, sigma, k).abs()
+                + ln_rising(theta + 1.0, n.saturating_sub(1))
+        },
+        0.0,
+    )?;
+    Ok(a * b.ln() - ln_gamma(a) + ln_int)
+}
+
+/// `ln ∫ p(γ) V_n(K; γ) Π_c γ^{(n_c)} dγ` for `γ ~ Gamma(a, b)` and the block sizes `key`, by
+/// the trapezoidal rule on `s = ln γ` ([`ln_integrate_line`]); `V_n` by
+/// [`ln_v_mfm`]. The left tail decays like `e^{(a + K - 1) s}` (`V_n ~ 1/γ` and each block
+/// `~ γ` as `γ → 0`), the right tail doubly exponentially. Cost: a few hundred evaluations of
+/// one `V_n` series and `K` rising factorials each.
+fn ln_mfm_gamma_integral(prior: GammaPrior, k_prior: &KPrior, key: &[u32]) -> Result<f64> {
+    let (a, b) = (prior.shape(), prior.rate());
+    let n: usize = key.iter().map(|&s| s as usize).sum();
+    let k = key.len();
+    let blocks = |gamma: f64| -> f64 { key.iter().map(|&s| ln_rising(gamma, s as usize)).sum() };
+    let ln_int = ln_integrate_line(
+        |s: f64| {
+            let gamma = s.exp();
+            a * s - b * gamma + ln_v_mfm(n, k, gamma, k_prior) + blocks(gamma)
+        },
+        |s: f64| {
+            let gamma = s.exp();
+            (a * s).abs()
+                + b * gamma
+                + ln_v_mfm(n, k, gamma, k_prior).abs()
+                + key
+                    .iter()
+                    .map(|&m| ln_rising(gamma, m as usize).abs())
+                    .sum::<f64>()
+        },
+        0.0,
+    )?;
+    Ok(a * b.ln() - ln_gamma(a) + ln_int)
 }
 
 /// `ln J_K(σ) = ln ∫_0^∞ u^{n-1} (1+u)^{-(n-Kσ)} (b - 1 + (1+u)^σ)^{-(a+K)} du`.

@@ -142,7 +142,7 @@ impl PitmanYor {
 
     /// `ln Π_{i=1}^{k-1} (θ + iσ)`, as `(k-1) ln σ + ln (θ/σ + 1)_{k-1}` for `σ > 0` (no
     /// cancellation), `(k-1) ln θ` for `σ = 0`. Cost: O(1).
-    fn ln_numerator(theta: f64, sigma: f64, k: usize) -> f64 {
+    pub(crate) fn ln_numerator(theta: f64, sigma: f64, k: usize) -> f64 {
         if k <= 1 {
             return 0.0;
         }
@@ -155,7 +155,7 @@ impl PitmanYor {
     }
 
     /// `ln V(n, k) = ln Π_{i=1}^{k-1}(θ + iσ) - ln (θ+1)_{n-1}` at any `(θ, σ)`.
-    fn ln_v_at(theta: f64, sigma: f64, n: usize, k: usize) -> f64 {
+    pub(crate) fn ln_v_at(theta: f64, sigma: f64, n: usize, k: usize) -> f64 {
         Self::ln_numerator(theta, sigma, k) - ln_rising(theta + 1.0, n.saturating_sub(1))
     }
 

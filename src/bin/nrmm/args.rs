@@ -274,17 +274,26 @@ pub struct GenerateArgs {
     pub d: usize,
     /// Fixed number of clusters, each point's cluster drawn uniformly (otherwise the partition
     /// is drawn from --prior).
-    #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["prior", "alpha", "sigma"])]
+    #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["prior", "alpha", "sigma", "gamma", "k_prior"])]
     pub k: Option<usize>,
     /// Prior the partition is drawn from when --k is absent (default dp).
     #[arg(long, value_parser = one_of::<PriorKind>())]
     pub prior: Option<PriorKind>,
-    /// Concentration α > 0 of the partition prior (default 1).
+    /// Concentration α > 0 of the partition prior (default 1); for --prior py the
+    /// concentration θ > -σ.
     #[arg(long, allow_negative_numbers = true)]
     pub alpha: Option<f64>,
-    /// NGGP discount σ in (0, 1) (default 0.5; with --prior nggp only).
+    /// Discount σ: NGGP in (0, 1), Pitman-Yor in [0, 1) (default 0.5; with --prior nggp or py
+    /// only).
     #[arg(long, allow_negative_numbers = true)]
     pub sigma: Option<f64>,
+    /// MFM Dirichlet parameter γ > 0 (default 1; with --prior mfm only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub gamma: Option<f64>,
+    /// MFM prior on the number of components: poisson:LAMBDA (K - 1 ~ Poisson(LAMBDA)) or
+    /// geometric:P (default poisson:1; with --prior mfm only).
+    #[arg(long, value_name = "LAW:PARAM", value_parser = parse_k_prior)]
+    pub k_prior: Option<KPrior>,
     /// Dirichlet concentration β > 0 of each cluster's word distribution (default 0.1; counts
     /// only).
     #[arg(long, allow_negative_numbers = true)]

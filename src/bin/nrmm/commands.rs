@@ -6,7 +6,7 @@ use crate::output;
 use nrmm::data::load;
 use nrmm::data::synthetic::{PartitionSource, SyntheticSpec};
 use nrmm::model::{Model, PriorKind};
-use nrmm::prior::NrmPrior;
+use nrmm::prior::{KPrior, NrmPrior};
 use nrmm::run::check::{check_sampler, exact_posterior, log_joint};
 use nrmm::run::record::Builtin;
 use nrmm::run::score::{score_run, Scored};
@@ -145,31 +145,50 @@ pub fn exact(a: ExactArgs) -> Result<()> {
 /// The library's names of generator parameters, spelled as the flags of `generate`.
 fn generate_flag(name: &str) -> Option<String> {
     let flag = match name {
-        "n" | "d" | "k" | "alpha" | "sigma" | "beta" | "prior" => name,
+        "n" | "d" | "k" | "alpha" | "sigma" | "beta" | "prior" | "gamma" => name,
         "doc_length" => "doc-length",
+        "k_prior" => "k-prior",
         _ => return None,
     };
     Some(format!("--{flag}"))
 }
 
-/// `nrmm generate`: a partition (uniform with `--k`, else from the DP's CRP or the NGGP's
-/// Gibbs-type urn), then Gaussian data from Normal-Wishart clusters or bags of words from
-/// Dirichlet-multinomial clusters.
+/// `nrmm generate`: a partition (uniform with `--k`, else from the DP's CRP, the NGGP's or
+/// Pitman-Yor's urn, or the MFM's definition), then Gaussian data from Normal-Wishart clusters
+/// or bags of words from Dirichlet-multinomial clusters.
 pub fn generate(a: GenerateArgs) -> Result<()> {
     let rename = |e: Error| e.rename_parameters(&generate_flag);
-    if let Some(p @ (PriorKind::PitmanYor | PriorKind::Mfm)) = a.prior {
-        return Err(Error::Usage(format!(
-            "generate draws partitions from the DP's CRP or the NGGP's urn, not --prior {}: \
-             give --prior dp or nggp, or --k for uniform clusters",
-            nrmm::Choice::name(p)
-        )));
+    let prior = a.prior.unwrap_or(PriorKind::Dp);
+    if prior != PriorKind::Mfm && (a.gamma.is_some() || a.k_prior.is_some()) {
+        return Err(Error::Usage(
+            "--gamma and --k-prior are the MFM's: add --prior mfm".into(),
+        ));
     }
+    let partition = match prior {
+        PriorKind::PitmanYor => PartitionSource::PitmanYor {
+            theta: a.alpha.unwrap_or(1.0),
+            sigma: a.sigma.unwrap_or(0.5),
+        },
+        PriorKind::Mfm => {
+            if a.alpha.is_some() || a.sigma.is_some() {
+                return Err(Error::Usage(
+                    "the MFM has no --alpha or --sigma: give --gamma and --k-prior".into(),
+                ));
+            }
+            PartitionSource::Mfm {
+                gamma: a.gamma.unwrap_or(1.0),
+                k_prior: a.k_prior.unwrap_or(KPrior::Poisson { lambda: 1.0 }),
+            }
+        }
+        PriorKind::Dp | PriorKind::Nggp => {
+            PartitionSource::of(a.k, prior == PriorKind::Nggp, a.alpha, a.sigma).map_err(rename)?
+        }
+    };
     let spec = SyntheticSpec {
         kind: a.kind,
         n: a.n,
         d: a.d,
-        partition: PartitionSource::of(a.k, a.prior == Some(PriorKind::Nggp), a.alpha, a.sigma)
-            .map_err(rename)?,
+        partition,
         beta: a.beta,
         doc_length: a.doc_length,
         seed: a.seed,
