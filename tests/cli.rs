@@ -2295,6 +2295,14 @@ fn plot_draws_what_the_run_has() {
     }
     assert!(!dir.0.join("run/acceptance.svg").exists());
     assert!(!dir.0.join("run/scatter.svg").exists());
+    // The pictures follow the run's default estimate (the VI estimate) and its credible ball.
+    let svg = |name: &str| std::fs::read_to_string(dir.0.join(format!("run/{name}.svg"))).unwrap();
+    let k = svg("k_posterior");
+    assert!(
+        k.contains("VI estimate") && k.contains("credible ball"),
+        "{k}"
+    );
+    assert!(svg("similarity").contains("VI estimate"));
     let (x, _) = mixture(&dir, 40, 2, 1);
     let run2 = dir.arg("run2");
     ok(&[

@@ -153,7 +153,8 @@ const BLUE: (u8, u8, u8) = (8, 48, 107);
 /// Dark orange: wide bands.
 const ORANGE: (u8, u8, u8) = (166, 54, 3);
 
-/// Draws P(K) as bars into `path`, the point estimate's K marked.
+/// Draws P(K) as bars into `path`, the point estimate's K marked and the credible ball's
+/// range of K in the title.
 fn k_bars(path: &Path, u: &Uncertainty) -> Result<()> {
     let err = plot_error(path);
     let ks = &u.k_distribution;
@@ -161,9 +162,14 @@ fn k_bars(path: &Path, u: &Uncertainty) -> Result<()> {
     let top = ks.iter().map(|k| k.1).fold(0.0f64, f64::max).max(1e-3) * 1.1;
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
+    let ball = match u.ball_clusters {
+        Some((lo, hi)) if lo < hi => format!("; credible ball's bounds: K = {lo} to {hi}"),
+        Some((k, _)) => format!("; credible ball's bounds: K = {k}"),
+        None => String::new(),
+    };
     let title = format!(
-        "posterior of the number of clusters K, {} (point estimate: K = {})",
-        u.subject, u.estimate_clusters
+        "posterior of K, {} ({}: K = {}{ball})",
+        u.subject, u.estimate_name, u.estimate_clusters
     );
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
@@ -217,8 +223,8 @@ fn similarity(path: &Path, s: &OrderedSimilarity, u: &Uncertainty) -> Result<()>
         String::new()
     };
     let title = format!(
-        "P(i and j together), {}: ordered by the K = {} estimate{sampled}",
-        u.subject, u.estimate_clusters
+        "P(i and j together), {}: ordered by the K = {} {}{sampled}",
+        u.subject, u.estimate_clusters, u.estimate_name
     );
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 17))

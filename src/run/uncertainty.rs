@@ -3,10 +3,13 @@
 //! estimate's clusters, and the predictive density with pointwise bands
 //! ([`super::density`]). Computed from the chains' draws; [`super::svg`] draws them.
 
+use std::collections::BTreeSet;
+
 use super::curves::{column_names, data_of, sampler_name};
 use super::density::{density_grid, margin_grids, DensityGrid, MarginGrids, MAX_MARGINS};
 use super::summary::DrawSource;
 use super::{RunDir, Summary};
+use crate::data::load::load_labels;
 use crate::data::{Dataset, DenseData};
 use crate::error::Result;
 use crate::model::Model;
@@ -127,6 +130,12 @@ pub struct Uncertainty {
     pub similarity: Option<OrderedSimilarity>,
     /// The number of clusters of the point estimate the similarity is ordered by.
     pub estimate_clusters: usize,
+    /// Which estimate that is: "VI estimate" (the run's default, `estimate.txt`, when its
+    /// summary searched for it) or "Dahl's estimate".
+    pub estimate_name: &'static str,
+    /// The numbers of clusters of the credible ball's bounds the run wrote
+    /// (`ball-horizontal.txt`, `ball-upper.txt`, `ball-lower.txt`), fewest and most.
+    pub ball_clusters: Option<(usize, usize)>,
     /// The density, for 1-D and 2-D real data that can be read here.
     pub density: Option<DensityPicture>,
     /// The density's margins per coordinate, for real data of more dimensions.
@@ -178,12 +187,41 @@ pub fn uncertainty(runs: &[RunDir]) -> Result<(Option<Uncertainty>, Vec<String>)
         .map(|(&k, &p)| (k, p))
         .collect();
     let (mut similarity, mut estimate_clusters) = (None, 0);
+    let (mut estimate_name, mut ball_clusters) = ("Dahl's estimate", None);
     if let Some(e) = &summary.point_estimate {
-        similarity = Some(ordered_similarity(
-            &e.labels,
-            &draw_labels(&summary.sources)?,
-        ));
-        estimate_clusters = e.n_clusters;
+        // One run whose summary searched for the VI estimate wrote it as estimate.txt (and
+        // Dahl's beside it): the pictures follow the run's default estimate and its ball.
+        let written = |name: &str| -> Option<Vec<usize>> {
+            let path = first.dir.join(name);
+            if runs.len() > 1 || !first.dir.join("estimate-dahl.txt").exists() {
+                return None;
+            }
+            let labels = load_labels(&path, e.labels.len()).ok()?;
+            labels
+                .into_iter()
+                .map(|l| usize::try_from(l).ok())
+                .collect()
+        };
+        let count = |labels: &[usize]| labels.iter().collect::<BTreeSet<_>>().len();
+        let labels = match written("estimate.txt") {
+            Some(vi) => {
+                estimate_name = "VI estimate";
+                vi
+            }
+            None => e.labels.clone(),
+        };
+        let bounds: Option<Vec<usize>> =
+            ["ball-horizontal.txt", "ball-upper.txt", "ball-lower.txt"]
+                .iter()
+                .map(|f| written(f).map(|b| count(&b)))
+                .collect();
+        ball_clusters = bounds.map(|b| {
+            let fewest = b.iter().copied().chain([count(&labels)]).min();
+            let most = b.iter().copied().chain([count(&labels)]).max();
+            (fewest.unwrap_or(0), most.unwrap_or(0))
+        });
+        estimate_clusters = count(&labels);
+        similarity = Some(ordered_similarity(&labels, &draw_labels(&summary.sources)?));
     }
     let (mut density, mut margins) = (None, None);
     let dim = first.record.fingerprint.dim;
@@ -243,6 +281,8 @@ pub fn uncertainty(runs: &[RunDir]) -> Result<(Option<Uncertainty>, Vec<String>)
             k_distribution,
             similarity,
             estimate_clusters,
+            estimate_name,
+            ball_clusters,
             density,
             margins,
             subject,
