@@ -343,6 +343,7 @@ fn a_run_reports_estimates_by_loss_and_a_credible_ball() {
     let printed = ok(&["diagnose", &run, "--loss-a", "1.7", "--out", &merged]);
     assert!(printed.contains("VI and Binder with a = 1.7"), "{printed}");
     assert!(printed.contains("expected VI with a = 1.7"), "{printed}");
+    assert!(printed.contains("VI(a = 1.7) radius"), "{printed}");
     let a17: serde_json::Value = serde_json::from_str(&dir.read("a17/summary.json")).unwrap();
     assert_eq!(a17["by_loss"]["loss_a"], 1.7);
     assert_eq!(a17["by_loss"]["estimates"][0]["loss"], "vi(a=1.7)");

@@ -854,11 +854,16 @@ fn print_by_loss(
         writeln!(out, "  {name:<8} {clusters:>5}{values}")?;
     }
     let b = &by_loss.credible_ball;
+    // The ball is measured in the same (generalised) VI as the estimate.
+    let vi = match by_loss.loss_a {
+        1.0 => "VI".to_string(),
+        a => format!("VI(a = {a})"),
+    };
     writeln!(
         out,
-        "{:.0}% credible ball around the VI estimate: VI radius {:.3} ({} of {} draws inside); \
-         horizontal bound K = {} (VI {:.3}), vertical upper K = {} (VI {:.3}), vertical lower \
-         K = {} (VI {:.3})",
+        "{:.0}% credible ball around the VI estimate: {vi} radius {:.3} ({} of {} draws \
+         inside); horizontal bound K = {} ({vi} {:.3}), vertical upper K = {} ({vi} {:.3}), \
+         vertical lower K = {} ({vi} {:.3})",
         100.0 * BALL_LEVEL,
         b.radius,
         b.inside,
