@@ -2303,6 +2303,21 @@ fn plot_draws_what_the_run_has() {
         "{k}"
     );
     assert!(svg("similarity").contains("VI estimate"));
+    // A run whose default is Dahl's (its search skipped, as above 20,000 points) is pictured
+    // by Dahl's estimate, whatever files lie beside it.
+    let summary_path = dir.0.join("run/summary.json");
+    let text = std::fs::read_to_string(&summary_path).unwrap();
+    std::fs::write(
+        &summary_path,
+        text.replace(
+            "\"default_estimate\": \"vi\"",
+            "\"default_estimate\": \"dahl\"",
+        ),
+    )
+    .unwrap();
+    ok(&["plot", &run]);
+    let k = svg("k_posterior");
+    assert!(k.contains("Dahl") && !k.contains("VI estimate") && !k.contains("credible ball"));
     let (x, _) = mixture(&dir, 40, 2, 1);
     let run2 = dir.arg("run2");
     ok(&[

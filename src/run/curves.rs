@@ -340,6 +340,14 @@ pub fn column_names(dir: &std::path::Path) -> Option<Vec<String>> {
         .collect()
 }
 
+/// Which estimate a run's `summary.json` names as its default (`estimate.txt`): `"vi"` or
+/// `"dahl"`; `None` without a summary (or the field).
+pub fn default_estimate(dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(summary.get("default_estimate")?.as_str()?.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::curves::{column_names, data_of, sampler_name};
+use super::curves::{column_names, data_of, default_estimate, sampler_name};
 use super::density::{density_grid, margin_grids, DensityGrid, MarginGrids, MAX_MARGINS};
 use super::summary::DrawSource;
 use super::{RunDir, Summary};
@@ -189,38 +189,36 @@ pub fn uncertainty(runs: &[RunDir]) -> Result<(Option<Uncertainty>, Vec<String>)
     let (mut similarity, mut estimate_clusters) = (None, 0);
     let (mut estimate_name, mut ball_clusters) = ("Dahl's estimate", None);
     if let Some(e) = &summary.point_estimate {
-        // One run whose summary searched for the VI estimate wrote it as estimate.txt (and
-        // Dahl's beside it): the pictures follow the run's default estimate and its ball.
+        // One run whose summary found the VI estimate wrote it as estimate.txt, its default,
+        // with the ball's bounds: the pictures follow that estimate and its ball.
+        let vi_written = runs.len() == 1 && default_estimate(&first.dir).as_deref() == Some("vi");
         let written = |name: &str| -> Option<Vec<usize>> {
-            let path = first.dir.join(name);
-            if runs.len() > 1 || !first.dir.join("estimate-dahl.txt").exists() {
-                return None;
-            }
-            let labels = load_labels(&path, e.labels.len()).ok()?;
+            let labels = load_labels(first.dir.join(name), e.labels.len()).ok()?;
             labels
                 .into_iter()
                 .map(|l| usize::try_from(l).ok())
                 .collect()
         };
         let count = |labels: &[usize]| labels.iter().collect::<BTreeSet<_>>().len();
-        let labels = match written("estimate.txt") {
+        let labels = match vi_written.then(|| written("estimate.txt")).flatten() {
             Some(vi) => {
                 estimate_name = "VI estimate";
                 vi
             }
             None => e.labels.clone(),
         };
-        let bounds: Option<Vec<usize>> =
-            ["ball-horizontal.txt", "ball-upper.txt", "ball-lower.txt"]
-                .iter()
-                .map(|f| written(f).map(|b| count(&b)))
-                .collect();
-        ball_clusters = bounds.map(|b| {
-            let fewest = b.iter().copied().chain([count(&labels)]).min();
-            let most = b.iter().copied().chain([count(&labels)]).max();
-            (fewest.unwrap_or(0), most.unwrap_or(0))
-        });
         estimate_clusters = count(&labels);
+        if vi_written {
+            let bounds: Option<Vec<usize>> =
+                ["ball-horizontal.txt", "ball-upper.txt", "ball-lower.txt"]
+                    .iter()
+                    .map(|f| written(f).map(|b| count(&b)))
+                    .collect();
+            ball_clusters = bounds.map(|b| {
+                let all = || b.iter().copied().chain([estimate_clusters]);
+                (all().min().unwrap_or(0), all().max().unwrap_or(0))
+            });
+        }
         similarity = Some(ordered_similarity(&labels, &draw_labels(&summary.sources)?));
     }
     let (mut density, mut margins) = (None, None);
