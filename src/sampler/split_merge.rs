@@ -1,7 +1,7 @@
 //! Jain & Neal (2004) conjugate split-merge with restricted Gibbs launch scans
 //! (MATH §6.2), generalised to NRMs given `u`.
 
-use super::sams::{collect_rest, draw_anchors, propose_merge};
+use super::sams::{collect_rest, decide_merge, draw_anchors};
 use super::two_groups::{fill_join_table, TwoGroups};
 use super::{ln_v_gain, metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 use crate::error::Result;
@@ -145,15 +145,26 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for JainNeal {
                     .iter()
                     .map(|&k| usize::from(part.slot_of(k) == sj)),
             );
+            // The forced scan draws its order, so it runs before the decision: only its
+            // result is left to the merge's bound.
             let ln_q = self.restricted_scan(kernel, &mut groups, true, chooser)?;
             let cj = part.cluster(sj).expect("live");
             let ln_h_split = prior.ln_kappa(ci.size())
                 + ci.ln_marginal()
                 + prior.ln_kappa(cj.size())
                 + cj.ln_marginal();
-            Ok(propose_merge(
-                kernel, state, si, sj, ln_h_split, ln_q, chooser,
-            ))
+            let (accepted, info) = decide_merge(
+                kernel,
+                state,
+                si,
+                sj,
+                &mut || Ok((ln_h_split, ln_q)),
+                chooser,
+            )?;
+            if accepted {
+                state.partition.merge_clusters(kernel, si, sj);
+            }
+            Ok(info)
         }
     }
 }

@@ -68,12 +68,31 @@ impl<S: Clone> TwoGroups<S> {
         forced: Option<usize>,
         chooser: &mut dyn Chooser,
     ) -> Result<(usize, f64)> {
+        if let Some(g) = forced {
+            return Ok((g, self.place(kernel, ln_join, k, g)));
+        }
         let pair = kernel.ln_predictive_pair(k, &self.stats[0], &self.stats[1]);
         let ln_w = [0, 1].map(|g| ln_join[self.sizes[g]] + pair[g].0);
-        let (g, ln_p) = decide(ln_w, forced, chooser)?;
+        let (g, ln_p) = chooser.choose_log(&ln_w)?;
         kernel.add_probed(&mut self.stats[g], k, &pair[g].1);
         self.sizes[g] += 1;
         Ok((g, ln_p))
+    }
+
+    /// [`TwoGroups::allocate`] forced to group `g`, which needs no chooser: the same
+    /// statistics and log probability. Returns the log probability.
+    pub(crate) fn place<K: ConjugateKernel<Stat = S>>(
+        &mut self,
+        kernel: &K,
+        ln_join: &[f64],
+        k: usize,
+        g: usize,
+    ) -> f64 {
+        let pair = kernel.ln_predictive_pair(k, &self.stats[0], &self.stats[1]);
+        let ln_w = [0, 1].map(|h| ln_join[self.sizes[h]] + pair[h].0);
+        kernel.add_probed(&mut self.stats[g], k, &pair[g].1);
+        self.sizes[g] += 1;
+        ln_w[g] - crate::math::ln_add_exp(ln_w[0], ln_w[1])
     }
 
     /// Reallocates `k`, a member of group `g` other than its anchor, from its conditional
