@@ -49,15 +49,25 @@ impl<K: ConjugateKernel> Groups<K> {
         forced: Option<usize>,
         chooser: &mut dyn Chooser,
     ) -> Result<(usize, f64)> {
+        if let Some(g) = forced {
+            return Ok((g, self.place(kernel, prior, k, g)));
+        }
         let ln_w = [0, 1]
             .map(|g| prior.ln_kappa_join(self.sizes[g]) + kernel.ln_predictive(k, &self.stats[g]));
-        let (g, ln_p) = match forced {
-            Some(g) => (g, ln_w[g] - ln_add_exp(ln_w[0], ln_w[1])),
-            None => chooser.choose_log(&ln_w)?,
-        };
+        let (g, ln_p) = chooser.choose_log(&ln_w)?;
         kernel.add(&mut self.stats[g], k);
         self.sizes[g] += 1;
         Ok((g, ln_p))
+    }
+
+    /// [`Groups::allocate`] forced to group `g` (the reverse replay), which needs no chooser:
+    /// the same statistics and log probability. Returns the log probability.
+    pub(super) fn place<P: NrmPrior>(&mut self, kernel: &K, prior: &P, k: usize, g: usize) -> f64 {
+        let ln_w = [0, 1]
+            .map(|h| prior.ln_kappa_join(self.sizes[h]) + kernel.ln_predictive(k, &self.stats[h]));
+        kernel.add(&mut self.stats[g], k);
+        self.sizes[g] += 1;
+        ln_w[g] - ln_add_exp(ln_w[0], ln_w[1])
     }
 
     /// The statistic of group `g`.

@@ -454,31 +454,38 @@ impl<K: ConjugateKernel> TgSams<K> {
         }
         chooser.permutation(self.rest.len(), &mut self.order);
         let engine = self.engine.as_mut().expect("prepared");
-        engine.groups.reset(kernel, i, j);
-        let mut ln_q = 0.0;
-        for &t in &self.order {
-            let forced = Some(self.forced[t]);
-            ln_q += engine
-                .groups
-                .allocate(kernel, prior, self.rest[t], forced, chooser)?
-                .1;
-        }
         let (ni, nj) = (ci.size(), cj.size());
         let ln_h_g = prior.ln_kappa(ni + nj) + checked_pair(kernel, ci.stat(), cj.stat())?;
-        let ln_target = ln_h_g
-            - (prior.ln_kappa(ni) + ci.ln_marginal())
-            - (prior.ln_kappa(nj) + cj.ln_marginal())
-            - ln_v_gain(prior, part.n(), part.n_clusters() - 1);
+        let (ln_h_i, ln_h_j) = (
+            prior.ln_kappa(ni) + ci.ln_marginal(),
+            prior.ln_kappa(nj) + cj.ln_marginal(),
+        );
+        let ln_target =
+            ln_h_g - ln_h_i - ln_h_j - ln_v_gain(prior, part.n(), part.n_clusters() - 1);
         let k_new = self.slots.len() - 1;
         let n2_new = self.big.len() + 1 - usize::from(ni >= 2) - usize::from(nj >= 2);
         let (ln_rho_s, _) = routes(self.split_prob, k_new, n2_new);
-        let base = ln_target + ln_q - draw.ln_prob;
-        // a' ≤ ρ'_s / N'₂: a SampleSub probability and two uniform picks are at most 1.
-        let bound = base + ln_rho_s - (n2_new as f64).ln();
-        let first = bound.min(0.0);
-        if !chooser.accept(first) {
-            return Ok(StepInfo::proposal(false, bound));
-        }
+        // a' ≤ ρ'_s / N'₂: a SampleSub probability and two uniform picks are at most 1; and
+        // the forced replay's ln q ≤ 0, so the first stage's ratio is known to be at most
+        // `ahead` before the replay runs (slack for rounding, as in `sams::decide_merge`):
+        // the same uniform decides, and the replay runs only when it does not already reject.
+        let slack = 1e-9 + 1e-6 * (ln_h_g.abs() + ln_h_i.abs() + ln_h_j.abs());
+        let ahead = ln_target - draw.ln_prob + ln_rho_s - (n2_new as f64).ln() + slack;
+        let (rest, order, forced) = (&self.rest, &self.order, &self.forced);
+        let groups = &mut engine.groups;
+        let mut base = f64::NAN;
+        let (passed, first) = chooser.accept_within(ahead, &mut || {
+            groups.reset(kernel, i, j);
+            let mut ln_q = 0.0;
+            for &t in order {
+                ln_q += groups.place(kernel, prior, rest[t], forced[t]);
+            }
+            base = ln_target + ln_q - draw.ln_prob;
+            Ok((base + ln_rho_s - (n2_new as f64).ln()).min(0.0))
+        })?;
+        let Some(first) = first.filter(|_| passed) else {
+            return Ok(StepInfo::proposal(false, first.unwrap_or(ahead)));
+        };
         self.moved.clear();
         self.moved.extend_from_slice(ci.members());
         self.moved.extend_from_slice(cj.members());
