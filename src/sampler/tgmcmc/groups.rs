@@ -37,37 +37,34 @@ impl<K: ConjugateKernel> Groups<K> {
         }
     }
 
-    /// Allocates `k` to a group with probability proportional to
-    /// `κ_join(n_g) p(x_k | X_g)` (MATH §1.3): drawn through `chooser`, or set to `forced`
-    /// (the reverse replay). Returns the group and the log probability of that allocation.
-    /// Cost: two predictive evaluations and one statistic update.
+    /// Allocates `k` to a group drawn through `chooser` with probability proportional to
+    /// `κ_join(n_g) p(x_k | X_g)` (MATH §1.3). Returns the group and the log probability of
+    /// that allocation. Cost: two predictive evaluations and one statistic update.
     pub(super) fn allocate<P: NrmPrior>(
         &mut self,
         kernel: &K,
         prior: &P,
         k: usize,
-        forced: Option<usize>,
         chooser: &mut dyn Chooser,
     ) -> Result<(usize, f64)> {
-        if let Some(g) = forced {
-            return Ok((g, self.place(kernel, prior, k, g)));
-        }
-        let ln_w = [0, 1]
-            .map(|g| prior.ln_kappa_join(self.sizes[g]) + kernel.ln_predictive(k, &self.stats[g]));
-        let (g, ln_p) = chooser.choose_log(&ln_w)?;
+        let (g, ln_p) = chooser.choose_log(&self.weights(kernel, prior, k))?;
         kernel.add(&mut self.stats[g], k);
         self.sizes[g] += 1;
         Ok((g, ln_p))
     }
 
-    /// [`Groups::allocate`] forced to group `g` (the reverse replay), which needs no chooser:
-    /// the same statistics and log probability. Returns the log probability.
+    /// Allocates `k` to group `g` (the reverse replay), with the log probability that
+    /// [`Groups::allocate`] would have drawn it with. Cost: as `allocate`.
     pub(super) fn place<P: NrmPrior>(&mut self, kernel: &K, prior: &P, k: usize, g: usize) -> f64 {
-        let ln_w = [0, 1]
-            .map(|h| prior.ln_kappa_join(self.sizes[h]) + kernel.ln_predictive(k, &self.stats[h]));
+        let ln_w = self.weights(kernel, prior, k);
         kernel.add(&mut self.stats[g], k);
         self.sizes[g] += 1;
         ln_w[g] - ln_add_exp(ln_w[0], ln_w[1])
+    }
+
+    /// `k`'s log weight in each group, `ln κ_join(n_g) + ln p(x_k | X_g)`.
+    fn weights<P: NrmPrior>(&self, kernel: &K, prior: &P, k: usize) -> [f64; 2] {
+        [0, 1].map(|g| prior.ln_kappa_join(self.sizes[g]) + kernel.ln_predictive(k, &self.stats[g]))
     }
 
     /// The statistic of group `g`.

@@ -358,7 +358,7 @@ impl<K: ConjugateKernel> TgSams<K> {
         self.assigned.clear();
         self.assigned.resize(self.rest.len(), 0);
         for &t in &self.order {
-            let (g, ln_p) = groups.allocate(kernel, prior, self.rest[t], None, chooser)?;
+            let (g, ln_p) = groups.allocate(kernel, prior, self.rest[t], chooser)?;
             self.assigned[t] = g;
             ln_q += ln_p;
         }
