@@ -91,5 +91,5 @@ def test_gibbs_type_settings_are_checked():
         nrmm.exact_posterior(POINTS, prior="py", alpha=-0.5, sigma=0.3)
     with pytest.raises(ValueError, match="k_prior|poisson"):
         nrmm.exact_posterior(POINTS, prior="mfm", k_prior="poisson:-1")
-    with pytest.raises(ValueError, match="gibbs, jain-neal, sams, tgmcmc"):
-        nrmm.MixtureModel(prior="mfm", sampler="subcluster", sweeps=5).fit(POINTS)
+    with pytest.raises(ValueError, match="gibbs, jain-neal, sams, tgmcmc, subcluster"):
+        nrmm.MixtureModel(prior="mfm", sampler="direct", sweeps=5).fit(POINTS)
