@@ -187,6 +187,9 @@ fn the_check_rejects_an_inexact_move() {
     assert!(x2 > bound(df), "X² {x2:.1} within {:.1}", bound(df));
 }
 
+/// A constructor of the move under test.
+type MakeMove = fn() -> Box<dyn Move<NormalWishart, Prior>>;
+
 /// The restricted Gibbs pass alone: the weights given the partition and the labels among the
 /// existing clusters.
 fn restricted_move() -> Box<dyn Move<NormalWishart, Prior>> {
@@ -219,7 +222,7 @@ fn gibbs_type() -> Vec<(&'static str, Prior)> {
 
 #[test]
 fn one_step_from_the_posterior_stays_there_gibbs_type() {
-    let configs: [(&str, fn() -> Box<dyn Move<NormalWishart, Prior>>); 4] = [
+    let configs: [(&str, MakeMove); 4] = [
         ("restricted pass alone", restricted_move),
         ("whole launch", || exact_move(None)),
         ("launch sample 2", || exact_move(Some(2))),
