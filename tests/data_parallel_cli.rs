@@ -134,6 +134,50 @@ fn flags_it_does_not_implement_are_refused_by_name() {
     fails(&a, 1, &["without --data-parallel", "another --out"]);
 }
 
+/// Data-parallel runs take the Pitman-Yor and MFM priors (fixed, and the MFM's `γ` resampled),
+/// record them, and a continued run is the uninterrupted chain.
+#[test]
+fn the_gibbs_type_priors_run_data_parallel() {
+    let dir = TempDir::new("dp-gibbs-type");
+    let x = data(&dir);
+    let base = flags(&x);
+    for (name, prior) in [
+        (
+            "py",
+            &["--prior", "py", "--alpha", "-0.2", "--sigma", "0.4"][..],
+        ),
+        (
+            "mfm",
+            &[
+                "--prior",
+                "mfm",
+                "--gamma",
+                "0.5",
+                "--k-prior",
+                "poisson:3",
+                "--hyperpriors",
+            ][..],
+        ),
+    ] {
+        let (whole, part) = (dir.arg(&format!("{name}-whole")), dir.arg(name));
+        let mut a = args(&base, &["--sweeps", "6", "--out", &whole]);
+        a.extend_from_slice(prior);
+        ok(&a);
+        let trace = std::fs::read_to_string(format!("{whole}/trace.tsv")).expect("trace");
+        assert!(trace.lines().count() > 6, "{name}: {trace}");
+        let mut a = args(
+            &base,
+            &["--sweeps", "3", "--checkpoint-every", "3", "--out", &part],
+        );
+        a.extend_from_slice(prior);
+        ok(&a);
+        let mut a = args(&base, &["--sweeps", "6", "--continue", "--out", &part]);
+        a.extend_from_slice(prior);
+        ok(&a);
+        assert_eq!(fingerprint(&part), fingerprint(&whole), "{name}");
+    }
+}
+
 #[test]
 fn a_continued_run_is_the_uninterrupted_chain_and_other_settings_are_refused() {
     let dir = TempDir::new("dp-continue");

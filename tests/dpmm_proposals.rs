@@ -23,6 +23,13 @@
 //! on a sample of 3 points, launch sides sharpened, the allocation family only for sets of
 //! at most 4 points), which the sampler otherwise makes only on sets of more than 1,024
 //! points (the allocation family's limit: 16,384).
+//!
+//! The Gibbs-type priors (two Pitman-Yor, two MFM) take the same three configurations and a
+//! fourth, the restricted Gibbs pass alone (no proposals), which checks the weight law given
+//! the partition on its own: with Pitman-Yor's `Dir(N_k)` in place of `Dir(N_k - σ)`, or
+//! the MFM's `Dir(N_k)` in place of `Dir(N_k + γ)`, its `X²` lands far above the bound, and
+//! so does the whole move's with the `V(n, K±1) / V(n, K)` of the split/merge ratios left
+//! out.
 
 use crate::support;
 
@@ -30,7 +37,7 @@ use nrmm::data::generate::data_set_b;
 use nrmm::exact::{ExactPosterior, Rgs};
 use nrmm::kernel::NormalWishart;
 use nrmm::partition::Partition;
-use nrmm::prior::{Dp, Nggp, Prior};
+use nrmm::prior::{Dp, KPrior, Mfm, Nggp, PitmanYor, Prior};
 use nrmm::rng::{uniform_open01, SeedPlan};
 use nrmm::sampler::{
     DpmmOptions, Move, RngChooser, Splittable, State, SubCluster, SubClusterOptions,
@@ -178,4 +185,59 @@ fn the_check_rejects_an_inexact_move() {
     );
     println!("DPMM.jl-faithful (Chang-Fisher ratios): X² {x2:.1}, df {df}");
     assert!(x2 > bound(df), "X² {x2:.1} within {:.1}", bound(df));
+}
+
+/// A constructor of the move under test.
+type MakeMove = fn() -> Box<dyn Move<NormalWishart, Prior>>;
+
+/// The restricted Gibbs pass alone: the weights given the partition and the labels among the
+/// existing clusters.
+fn restricted_move() -> Box<dyn Move<NormalWishart, Prior>> {
+    Box::new(SubCluster::new(SubClusterOptions {
+        launch_iters: 2,
+        proposals: 0,
+    }))
+}
+
+/// Two Pitman-Yor priors (a negative `θ`, a large `σ`) and two MFMs (Poisson and geometric
+/// `K - 1`), named.
+fn gibbs_type() -> Vec<(&'static str, Prior)> {
+    vec![
+        ("PY(-0.2, 0.4)", PitmanYor::fixed(-0.2, 0.4).unwrap().into()),
+        ("PY(1.5, 0.7)", PitmanYor::fixed(1.5, 0.7).unwrap().into()),
+        (
+            "MFM(1, poisson:1)",
+            Mfm::new(1.0, KPrior::Poisson { lambda: 1.0 }, None)
+                .unwrap()
+                .into(),
+        ),
+        (
+            "MFM(0.4, geometric:0.3)",
+            Mfm::new(0.4, KPrior::Geometric { p: 0.3 }, None)
+                .unwrap()
+                .into(),
+        ),
+    ]
+}
+
+#[test]
+fn one_step_from_the_posterior_stays_there_gibbs_type() {
+    let configs: [(&str, MakeMove); 4] = [
+        ("restricted pass alone", restricted_move),
+        ("whole launch", || exact_move(None)),
+        ("launch sample 2", || exact_move(Some(2))),
+        ("large-set proposals", large_set_move),
+    ];
+    for (p, (name, prior)) in gibbs_type().into_iter().enumerate() {
+        for (c, (config, make)) in configs.iter().enumerate() {
+            let seed = 100 + 10 * p as u64 + c as u64;
+            let (x2, df) = one_step_chi2(prior.clone(), make, seed);
+            println!("{name}, {config}: X² {x2:.1}, df {df}");
+            assert!(
+                x2 <= bound(df),
+                "{name}, {config}: X² {x2:.1} above {:.1}",
+                bound(df)
+            );
+        }
+    }
 }

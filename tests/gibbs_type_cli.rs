@@ -1,6 +1,7 @@
 //! The Pitman-Yor and MFM priors on the `nrmm` command line: `check-exact` puts every sampler
-//! that takes them at the noise floor of the exact posterior of data set B; `run` records
-//! them; and what cannot take them refuses, naming what can.
+//! that takes them (the exact sub-cluster sampler among them) at the noise floor of the
+//! exact posterior of data set B; `run` records them; and what cannot take them refuses,
+//! naming what can.
 
 use serde_json::Value;
 
@@ -25,7 +26,7 @@ fn every_sampler_that_takes_them_is_at_the_noise_floor() {
 /// `check-exact` of every sampler that takes Gibbs-type priors under each of `priors` (its
 /// flags) within twice the noise floor.
 fn every_sampler_at_the_noise_floor(priors: &[&[&str]]) {
-    for sampler in ["gibbs", "jain-neal", "sams", "tgmcmc"] {
+    for sampler in ["gibbs", "jain-neal", "sams", "tgmcmc", "subcluster"] {
         for prior in priors {
             let mut args = vec!["--sampler", sampler];
             args.extend_from_slice(prior);
@@ -114,7 +115,13 @@ fn what_cannot_take_them_refuses() {
     let dir = TempDir::new("gibbs-type-refusals");
     let data = set_b(&dir);
     let out = dir.arg("out");
-    for sampler in ["subcluster", "direct", "tgmcmc-paper"] {
+    for sampler in [
+        "subcluster-dpmm",
+        "direct",
+        "quasi-direct",
+        "quasi-collapsed",
+        "tgmcmc-paper",
+    ] {
         fails(
             &[
                 "run",
@@ -130,13 +137,13 @@ fn what_cannot_take_them_refuses() {
                 &out,
             ],
             1,
-            &[sampler, "gibbs, jain-neal, sams, tgmcmc"],
+            &[sampler, "gibbs, jain-neal, sams, tgmcmc, subcluster"],
         );
     }
     fails(
-        &["sva", "--data", &data, "--prior", "mfm"],
+        &["sva", "--data", &data, "--prior", "nggp"],
         1,
-        &["--prior mfm", "gibbs, jain-neal, sams, tgmcmc"],
+        &["--prior nggp", "Pitman-Yor process or MFM"],
     );
     fails(
         &[
@@ -229,7 +236,7 @@ fn generate_draws_from_them() {
 }
 
 /// A Pitman-Yor prior with a negative concentration (θ > -σ) runs from the default start,
-/// whose SVA pass takes θ + σ as its concentration.
+/// whose SVA pass weighs its components by the Pitman-Yor urn.
 #[test]
 fn a_negative_concentration_runs_from_the_default_start() {
     let dir = TempDir::new("gibbs-type-negative-theta");

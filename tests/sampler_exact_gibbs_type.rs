@@ -88,7 +88,8 @@ fn other_samplers_refuse_them_naming_those_that_take_them() {
             } else {
                 let e = got.err().expect("refused").to_string();
                 assert!(
-                    e.contains("gibbs, jain-neal, sams, tgmcmc") && e.contains(kind.name()),
+                    e.contains("gibbs, jain-neal, sams, tgmcmc, subcluster")
+                        && e.contains(kind.name()),
                     "{}: {e}",
                     kind.name()
                 );

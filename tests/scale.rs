@@ -54,6 +54,10 @@
 //! run also checks that the chain's statistics, updated incrementally over all its sweeps,
 //! give the log joint that statistics computed afresh from its labels give.
 //!
+//! The exact sub-cluster sampler also runs under the Pitman-Yor process and the MFM on
+//! separated sets drawn from them ([`SEPARATED_PY`], [`SEPARATED_MFM`]), from one cluster and
+//! from the truth, with the same bar.
+//!
 //! Sweeps are counted, never timed, and every seed is fixed, so the outcome does not depend on
 //! the machine; there are no retries. Budgets ([`budget`]) are sized so that the whole file
 //! runs in 1.5-3 minutes on two shared cores in release (`cargo test --release --test
@@ -71,12 +75,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use nrmm::data::generate::{
-    gaussian_mixture, partition_crp, GaussianComponent, NormalWishartSampler,
+    gaussian_mixture, partition_crp, partition_mfm, partition_pitman_yor, GaussianComponent,
+    NormalWishartSampler,
 };
 use nrmm::data::DenseData;
 use nrmm::kernel::{NormalWishart, NwHyper};
 use nrmm::partition::Partition;
-use nrmm::prior::{Dp, Prior};
+use nrmm::prior::{Dp, KPrior, Mfm, PitmanYor, Prior};
 use nrmm::rng::{uniform_open01, SeedPlan};
 use nrmm::run::{Chain, MoveSettings, SamplerKind, SamplerSettings, Start};
 use nrmm::sampler::State;
@@ -98,10 +103,62 @@ pub struct SetSpec {
     pub r: f64,
     /// `ν − d` of the clusters' Wishart precisions.
     pub nu_minus_d: f64,
-    /// DP concentration (of the CRP draw and of the model).
+    /// DP concentration (of the CRP draw and of the model); Pitman-Yor's `θ`.
     pub alpha: f64,
+    /// The prior the partition is drawn from and the chains run under.
+    pub prior: SetPrior,
     /// Seed of every draw.
     pub seed: u64,
+}
+
+/// The prior of a data set: the DP with the set's `alpha`, or a Gibbs-type prior whose
+/// partition is drawn from its own urn (Pitman-Yor with `θ = alpha`) or definition (the MFM,
+/// `K - 1 ~ Poisson(λ)`).
+#[derive(Clone, Copy, Debug)]
+pub enum SetPrior {
+    /// The Dirichlet process.
+    Dp,
+    /// Pitman-Yor with discount `sigma` (and `θ = alpha`).
+    PitmanYor {
+        /// The discount.
+        sigma: f64,
+    },
+    /// The MFM with Dirichlet parameter `gamma` and `K - 1 ~ Poisson(lambda)`.
+    Mfm {
+        /// The Dirichlet parameter.
+        gamma: f64,
+        /// The mean of `K - 1`.
+        lambda: f64,
+    },
+}
+
+impl SetPrior {
+    /// The prior, with `alpha` the set's concentration.
+    fn build(self, alpha: f64) -> Prior {
+        match self {
+            SetPrior::Dp => Dp::new(alpha).expect("valid alpha").into(),
+            SetPrior::PitmanYor { sigma } => {
+                PitmanYor::fixed(alpha, sigma).expect("valid θ, σ").into()
+            }
+            SetPrior::Mfm { gamma, lambda } => Mfm::new(gamma, KPrior::Poisson { lambda }, None)
+                .expect("valid MFM")
+                .into(),
+        }
+    }
+
+    /// A partition of `n` points drawn from the prior.
+    fn draw(self, n: usize, alpha: f64, rng: &mut nrmm::rng::NrmmRng) -> Vec<usize> {
+        match self {
+            SetPrior::Dp => partition_crp(n, alpha, rng).expect("valid CRP settings"),
+            SetPrior::PitmanYor { sigma } => {
+                partition_pitman_yor(n, alpha, sigma, rng).expect("valid Pitman-Yor settings")
+            }
+            SetPrior::Mfm { gamma, lambda } => {
+                partition_mfm(n, gamma, &KPrior::Poisson { lambda }, rng)
+                    .expect("valid MFM settings")
+            }
+        }
+    }
 }
 
 /// Well-separated clusters: the means spread `1/√0.002 ≈ 22` times a cluster's scale; the
@@ -113,6 +170,7 @@ pub const SEPARATED: SetSpec = SetSpec {
     r: 0.002,
     nu_minus_d: 4.0,
     alpha: 1.0,
+    prior: SetPrior::Dp,
     seed: 11,
 };
 
@@ -126,6 +184,7 @@ pub const OVERLAPPING: SetSpec = SetSpec {
     r: 0.1,
     nu_minus_d: 4.0,
     alpha: 1.0,
+    prior: SetPrior::Dp,
     seed: 12,
 };
 
@@ -230,7 +289,7 @@ impl Scenario {
     pub fn new(spec: SetSpec) -> Scenario {
         let d = spec.d;
         let mut rng = SeedPlan::new(spec.seed).chain(0);
-        let labels = partition_crp(spec.n, spec.alpha, &mut rng).expect("valid CRP settings");
+        let labels = spec.prior.draw(spec.n, spec.alpha, &mut rng);
         let xi = vec![0.0; d];
         let mut psi = vec![0.0; d * d];
         for i in 0..d {
@@ -242,7 +301,7 @@ impl Scenario {
         let bayes_error = bayes_error(&data, &labels, &comps);
         let hyper = NwHyper::new(xi, psi, spec.r, nu).expect("valid hyperparameters");
         let kernel = NormalWishart::new(Arc::new(data), hyper).expect("dimensions agree");
-        let prior: Prior = Dp::new(spec.alpha).expect("valid alpha").into();
+        let prior = spec.prior.build(spec.alpha);
         let truth_part = Partition::from_labels(&kernel, &labels).expect("one label per point");
         let truth_joint = truth_part.ln_joint(&prior);
         let mut sizes = truth_part.sizes();
@@ -910,3 +969,39 @@ fn long_subcluster_overlapping_from_one() {
 fn long_jain_neal_separated_from_one() {
     check_at(SEPARATED, SamplerKind::JainNeal, StartFrom::One, 200);
 }
+
+/// The separated set's settings with its partition drawn from Pitman-Yor's urn (`θ = 1`,
+/// `σ = 0.25`: clusters of every size down to single points), the chains under that prior.
+pub const SEPARATED_PY: SetSpec = SetSpec {
+    name: "separated-py",
+    prior: SetPrior::PitmanYor { sigma: 0.25 },
+    seed: 13,
+    ..SEPARATED
+};
+
+/// The separated set's settings with its partition drawn from the MFM (`γ = 1`,
+/// `K - 1 ~ Poisson(5)`), the chains under that prior.
+pub const SEPARATED_MFM: SetSpec = SetSpec {
+    name: "separated-mfm",
+    prior: SetPrior::Mfm {
+        gamma: 1.0,
+        lambda: 5.0,
+    },
+    seed: 14,
+    ..SEPARATED
+};
+
+// The exact sub-cluster sampler under the Gibbs-type priors, on data drawn from them: from
+// one cluster (its default start at this size) and from the truth, where it must stay.
+reach_truth!(SEPARATED_PY, StartFrom::One;
+    subcluster_pitman_yor_from_one => Subcluster,
+);
+reach_truth!(SEPARATED_PY, StartFrom::Truth;
+    subcluster_pitman_yor_stays_at_the_truth => Subcluster,
+);
+reach_truth!(SEPARATED_MFM, StartFrom::One;
+    subcluster_mfm_from_one => Subcluster,
+);
+reach_truth!(SEPARATED_MFM, StartFrom::Truth;
+    subcluster_mfm_stays_at_the_truth => Subcluster,
+);

@@ -134,6 +134,103 @@ fn run_starts_from_an_sva_fit() {
     assert!(settings.contains("\"sva\""), "{settings}");
 }
 
+/// `nrmm sva` by the Pitman-Yor and MFM urns: the three blobs found, the rule recorded in
+/// `summary.json`; Pitman-Yor with `σ = 0` gives the DP's labels with `α = θ`.
+#[test]
+fn sva_fits_by_the_pitman_yor_and_mfm_urns() {
+    let dir = TempDir::new("gibbs-type");
+    let (x, y) = blobs(&dir);
+    for (name, prior) in [
+        (
+            "py",
+            &["--prior", "py", "--alpha", "-0.2", "--sigma", "0.4"][..],
+        ),
+        (
+            "mfm",
+            &["--prior", "mfm", "--gamma", "1", "--k-prior", "poisson:3"][..],
+        ),
+        (
+            "py0",
+            &["--prior", "py", "--alpha", "2", "--sigma", "0"][..],
+        ),
+        ("dp", &["--prior", "dp", "--alpha", "2"][..]),
+    ] {
+        let out = dir.arg(name);
+        let mut args = vec![
+            "sva",
+            "--data",
+            &x,
+            "--prune-merge",
+            "--shuffle-seed",
+            "3",
+            "--labels",
+            &y,
+            "--out",
+            &out,
+        ];
+        args.extend_from_slice(prior);
+        let stdout = ok(&args);
+        assert!(stdout.contains("3 components"), "{name}: {stdout}");
+        assert!(stdout.contains("ARI 1.0000"), "{name}: {stdout}");
+        let summary: Value =
+            serde_json::from_str(&dir.read(&format!("{name}/summary.json"))).unwrap();
+        let config = &summary["config"];
+        match name {
+            "py" => assert_eq!(config["prior"]["PitmanYor"]["sigma"], 0.4, "{config}"),
+            "mfm" => assert_eq!(config["prior"]["Mfm"]["gamma"], 1.0, "{config}"),
+            _ => {}
+        }
+        if name == "dp" {
+            assert!(config.get("prior").is_none(), "{config}");
+        }
+    }
+    assert_eq!(dir.read("py0/labels.txt"), dir.read("dp/labels.txt"));
+}
+
+/// A run under the Pitman-Yor or MFM prior starts from an SVA fit by its urn (`--init sva`,
+/// and the default `auto`, which compares it with one cluster) and runs with the sub-cluster
+/// sampler too.
+#[test]
+fn gibbs_type_runs_start_from_their_urn() {
+    let dir = TempDir::new("init-gibbs-type");
+    let (x, _) = blobs(&dir);
+    for (name, prior) in [
+        (
+            "py",
+            &["--prior", "py", "--alpha", "-0.2", "--sigma", "0.4"][..],
+        ),
+        (
+            "mfm",
+            &["--prior", "mfm", "--gamma", "1", "--k-prior", "poisson:3"][..],
+        ),
+    ] {
+        for (init, sampler) in [("sva", "sams"), ("auto", "subcluster")] {
+            let out = dir.arg(&format!("{name}-{init}"));
+            let mut args = vec![
+                "run",
+                "--data",
+                &x,
+                "--init",
+                init,
+                "--sampler",
+                sampler,
+                "--sweeps",
+                "5",
+                "--seed",
+                "2",
+                "--out",
+                &out,
+            ];
+            args.extend_from_slice(prior);
+            ok(&args);
+            let summary: Value =
+                serde_json::from_str(&dir.read(&format!("{name}-{init}/summary.json"))).unwrap();
+            let k = summary["map"]["n_clusters"].as_u64();
+            assert_eq!(k, Some(3), "{name}, {init}: {summary}");
+        }
+    }
+}
+
 #[test]
 fn every_mistake_is_one_line() {
     let dir = TempDir::new("errors");
@@ -199,6 +296,26 @@ fn every_mistake_is_one_line() {
         &["--prior nggp"],
     );
     fails(&["sva", "--data", &x, "--sigma", "0.3"], 1, &["--sigma"]);
+    fails(
+        &["sva", "--data", &x, "--prior", "py", "--hyperpriors"],
+        1,
+        &["--hyperpriors"],
+    );
+    fails(
+        &["sva", "--data", &x, "--prior", "py", "--sigma", "1"],
+        1,
+        &["sigma"],
+    );
+    fails(
+        &["sva", "--data", &x, "--prior", "py", "--gamma", "1"],
+        1,
+        &["--gamma"],
+    );
+    fails(
+        &["sva", "--data", &x, "--prior", "mfm", "--alpha", "1"],
+        1,
+        &["--alpha"],
+    );
     fails(&["sva", "--data", &x, "--u", "2"], 1, &["--u"]);
     fails(
         &["sva", "--data", &x, "--hyperpriors"],

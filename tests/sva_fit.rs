@@ -1,7 +1,9 @@
 //! SVA and SVA-PM (MATH §6.5) end to end: Lin's synthetic set recovered in one pass, pruning
 //! and merging on constructed inputs, determinism, held-out predictive density, the
 //! Multinomial-Dirichlet kernel on generated documents, every error path, and the ARI on the
-//! paper's toy set (skipped with a message when `../shared/data/toy` is absent).
+//! paper's toy set (skipped with a message when `../shared/data/toy` is absent); the
+//! Pitman-Yor and MFM urns ([`SvaPrior`]) on Lin's set, and Pitman-Yor with `σ = 0` as the
+//! DP.
 
 use crate::support;
 
@@ -12,8 +14,9 @@ use nrmm::data::load::{load_dense, load_labels};
 use nrmm::data::{DenseData, SparseCounts};
 use nrmm::diagnostics::{adjusted_rand_index, normalized_mutual_information};
 use nrmm::kernel::{ConjugateKernel, MultinomialDirichlet, NormalWishart, NwHyper};
+use nrmm::prior::{KPrior, Mfm, PitmanYor};
 use nrmm::rng::SeedPlan;
-use nrmm::sva::{fit, fit_order, fit_shuffled, PruneMerge, SvaConfig};
+use nrmm::sva::{fit, fit_order, fit_shuffled, PruneMerge, SvaConfig, SvaPrior};
 use nrmm::Error;
 
 /// The Normal-Wishart prior for unit-covariance clusters with broadly spread means:
@@ -343,4 +346,76 @@ fn lin_generator_shape_and_spread() {
             );
         }
     }
+}
+
+/// SVA-PM by the Pitman-Yor urn (a negative and a positive `θ`) and the MFM's (Poisson and
+/// geometric `K - 1`) finds the 9 components of Lin's synthetic set as the DP's does, the
+/// total soft weight the number of points, the held-out density that of the true mixture
+/// (the bounds of `sva_pm_recovers_lin_synthetic_set_in_one_pass`).
+#[test]
+fn gibbs_type_urns_recover_lin_synthetic_set() {
+    let (data, truth) = lin2013_like(2013);
+    let k = unit_cov_broad_mean(rows(&data, 0..8000));
+    let rules = [
+        SvaPrior::PitmanYor(PitmanYor::fixed(-0.2, 0.4).unwrap()),
+        SvaPrior::PitmanYor(PitmanYor::fixed(2.0, 0.25).unwrap()),
+        SvaPrior::Mfm(Mfm::new(1.0, KPrior::Poisson { lambda: 8.0 }, None).unwrap()),
+        SvaPrior::Mfm(Mfm::new(0.5, KPrior::Geometric { p: 0.1 }, None).unwrap()),
+    ];
+    for rule in rules {
+        let config = SvaConfig {
+            prior: rule.clone(),
+            ..SvaConfig::with_prune_merge(1.0)
+        };
+        let f = fit_shuffled(&k, &config, &mut SeedPlan::new(5).chain(0)).unwrap();
+        let ari = adjusted_rand_index(f.labels(), &truth[..8000]).unwrap();
+        println!(
+            "Lin set, {rule:?}: K = {}, ARI = {ari:.4}",
+            f.n_components()
+        );
+        assert_eq!(f.n_components(), 9, "{rule:?}: weights {:?}", f.weights());
+        assert!(ari > 0.99, "{rule:?}: ARI {ari}");
+        let w: f64 = f.weights().iter().sum();
+        assert!((w - 8000.0).abs() < 1.0, "{rule:?}: total weight {w}");
+        let held = f.ln_predictive_new(&rows(&data, 8000..10_000)).unwrap();
+        let mean = held.iter().sum::<f64>() / held.len() as f64;
+        let expect = -(2.0 * std::f64::consts::PI).ln() - 1.0 - 9f64.ln();
+        assert!((mean - expect).abs() < 0.05, "{rule:?}: held-out {mean}");
+    }
+}
+
+/// The Pitman-Yor urn with `σ = 0` is the DP's with `α = θ`: the same components, weights
+/// and labels, plain and pruned, on Lin's set and on documents.
+#[test]
+fn pitman_yor_without_discount_is_the_dp() {
+    let (data, _) = lin2013_like(7);
+    let k = unit_cov_broad_mean(rows(&data, 0..3000));
+    for theta in [0.3, 1.0, 5.0] {
+        for base in [SvaConfig::new(theta), SvaConfig::with_prune_merge(theta)] {
+            let py = SvaConfig {
+                prior: SvaPrior::PitmanYor(PitmanYor::fixed(theta, 0.0).unwrap()),
+                ..base.clone()
+            };
+            let order: Vec<usize> = (0..3000).rev().collect();
+            let (a, b) = (
+                fit_order(&k, &base, &order).unwrap(),
+                fit_order(&k, &py, &order).unwrap(),
+            );
+            assert_eq!(a.labels(), b.labels(), "theta {theta}");
+            assert_eq!(a.weights(), b.weights(), "theta {theta}");
+        }
+    }
+}
+
+/// The rules refuse nothing that the DP's takes, and a configuration of another prior
+/// validates without a DP concentration (a Pitman-Yor `θ ≤ 0` is the prior's, not `alpha`).
+#[test]
+fn a_gibbs_type_rule_needs_no_concentration() {
+    let config = SvaConfig {
+        prior: SvaPrior::PitmanYor(PitmanYor::fixed(-0.2, 0.4).unwrap()),
+        ..SvaConfig::new(-0.2)
+    };
+    config.validate().unwrap();
+    let e = SvaConfig::new(-0.2).validate().unwrap_err().to_string();
+    assert!(e.contains("alpha"), "{e}");
 }

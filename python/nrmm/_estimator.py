@@ -126,8 +126,9 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         Normal-Wishart (full covariance), diagonal covariance, or Multinomial-Dirichlet (word
         counts, sparse input). "auto" follows the data: counts for sparse input, else
         Normal-Wishart unless a full covariance cannot be estimated, then diagonal.
-    prior : {"dp", "nggp"}, default="dp"
-        Dirichlet process or normalized generalized gamma process.
+    prior : {"dp", "nggp", "py", "mfm"}, default="dp"
+        Dirichlet process, normalized generalized gamma process, Pitman-Yor process or
+        mixture of finite mixtures (Miller & Harrison 2018).
     sampler : str, default="sams"
         One of "gibbs", "jain-neal", "sams", "tgmcmc", "tgmcmc-paper", "subcluster",
         "subcluster-dpmm", "direct", "quasi-direct", "quasi-collapsed". "tgmcmc-paper",
@@ -164,7 +165,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     hyperpriors : bool, default=False
         Resample alpha (and sigma) under Gamma(1, 1) (and Beta(1.5, 1.5)) hyperpriors; for
         the MFM, gamma under Gamma(1, 1). The Pitman-Yor and MFM priors are taken by the
-        samplers "gibbs", "jain-neal", "sams" and "tgmcmc".
+        samplers "gibbs", "jain-neal", "sams", "tgmcmc" and "subcluster" (and by the "sva"
+        start, through their urns).
     kernel_hyperpriors : bool, default=False
         Resample the kernel's scale (Normal-Wishart) or concentration (counts).
     beta : float, default=None

@@ -78,6 +78,22 @@ def test_gibbs_type_priors_sample_their_exact_posterior(settings):
         assert abs(m.k_distribution_.get(k, 0.0) - p) < 0.05, (settings, k, p)
 
 
+@pytest.mark.parametrize("settings", GIBBS_TYPE)
+def test_gibbs_type_priors_sample_their_exact_posterior_by_sub_clusters(settings):
+    # The exact sub-cluster sampler, from its default start and from an SVA fit by the
+    # prior's urn, with the bounds above.
+    post = nrmm.exact_posterior(POINTS, **settings)
+    for init in ("auto", "sva"):
+        m = nrmm.MixtureModel(
+            sampler="subcluster", n_chains=4, sweeps=4000, burn_in=100, init=init,
+            draws_per_chain=1024, random_state=12, **settings,
+        ).fit(POINTS)
+        err = np.abs(m.posterior_similarity_ - post.co_clustering).max()
+        assert err < 0.05, (settings, init, err)
+        for k, p in enumerate(post.k_probabilities):
+            assert abs(m.k_distribution_.get(k, 0.0) - p) < 0.05, (settings, init, k, p)
+
+
 def test_hyperpriors_of_gibbs_type_priors_are_integrated_out():
     for prior in ("py", "mfm"):
         fixed = nrmm.exact_posterior(POINTS, prior=prior)
@@ -91,5 +107,5 @@ def test_gibbs_type_settings_are_checked():
         nrmm.exact_posterior(POINTS, prior="py", alpha=-0.5, sigma=0.3)
     with pytest.raises(ValueError, match="k_prior|poisson"):
         nrmm.exact_posterior(POINTS, prior="mfm", k_prior="poisson:-1")
-    with pytest.raises(ValueError, match="gibbs, jain-neal, sams, tgmcmc"):
-        nrmm.MixtureModel(prior="mfm", sampler="subcluster", sweeps=5).fit(POINTS)
+    with pytest.raises(ValueError, match="gibbs, jain-neal, sams, tgmcmc, subcluster"):
+        nrmm.MixtureModel(prior="mfm", sampler="direct", sweeps=5).fit(POINTS)

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::data::load::Format;
 use crate::error::{Error, Result};
-use crate::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
+use crate::model::{KernelKind, ModelSpec, NwDefaults};
 use crate::run::spec::SweepCount;
 use crate::run::{SamplerKind, Start};
 
@@ -25,6 +25,8 @@ pub const HONOURED: &[&str] = &[
     "alpha",
     "sigma",
     "u",
+    "gamma",
+    "k_prior",
     "hyperpriors",
     "sampler",
     "proposals",
@@ -97,17 +99,6 @@ pub fn check<'a>(
             "`data_parallel` runs the exact sub-cluster sampler, not `sampler` {sampler}: add \
              `sampler` subcluster"
         )));
-    }
-    if matches!(model.prior, PriorKind::PitmanYor | PriorKind::Mfm) {
-        return refuse(
-            &format!("`prior` {}", crate::choice::Choice::name(model.prior)),
-            &format!(
-                "its sub-cluster sampler weighs clusters by the product form of the DP and \
-                 NGGP; the Pitman-Yor and MFM priors are taken by the samplers {} of an \
-                 ordinary run",
-                SamplerKind::taking_gibbs_type()
-            ),
-        );
     }
     if let Some(k) = model.kernel.filter(|&k| k != KernelKind::Nw) {
         return refuse(

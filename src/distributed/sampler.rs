@@ -35,7 +35,9 @@
 //! merge's first cluster is uniform and its partner drawn as the threaded sampler draws it
 //! (half uniformly, half in proportion to the merge's target ratio), from the replicated
 //! cluster table, so every rank draws the same pair; a split's reverse weighs that law on
-//! the split state. Cost: `O(K)` marginals of a union per proposal, on every rank.
+//! the split state. Cost: `O(K)` marginals of a union per proposal, on every rank. The
+//! Pitman-Yor and MFM priors enter as in the threaded sampler: the jumps given the partition
+//! from the urn's join weights, and `ln V(n, K±1) - ln V(n, K)` in the split/merge ratios.
 //!
 //! **Communication per sweep** with `K` clusters, moments of `m` bytes (`8(1 + d + d²)` for
 //! Normal-Wishart), `R` ranks: the restricted pass folds `K` counts and then `K` moments
@@ -63,6 +65,7 @@ use crate::sampler::dpmm::subcluster::{
     final_side, partner_ln_probs, sample_size, Candidate, LARGE_SET, SHARPEN,
 };
 use crate::sampler::dpmm::{SubClusterOptions, LAUNCH_SAMPLE};
+use crate::sampler::ln_v_gain;
 
 /// A kernel whose moments can travel between ranks and be turned into statistics.
 pub trait ShardKernel: ParametricKernel + Sync {
@@ -411,8 +414,10 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
                     partner_ln_probs(kernel, &prior, &split, ia)[ib],
                     partner_ln_probs(kernel, &prior, &split, ib)[ia],
                 );
+            let n: usize = sizes.iter().sum();
             let ln_a =
-                ha + hb - h(sizes[c], &self.stats[c]) + ln_rev_pair - (ln_q - (k as f64).ln());
+                ha + hb - h(sizes[c], &self.stats[c]) + ln_v_gain(&prior, n, k) + ln_rev_pair
+                    - (ln_q - (k as f64).ln());
             let ln_u = uniform_open01(&mut self.rng).ln();
             if !self.decide(comm, ln_a > ln_u)? {
                 return Ok(false);
@@ -451,7 +456,8 @@ impl<K: ShardKernel, P: NrmPrior> DataParallel<K, P> {
             let ln_target = prior.ln_kappa(nx + ny)
                 + kernel.ln_marginal_pair(&self.stats[x], &self.stats[y])
                 - clusters[x].h
-                - clusters[y].h;
+                - clusters[y].h
+                - ln_v_gain(&prior, sizes.iter().sum(), k - 1);
             let ln_rest = ln_target - ((k - 1) as f64).ln() - ln_pair;
             let ln_u = uniform_open01(&mut self.rng).ln();
             // ln q ≤ ln 2: a merge this bound already rejects skips its launch.

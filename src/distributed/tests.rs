@@ -14,7 +14,7 @@ use crate::data::DenseData;
 use crate::exact::{ExactPosterior, Rgs};
 use crate::kernel::normal_wishart::{NormalWishart, NwHyper};
 use crate::prior::integrated::{PartitionPrior, PartitionPriorSpec};
-use crate::prior::{Dp, Prior};
+use crate::prior::{Dp, NrmPrior, Prior};
 use crate::rng::SeedPlan;
 use crate::sampler::dpmm::engine::CHUNK;
 use crate::sampler::dpmm::SubClusterOptions;
@@ -114,11 +114,42 @@ fn the_chain_is_the_same_on_one_two_and_three_ranks_and_any_thread_count() {
 fn the_chain_leaves_the_exact_posterior_invariant() {
     // Data set A of MATH §5.3 with the reference hyperparameters, DP α = 1: TV of the
     // visited partitions within twice the expected TV of a perfect sampler of the same size.
-    let data = crate::data::generate::data_set_a();
-    let hyper = NwHyper::from_data(&data).unwrap();
-    let kernel = NormalWishart::new(Arc::new(data), hyper).unwrap();
     let prior: Prior = Dp::new(1.0).unwrap().into();
-    let spec = PartitionPriorSpec::from_prior(&prior).unwrap();
+    exact_posterior_tv(&prior, false, 900);
+}
+
+#[test]
+fn the_chain_leaves_the_gibbs_type_exact_posteriors_invariant() {
+    // The same under Pitman-Yor and the MFM, fixed and with their hyperparameters resampled
+    // (integrated out of the exact posterior).
+    let py = |theta, sigma, hyper| {
+        Prior::from(crate::prior::PitmanYor::new(theta, sigma, hyper).unwrap())
+    };
+    let mfm = |gamma, k, hyper: bool| {
+        let g = hyper.then(|| crate::prior::GammaPrior::new(1.0, 1.0).unwrap());
+        Prior::from(crate::prior::Mfm::new(gamma, k, g).unwrap())
+    };
+    use crate::prior::{KPrior, PyHyperPriors};
+    let cases = [
+        (py(-0.2, 0.4, PyHyperPriors::fixed()), false),
+        (py(1.0, 0.5, PyHyperPriors::reference()), true),
+        (mfm(0.5, KPrior::Geometric { p: 0.3 }, false), false),
+        (mfm(1.0, KPrior::Poisson { lambda: 2.0 }, true), true),
+    ];
+    for (c, (prior, hyper)) in cases.iter().enumerate() {
+        exact_posterior_tv(prior, *hyper, 910 + c as u64);
+    }
+}
+
+/// Four chains of the data-parallel sampler on data set A under `prior` (its hyperparameters
+/// resampled when `hyper`), half from one cluster, half from singletons: the TV of the
+/// visited partitions to the exact posterior within twice the expected TV of a perfect
+/// sampler of the same effective size.
+fn exact_posterior_tv(prior: &Prior, hyper: bool, seed: u64) {
+    let data = crate::data::generate::data_set_a();
+    let nw = NwHyper::from_data(&data).unwrap();
+    let kernel = NormalWishart::new(Arc::new(data), nw).unwrap();
+    let spec = PartitionPriorSpec::from_prior(prior).unwrap();
     let pp = PartitionPrior::new(spec, 7).unwrap();
     let post = ExactPosterior::new(&kernel, |s: &[usize]| pp.ln_weight(s).unwrap()).unwrap();
     let shard = Shard {
@@ -130,9 +161,10 @@ fn the_chain_leaves_the_exact_posterior_invariant() {
     let mut visited = Vec::new();
     for c in 0..4u32 {
         let labels: Vec<u32> = (0..7).map(|i| if c % 2 == 0 { 0 } else { i }).collect();
-        let rng = SeedPlan::new(900).chain(c as u64);
-        let mut chain =
-            DataParallel::new(&Single, &shard, prior.clone(), OPTIONS, labels, rng).unwrap();
+        let rng = SeedPlan::new(seed).chain(c as u64);
+        let mut chain = DataParallel::new(&Single, &shard, prior.clone(), OPTIONS, labels, rng)
+            .unwrap()
+            .with_hyper_resampling(hyper);
         let mut v = Vec::new();
         for s in 0..sweeps {
             chain.sweep(&Single, &shard).unwrap();
@@ -144,9 +176,14 @@ fn the_chain_leaves_the_exact_posterior_invariant() {
         visited.push(v);
     }
     let m = post.chain_tv(&visited, batches).unwrap();
+    println!(
+        "{prior:?}, hyper {hyper}: TV {} against E[TV] {}",
+        m.tv, m.expected_tv
+    );
     assert!(
         m.tv <= 2.0 * m.expected_tv,
-        "TV {} against E[TV] {}",
+        "{:?}, hyper {hyper}: TV {} against E[TV] {}",
+        prior.hyperparameters(),
         m.tv,
         m.expected_tv
     );

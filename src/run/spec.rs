@@ -57,11 +57,17 @@ impl SamplerKind {
 
     /// Whether the sampler takes a Gibbs-type prior whose weights depend on the number of
     /// clusters (Pitman-Yor, MFM): the collapsed samplers whose moves add
-    /// `V(n, K±1) / V(n, K)` to their ratios and weights, each checked against enumeration.
+    /// `V(n, K±1) / V(n, K)` to their ratios and weights, and the exact sub-cluster sampler,
+    /// whose restricted pass draws the weights given the partition (Pitman-Yor's
+    /// stick-breaking, the MFM's finite Dirichlet), each checked against enumeration.
     pub fn takes_gibbs_type(self) -> bool {
         matches!(
             self,
-            SamplerKind::Gibbs | SamplerKind::JainNeal | SamplerKind::Sams | SamplerKind::Tgmcmc
+            SamplerKind::Gibbs
+                | SamplerKind::JainNeal
+                | SamplerKind::Sams
+                | SamplerKind::Tgmcmc
+                | SamplerKind::Subcluster
         )
     }
 

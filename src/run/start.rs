@@ -9,7 +9,7 @@ use crate::partition::Partition;
 use crate::prior::Prior;
 use crate::rng::SeedPlan;
 use crate::sampler::RngChooser;
-use crate::sva::{fit_shuffled, SvaConfig, SvaKernel};
+use crate::sva::{fit_shuffled, SvaConfig, SvaKernel, SvaPrior};
 use crate::tree::{Forest, IbhcMode};
 
 /// A [`Start`] made ready for `n` points: a labels file is read once, before any chain starts.
@@ -105,11 +105,10 @@ pub fn ibhc_forest<K: ConjugateKernel>(
 }
 
 /// The partition of an SVA start for chain `chain`: one SVA-PM pass (default settings, the
-/// prior's initial `α` as the DP concentration) over the points in an order drawn from the
-/// chain's own initialisation stream, each point then assigned to its most probable component.
-/// SVA needs a positive concentration: a Pitman-Yor prior with `θ ≤ 0` gives `θ + σ`, its
-/// new-cluster weight next to one cluster (a start only: the chain's target is unchanged).
-/// Cost: one pass and `n K` soft predictives.
+/// prior's initial `α` as the DP concentration for the DP and NGGP, the urn of a Pitman-Yor
+/// or MFM prior at its initial hyperparameters, [`SvaPrior::of`]) over the points in an order
+/// drawn from the chain's own initialisation stream, each point then assigned to its most
+/// probable component. Cost: one pass and `n K` soft predictives.
 pub fn sva_partition<K: SvaKernel>(
     kernel: &K,
     prior: &Prior,
@@ -117,11 +116,10 @@ pub fn sva_partition<K: SvaKernel>(
     chain: u64,
 ) -> Result<Partition<K>> {
     let mut rng = SeedPlan::new(seed).task(chain, 0, 1);
-    let alpha = match prior {
-        Prior::PitmanYor(py) if py.theta() <= 0.0 => py.theta() + py.sigma(),
-        _ => prior.alpha(),
+    let config = SvaConfig {
+        prior: SvaPrior::of(prior),
+        ..SvaConfig::with_prune_merge(prior.alpha())
     };
-    let config = SvaConfig::with_prune_merge(alpha);
     let labels = fit_shuffled(kernel, &config, &mut rng)?.relabel()?;
     Partition::from_labels(kernel, &labels)
 }

@@ -1,5 +1,6 @@
 //! The settings of an SVA fit, validated before any work is done.
 
+use super::SvaPrior;
 use crate::error::{Error, Result};
 
 /// Settings of SVA (MATH §6.5). Build with [`SvaConfig::new`] (plain SVA) or
@@ -7,13 +8,17 @@ use crate::error::{Error, Result};
 /// validates them first ([`SvaConfig::validate`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SvaConfig {
-    /// DP concentration α > 0: the weight `w_{K+1} = α` of the new component.
+    /// DP concentration α > 0: the weight `w_{K+1} = α` of the new component (the DP's rule
+    /// only).
     pub alpha: f64,
     /// New-component threshold ε in (0, 1): a component is created when the new one's
     /// responsibility exceeds it.
     pub epsilon: f64,
     /// Pruning and merging (SVA-PM); `None` for plain SVA.
     pub prune_merge: Option<PruneMerge>,
+    /// The predictive rule weighing the components ([`SvaPrior`]): the DP's by default.
+    #[serde(default, skip_serializing_if = "SvaPrior::is_dp")]
+    pub prior: SvaPrior,
 }
 
 /// The prune-and-merge settings of SVA-PM (MATH §6.5).
@@ -70,6 +75,7 @@ impl SvaConfig {
             alpha,
             epsilon: Self::DEFAULT_EPSILON,
             prune_merge: None,
+            prior: SvaPrior::Dp,
         }
     }
 
@@ -85,7 +91,7 @@ impl SvaConfig {
     /// Checks every setting; the error names the setting, its value and the admissible
     /// range. Cost: O(1).
     pub fn validate(&self) -> Result<()> {
-        if !(self.alpha > 0.0 && self.alpha.is_finite()) {
+        if self.prior.is_dp() && !(self.alpha > 0.0 && self.alpha.is_finite()) {
             return Err(Error::param("alpha", self.alpha, "a finite number > 0"));
         }
         if !(self.epsilon > 0.0 && self.epsilon < 1.0) {

@@ -2,7 +2,7 @@
 
 use super::config::{PruneMerge, SvaConfig};
 use super::pairs::PairSums;
-use super::{SvaKernel, NEGLIGIBLE_RESPONSIBILITY};
+use super::{SvaKernel, SvaPrior, NEGLIGIBLE_RESPONSIBILITY};
 use crate::error::{Error, Result};
 use crate::kernel::EntryTerms;
 use crate::math::log_sum_exp;
@@ -89,7 +89,8 @@ pub fn shuffled_order<R: Rng + ?Sized>(n: usize, rng: &mut R) -> Vec<usize> {
 ///
 /// For point `x_i`, with K live components of weights `w_k`:
 /// 1. `h_i(k) = ln p(x_i | S_k)` for each component and `h_i(K+1) = ln p(x_i)` under the prior;
-/// 2. `ρ_i(k) ∝ w_k e^{h_i(k)}`, `ρ_i(K+1) ∝ α e^{h_i(K+1)}`, normalised in log space;
+/// 2. `ρ_i(k) ∝ w_k e^{h_i(k)}`, `ρ_i(K+1) ∝ α e^{h_i(K+1)}`, normalised in log space (for a
+///    Gibbs-type prior, the weights of its urn, [`SvaPrior`]);
 /// 3. if `ρ_i(K+1) > ε` a component is created from the prior and the point, with weight
 ///    `ρ_i(K+1)`; otherwise ρ is renormalised over the K existing components;
 /// 4. responsibilities below [`NEGLIGIBLE_RESPONSIBILITY`] are set to zero, and every other
@@ -136,7 +137,10 @@ pub fn fit_order<K: SvaKernel>(
         events: SvaEvents::default(),
         last_check: 0,
     };
-    let ln_alpha = config.alpha.ln();
+    // The new component's log weight, as the kernel's cache holds it: the DP's `ln α`
+    // throughout; a Gibbs-type prior's changes with the points seen and the components.
+    let rule = &config.prior;
+    let mut ln_new = rule.ln_new(config.alpha, 0, 0);
     let mut seen = vec![usize::MAX; n];
     let mut point = kernel.new_point();
     let mut ln_w: Vec<f64> = Vec::new();
@@ -148,20 +152,28 @@ pub fn fit_order<K: SvaKernel>(
     let mut cache = kernel.soft_sweep_cache();
     if let Some(cache) = cache.as_mut() {
         cache.reset();
-        cache.set_new(&prior, ln_alpha);
+        cache.set_new(&prior, ln_new);
     }
     for (step, &i) in order.iter().enumerate() {
         kernel.load_point(i, &mut point);
+        let now = rule.ln_new(config.alpha, step, pass.components.len());
+        if now.to_bits() != ln_new.to_bits() {
+            ln_new = now;
+            if let Some(cache) = cache.as_mut() {
+                cache.set_new(&prior, ln_new);
+            }
+        }
         if let Some(cache) = cache.as_mut() {
             cache.weigh(i, &mut ln_w);
         } else {
             ln_w.clear();
             for c in &pass.components {
                 ln_w.push(
-                    K::soft_weight(&c.soft).ln() + kernel.soft_ln_predictive(&point, &c.soft),
+                    rule.ln_join(K::soft_weight(&c.soft))
+                        + kernel.soft_ln_predictive(&point, &c.soft),
                 );
             }
-            ln_w.push(ln_alpha + kernel.soft_ln_predictive(&point, &prior));
+            ln_w.push(ln_new + kernel.soft_ln_predictive(&point, &prior));
         }
         let k = ln_w.len() - 1;
         let Some(create) = responsibilities(&ln_w, config.epsilon, &mut rho) else {
@@ -178,7 +190,7 @@ pub fn fit_order<K: SvaKernel>(
             let mut soft = prior.clone();
             kernel.soft_add(&mut soft, &point, rho[k]);
             if let Some(cache) = cache.as_mut() {
-                cache.set(k, Some(entry::<K>(&soft)));
+                cache.set(k, Some(entry::<K>(&soft, rule)));
             }
             pass.components.push(Component {
                 soft,
@@ -195,7 +207,7 @@ pub fn fit_order<K: SvaKernel>(
             if c < k {
                 kernel.soft_add(&mut pass.components[c].soft, &point, rho[c]);
                 if let Some(cache) = cache.as_mut() {
-                    cache.set(c, Some(entry::<K>(&pass.components[c].soft)));
+                    cache.set(c, Some(entry::<K>(&pass.components[c].soft, rule)));
                 }
             }
         }
@@ -211,9 +223,9 @@ pub fn fit_order<K: SvaKernel>(
                 pass.check(&pm, seen_so_far, false);
                 if let Some(cache) = cache.as_mut() {
                     cache.reset();
-                    cache.set_new(&prior, ln_alpha);
+                    cache.set_new(&prior, ln_new);
                     for (c, comp) in pass.components.iter().enumerate() {
-                        cache.set(c, Some(entry::<K>(&comp.soft)));
+                        cache.set(c, Some(entry::<K>(&comp.soft, rule)));
                     }
                 }
             }
@@ -290,11 +302,12 @@ multiversion! {
     }
 }
 
-/// A component's cache entry: its soft statistic with the additive term `ln w` (no member
-/// term: a pass never weighs a point without itself).
-fn entry<K: SvaKernel>(soft: &K::Soft) -> (&K::Soft, EntryTerms) {
+/// A component's cache entry: its soft statistic with the additive term, the rule's weight
+/// of its soft weight `w` (`ln w` for the DP; no member term: a pass never weighs a point
+/// without itself).
+fn entry<'a, K: SvaKernel>(soft: &'a K::Soft, rule: &SvaPrior) -> (&'a K::Soft, EntryTerms) {
     let terms = EntryTerms {
-        join: K::soft_weight(soft).ln(),
+        join: rule.ln_join(K::soft_weight(soft)),
         member: f64::NAN,
     };
     (soft, terms)
@@ -473,11 +486,9 @@ impl<K: SvaKernel> SvaFit<K> {
     /// `ln w_k + ln p(x | S_k)` of the loaded point for each component, into `out`.
     fn ln_joint_weights(&self, point: &K::Point, out: &mut Vec<f64>) {
         out.clear();
-        out.extend(
-            self.components
-                .iter()
-                .map(|s| K::soft_weight(s).ln() + self.kernel.soft_ln_predictive(point, s)),
-        );
+        out.extend(self.components.iter().map(|s| {
+            self.config.prior.ln_join(K::soft_weight(s)) + self.kernel.soft_ln_predictive(point, s)
+        }));
     }
 
     /// The component of largest posterior responsibility `w_k p(x | S_k)` for the loaded
@@ -485,7 +496,8 @@ impl<K: SvaKernel> SvaFit<K> {
     fn best_component(&self, point: &K::Point) -> Result<usize> {
         let mut best: Option<(f64, usize)> = None;
         for (k, s) in self.components.iter().enumerate() {
-            let v = K::soft_weight(s).ln() + self.kernel.soft_ln_predictive(point, s);
+            let v = self.config.prior.ln_join(K::soft_weight(s))
+                + self.kernel.soft_ln_predictive(point, s);
             if v.is_nan() {
                 return Err(Error::Numerical(format!(
                     "the predictive under SVA component {k} is NaN"
@@ -541,18 +553,33 @@ impl<K: SvaKernel> SvaFit<K> {
     }
 
     /// The log predictive density of the loaded point under the fitted mixture:
-    /// `ln [Σ_k w_k p(x | S_k) + α p(x)] - ln(Σ_k w_k + α)`.
+    /// `ln [Σ_k w_k p(x | S_k) + α p(x)] - ln(Σ_k w_k + α)`, with the rule's weights of the
+    /// components and of a new one after the `n` fitted points for a Gibbs-type prior
+    /// ([`SvaPrior`]).
     fn ln_density(&self, point: &K::Point, buf: &mut Vec<f64>) -> Result<f64> {
         self.ln_joint_weights(point, buf);
-        buf.push(self.config.alpha.ln() + self.kernel.soft_ln_predictive(point, &self.prior));
+        let ln_new = self.config.prior.ln_new(
+            self.config.alpha,
+            self.kernel.n_points(),
+            self.components.len(),
+        );
+        buf.push(ln_new + self.kernel.soft_ln_predictive(point, &self.prior));
         let total = log_sum_exp(buf);
         if !total.is_finite() {
             return Err(Error::Numerical(format!(
                 "the SVA predictive density of a point is {total}"
             )));
         }
-        let mass: f64 = self.components.iter().map(K::soft_weight).sum::<f64>() + self.config.alpha;
-        Ok(total - mass.ln())
+        let ln_mass = if self.config.prior.is_dp() {
+            (self.components.iter().map(K::soft_weight).sum::<f64>() + self.config.alpha).ln()
+        } else {
+            let mut w: Vec<f64> = (self.components.iter())
+                .map(|s| self.config.prior.ln_join(K::soft_weight(s)))
+                .collect();
+            w.push(ln_new);
+            log_sum_exp(&w)
+        };
+        Ok(total - ln_mass)
     }
 
     /// The log posterior predictive density of each new point (held-out data) under the

@@ -24,6 +24,7 @@
 mod config;
 mod fit;
 mod pairs;
+mod prior;
 mod report;
 
 pub use crate::kernel::diagonal::{DiagPosterior, SoftDiag};
@@ -32,6 +33,7 @@ pub use crate::kernel::normal_wishart::{NwPosterior, SoftNw};
 pub use crate::kernel::SvaKernel;
 pub use config::{PruneMerge, SvaConfig};
 pub use fit::{fit, fit_order, fit_shuffled, shuffled_order, SvaEvents, SvaFit};
+pub use prior::SvaPrior;
 pub use report::{run, SvaReport};
 
 /// Responsibilities below this are set to zero after normalisation (without renormalising):

@@ -1,7 +1,7 @@
 //! One SVA fit of a model's data, from its settings to its report: what every front end needs
 //! (the command line's `sva`), whatever the kernel.
 
-use super::{fit, fit_shuffled, SvaConfig, SvaEvents, SvaFit, SvaKernel};
+use super::{fit, fit_shuffled, SvaConfig, SvaEvents, SvaFit, SvaKernel, SvaPrior};
 use crate::data::Dataset;
 use crate::diagnostics::{adjusted_rand_index, normalized_mutual_information};
 use crate::error::{Error, Result};
@@ -11,29 +11,27 @@ use crate::rng::SeedPlan;
 use std::time::Instant;
 
 impl SvaConfig {
-    /// Errors unless `model` is what SVA fits: a Dirichlet process with a fixed concentration
-    /// and fixed kernel hyperparameters. The error names the model parameter to drop (by its
-    /// field name, between backticks).
+    /// Errors unless `model` is what SVA fits: a Dirichlet process, Pitman-Yor process or
+    /// mixture of finite mixtures with fixed hyperparameters and fixed kernel
+    /// hyperparameters. The error names the model parameter to drop (by its field name,
+    /// between backticks).
     pub fn check_model(model: &ModelSpec) -> Result<()> {
         let refuse = |what: &str| {
             Err(Error::Usage(format!(
-                "{what} sets a prior other than the DP or the hyperpriors of a sampler; sva \
-                 fits a Dirichlet process with a fixed `alpha` (the Pitman-Yor and MFM priors are \
-                 taken by the samplers gibbs, jain-neal, sams, tgmcmc): drop {what}"
+                "{what} sets a prior SVA does not take or the hyperpriors of a sampler; sva fits \
+                 a Dirichlet process, Pitman-Yor process or MFM with fixed hyperparameters by \
+                 its urn (NGGP is taken by the samplers): drop {what}"
             )))
         };
-        if model.prior != PriorKind::Dp {
+        if model.prior == PriorKind::Nggp {
             // Named here rather than through `choice`, which sits above this layer.
-            let name = match model.prior {
-                PriorKind::Nggp => "nggp",
-                PriorKind::PitmanYor => "py",
-                PriorKind::Mfm => "mfm",
-                PriorKind::Dp => "dp",
-            };
-            return refuse(&format!("`prior` {name}"));
+            return refuse("`prior` nggp");
         }
         for (given, name) in [
-            (model.sigma.is_some(), "`sigma`"),
+            (
+                model.sigma.is_some() && model.prior != PriorKind::PitmanYor,
+                "`sigma`",
+            ),
             (model.u.is_some(), "`u`"),
             (model.hyperpriors, "`hyperpriors`"),
             (model.kernel_hyperpriors, "`kernel_hyperpriors`"),
@@ -43,6 +41,13 @@ impl SvaConfig {
             }
         }
         Ok(())
+    }
+
+    /// The configuration's rule for `model`'s prior ([`SvaPrior::of`]), after
+    /// [`SvaConfig::check_model`]: the Pitman-Yor or MFM urn at its given hyperparameters,
+    /// the DP's otherwise. Errors as [`ModelSpec::build_prior`] on settings of another prior.
+    pub fn rule_of(model: &ModelSpec) -> Result<SvaPrior> {
+        Ok(SvaPrior::of(&model.build_prior()?))
     }
 }
 

@@ -58,8 +58,8 @@ pub enum Command {
     Plot(PlotArgs),
     /// Build the IBHC (or greedy BHC) forest of a data set and write it as DOT or Newick.
     Tree(TreeArgs),
-    /// Fit a DP mixture in one pass by Lin's sequential variational approximation (SVA, or
-    /// SVA-PM with pruning and merging); write labels and a summary.
+    /// Fit a DP, Pitman-Yor or MFM mixture in one pass by Lin's sequential variational
+    /// approximation (SVA, or SVA-PM with pruning and merging); write labels and a summary.
     Sva(SvaArgs),
 }
 
@@ -427,7 +427,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub chain_offset: u64,
     /// Initial clustering: single, singletons, labels:FILE, noisy-ibhc, exact-ibhc, sva or
-    /// auto. sva is a one-pass SVA-PM fit over the chain's own random order of the points;
+    /// auto. sva is a one-pass SVA-PM fit over the chain's own random order of the points (by
+    /// the urn of a Pitman-Yor or MFM prior, else as a DP with the run's alpha);
     /// auto (the default) starts each chain from whichever of one cluster and its SVA-PM fit
     /// has the higher log joint, so chains start from different, non-degenerate clusterings
     /// where the data have structure, and from one cluster where they have none (for the
@@ -694,7 +695,8 @@ pub struct SvaArgs {
     /// The data (also the format of --heldout).
     #[command(flatten)]
     pub data: DataArgs,
-    /// The model (a Dirichlet process with concentration --alpha, default 1).
+    /// The model: a Dirichlet process with concentration --alpha (default 1), or the urn of
+    /// --prior py (--alpha θ, --sigma σ) or --prior mfm (--gamma, --k-prior), fixed.
     #[command(flatten)]
     pub model: ModelArgs,
     /// New-component threshold ε in (0, 1) (default 0.1).

@@ -20,6 +20,7 @@ pub fn sva(a: SvaArgs) -> Result<()> {
         prune_merge: a
             .prune_merge
             .then(|| PruneMerge::given(a.prune_threshold, a.merge_threshold, a.check_interval)),
+        prior: SvaConfig::rule_of(&spec).map_err(flags)?,
     };
     config.validate().map_err(flags)?;
     let source = a.data.source();

@@ -45,7 +45,7 @@ use crate::math::{ln_add_exp, ln_gamma, log_sum_exp};
 use crate::partition::{batch_stat, Partition, Slot};
 use crate::prior::{NrmPrior, PriorHyper};
 use crate::rng::{uniform_index, uniform_open01, NrmmRng, SeedPlan};
-use crate::sampler::{metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
+use crate::sampler::{ln_v_gain, metropolis_hastings, Chooser, Move, Proposal, State, StepInfo};
 
 /// Settings of the exact sub-cluster sampler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,7 +178,15 @@ enum Variant {
 ///    `w_k ~ Gamma(κ(N_k+1,u)/κ(N_k,u)·(1+u), 1)`, i.e. `Gamma(N_k, 1)` for the DP (the
 ///    `Dir(N_1..N_K, α)` weights up to normalisation) and `Gamma(N_k - σ, 1)` for NGGP given
 ///    `u` (the jump posterior of MATH §6.4 "NRM extension"; the common rate `1 + u` cancels),
-///    and `θ_k ~ p(θ | X_k)`: the exact conditional of the atoms given `Π` (and `u`). Given
+///    and `θ_k ~ p(θ | X_k)`: the exact conditional of the atoms given `Π` (and `u`). A
+///    Gibbs-type prior draws its weights from the same `Gamma(κ_join(N_k), 1)`:
+///    `Gamma(N_k - σ, 1)`, Pitman-Yor's `Dir(N_1 - σ, .., N_K - σ, θ + Kσ)` given the
+///    partition (its stick-breaking representation) restricted to the occupied atoms, and
+///    `Gamma(N_k + γ, 1)`, the MFM's finite `Dir(N_1 + γ, .., N_K + γ)` given `K = t`
+///    occupied components. In each case `p(Π) p(w | Π)` is, given `n` and `K`, a function of
+///    `w` times `Π_k w_k^{N_k}` (the `Γ(N_k - σ)` or `Γ(N_k + γ)` of the Dirichlet's
+///    normaliser cancel the EPPF's `(1-σ)_{N_k-1}` or `γ^{(N_k)}`, and `V(n, K)` is fixed), so
+///    the restricted labels below leave the prior restricted to `K` blocks invariant. Given
 ///    them, the labels restricted to the occupied atoms have conditional law
 ///    `∝ Π_i w_{z_i} f(x_i | θ_{z_i})` on labellings that leave no atom empty. All labels are
 ///    drawn independently in parallel from `w_k f(x_i | θ_k)`; then, block by block of
@@ -193,9 +201,12 @@ enum Variant {
 ///    families chosen by a fair coin. In both, a fair coin picks a split (a uniformly chosen
 ///    cluster, `S` its points) or a merge (an ordered pair, `S` the union), and with
 ///    `h(c) = ln κ(n_c, u) + ln m(X_c)` the log target ratio of a split of `S` into `{A, B}`
-///    is `h(A) + h(B) - h(S)`, a merge's its mirror image. A merge's first cluster `x` is
-///    uniform and its partner `y` is drawn with probability `p(y | x)`, half uniform over the
-///    other clusters and half `∝ exp(h(x ∪ y) - h(x) - h(y))`, so that pieces of one
+///    is `h(A) + h(B) - h(S)`, a merge's its mirror image; a Gibbs-type prior adds
+///    `ln V(n, K+1) - ln V(n, K)` to a split's and subtracts `ln V(n, K) - ln V(n, K-1)` from
+///    a merge's ([`ln_v_gain`]), `h` holding its `ln (1-σ)_{n_c-1}` or `ln γ^{(n_c)}`; the
+///    partner law below leaves that term out, the same for every partner. A merge's first
+///    cluster `x` is uniform and its partner `y` is drawn with probability `p(y | x)`, half
+///    uniform over the other clusters and half `∝ exp(h(x ∪ y) - h(x) - h(y))`, so that pieces of one
 ///    cluster are proposed together however many clusters there are; a split's reverse
 ///    evaluates the same law on the split state (`partner_ln_probs`). With uniform partners,
 ///    10,000 points in 119 clusters (the 10k set, 32 proposals per sweep, one chain from one
@@ -731,6 +742,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 &s,
                 |j| sides[j] == 1,
                 ln_q - (k as f64).ln() - pairs(s.len()),
+                ln_v_gain(&prior, state.partition.n(), k),
                 |a, b| {
                     let anchors = ((a.n * b.n) as f64).ln();
                     split_pair_ln_probs(kernel, &prior, &state.partition, slot, a, b).0 - anchors
@@ -755,7 +767,8 @@ impl<K: ParametricKernel> SubCluster<K> {
             }
             let ln_target_ratio = h(nx + ny, kernel.ln_marginal_pair(cx.stat(), cy.stat()))
                 - h(nx, cx.ln_marginal())
-                - h(ny, cy.ln_marginal());
+                - h(ny, cy.ln_marginal())
+                - ln_v_gain(&prior, state.partition.n(), k - 1);
             // ln A = ln_rest + ln q with ln q ≤ 0: the uniform of the decision is drawn first
             // so that a hopeless merge stops as soon as its partial ln q decides it.
             let ln_pair = -(k as f64).ln() + ln_p[y];
@@ -832,6 +845,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 &s,
                 |j| launched[j].1 == 1,
                 ln_q - (k as f64).ln(),
+                ln_v_gain(&prior, state.partition.n(), k),
                 |a, b| {
                     let (ab, ba) =
                         split_pair_ln_probs(kernel, &prior, &state.partition, slot, a, b);
@@ -857,7 +871,8 @@ impl<K: ParametricKernel> SubCluster<K> {
             let ln_m_union = kernel.ln_marginal_pair(cx.stat(), cy.stat());
             let ln_target_ratio = h(cx.size() + cy.size(), ln_m_union)
                 - h(cx.size(), cx.ln_marginal())
-                - h(cy.size(), cy.ln_marginal());
+                - h(cy.size(), cy.ln_marginal())
+                - ln_v_gain(&prior, state.partition.n(), k - 1);
             // ln A = ln_rest + ln q with ln q ≤ ln 2 (two orientations, each ≤ 1): the
             // uniform of the decision is drawn first, and a merge that this bound already
             // rejects skips its launch.
@@ -1611,9 +1626,10 @@ fn split_pair_ln_probs<K: ParametricKernel, P: NrmPrior>(
 /// The split of the cluster at `slot` (its points `members`, in order) into the points `j`
 /// with `in_b(j)` and the rest, accepted by Metropolis-Hastings with forward log probability
 /// `ln_q_fwd`, reverse `ln_q_rev(a, b)` of the two sides and the target ratio from
-/// `h_s = ln κ(n) + ln m`
-/// of the whole cluster; returns the decision and, when accepted, the split to make. Both
-/// proposal families end here. Cost: two `stat_of` and two marginals.
+/// `h_s = ln κ(n) + ln m` of the whole cluster and `ln_v`, what a Gibbs-type prior gains
+/// with the block added ([`ln_v_gain`], `0` for the DP and NGGP); returns the decision and,
+/// when accepted, the split to make. Both proposal families end here. Cost: two `stat_of`
+/// and two marginals.
 #[allow(clippy::too_many_arguments)]
 fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     kernel: &K,
@@ -1622,6 +1638,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     members: &[usize],
     in_b: impl Fn(usize) -> bool,
     ln_q_fwd: f64,
+    ln_v: f64,
     ln_q_rev: impl Fn(Candidate<'_, K::Stat>, Candidate<'_, K::Stat>) -> f64,
     h_s: f64,
     chooser: &mut dyn Chooser,
@@ -1648,7 +1665,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     let proposal = Proposal {
         ln_q_fwd,
         ln_q_rev: ln_q_rev(side(&a, &sa, ha), side(&b, &sb, hb)),
-        ln_target_ratio: ha + hb - h_s,
+        ln_target_ratio: ha + hb - h_s + ln_v,
     };
     let (accepted, info) = metropolis_hastings(&proposal, chooser);
     Ok((info, accepted.then_some(Change::Split(slot, b))))
