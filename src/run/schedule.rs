@@ -11,6 +11,23 @@ use crate::sampler::tgmcmc::{tgmcmc_paper_schedule, tgmcmc_schedule};
 use crate::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, Scheduled};
 
 impl SamplerSettings {
+    /// Errors, naming the samplers that take it, when `prior` is a Gibbs-type prior whose
+    /// weights depend on the number of clusters (Pitman-Yor, MFM) and this sampler's moves
+    /// weigh clusters by the Dirichlet process's or the NGGP's weights given `u` only (the
+    /// DPMM.jl reproductions, the paper's tgMCMC). Front ends call it before any work (a
+    /// pilot run); [`SamplerSettings::schedule`] calls it too. Cost: O(1).
+    pub fn check_prior(&self, prior: &Prior) -> Result<()> {
+        if prior.k_dependent() && !self.kind.takes_gibbs_type() {
+            return Err(Error::Usage(format!(
+                "sampler {}: its moves weigh clusters by the Dirichlet process's or the NGGP's \
+                 weights only; the Pitman-Yor and MFM priors are taken by the samplers {}",
+                self.kind.name(),
+                SamplerKind::taking_gibbs_type()
+            )));
+        }
+        Ok(())
+    }
+
     /// The moves of one sweep, after [`SamplerSettings::validate`]:
     ///
     /// - `gibbs`: one Gibbs scan (of `gibbs_subset` random points, or all);
@@ -31,14 +48,7 @@ impl SamplerSettings {
         initial: &Prior,
     ) -> Result<Vec<Scheduled<K, Prior>>> {
         self.validate()?;
-        if initial.k_dependent() && !self.kind.takes_gibbs_type() {
-            return Err(Error::Usage(format!(
-                "sampler {}: its moves weigh clusters by the product form of the Dirichlet \
-                 process and NGGP; the Pitman-Yor and MFM priors are taken by the samplers {}",
-                self.kind.name(),
-                SamplerKind::taking_gibbs_type()
-            )));
-        }
+        self.check_prior(initial)?;
         let m = &self.moves;
         let scan = match m.gibbs_subset {
             Some(k) => GibbsScan::Subset(k),

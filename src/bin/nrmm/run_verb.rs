@@ -117,6 +117,10 @@ pub fn run(a: RunArgs) -> Result<Status> {
         }
     };
     let (model, columns) = build_model(&source, &model_spec, Builtin::Toy)?;
+    if let Some(s) = &spec {
+        // Before the pilot: a sampler that cannot take the prior wastes none of its time.
+        s.sampler.check_prior(&model.prior).map_err(flags)?;
+    }
     crate::interrupt::install();
     let model = match &spec {
         Some(s) if pilot::is_due(&model) => {
