@@ -360,3 +360,46 @@ fn the_command_line_runs_tables_with_missing_values() {
         &["bad.csv:3", "\"x\", which is not a number", "--types b:cat"],
     );
 }
+
+/// `nrmm run` reads an `.npy` array with NaN entries as real columns with missing entries:
+/// its header counts them per column, the product kernel runs and finds the two groups.
+#[test]
+fn the_command_line_runs_npy_arrays_with_nan() {
+    let dir = TempDir::new("npy-nan");
+    let mut values = Vec::new();
+    for i in 0..40 {
+        let centre = if i < 20 { 0.0 } else { 10.0 };
+        let wiggle = ((i * 37) % 11) as f64 / 10.0 - 0.5;
+        let mut row = [centre + wiggle, centre - wiggle];
+        if i % 5 == 0 {
+            row[i % 2] = f64::NAN;
+        }
+        values.extend(row);
+    }
+    let data = dir.arg("x.npy");
+    std::fs::write(
+        &data,
+        crate::data_formats::npy("<f8", false, "(40, 2)", &crate::data_formats::f8(&values)),
+    )
+    .unwrap();
+    let out = dir.arg("run");
+    let run = nrmm(&[
+        "run", "--data", &data, "--sweeps", "60", "--chains", "2", "--seed", "3", "--out", &out,
+    ]);
+    let err = text(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert!(
+        err.contains("table of 40 rows x 2 columns, 8 missing entries"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 real, 4 missing; 2 real, 4 missing"),
+        "{err}"
+    );
+    let estimate = std::fs::read_to_string(format!("{out}/estimate.txt")).unwrap();
+    let labels: Vec<&str> = estimate.lines().collect();
+    assert_eq!(labels.len(), 40);
+    assert!(labels[..20].iter().all(|l| *l == labels[0]), "{estimate}");
+    assert!(labels[20..].iter().all(|l| *l == labels[20]), "{estimate}");
+    assert_ne!(labels[0], labels[20]);
+}
