@@ -67,7 +67,9 @@ pub fn check_new(kernel: &AnyKernel, new: &Dataset) -> Result<()> {
     crate::with_kernel!(kernel, |k| k.new_points(new).map(|_| ()))
 }
 
-/// Predictions for the points of `new` under `model`: cluster probabilities under the point
+/// Predictions for the points of `new` under `model` (for a table's run, new rows matched to
+/// its columns and levels by name, [`crate::data::table::align_to`], missing entries
+/// marginalised): cluster probabilities under the point
 /// estimate `estimate` (labels of the training points and its hyperparameters) and the
 /// predictive density averaged over `draws`, consumed one at a time. Each draw's prior and
 /// kernel are the model's moved to its hyperparameters. Cost: O((1 + draws) · m · K)
@@ -79,6 +81,15 @@ pub fn predict<L: Copy + Ord>(
     draws: impl IntoIterator<Item = Result<LabelledDraw<L>>>,
 ) -> Result<Predictions> {
     let p = &model.prior;
+    // New rows for a table's run take its columns, types and level codes by name.
+    let aligned;
+    let new = match (&model.kernel, new) {
+        (AnyKernel::Mixed(k), Dataset::Table(_) | Dataset::Dense(_)) => {
+            aligned = Dataset::Table(crate::data::table::align_to(new, k.table())?);
+            &aligned
+        }
+        _ => new,
+    };
     crate::with_kernel!(&model.kernel, |k| predict_with(
         k,
         p,

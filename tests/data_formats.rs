@@ -20,7 +20,7 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// A version 1 `.npy` file of `descr` values (already encoded) with `shape`.
-fn npy(descr: &str, fortran: bool, shape: &str, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn npy(descr: &str, fortran: bool, shape: &str, payload: &[u8]) -> Vec<u8> {
     let mut header = format!(
         "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
         if fortran { "True" } else { "False" }
@@ -36,7 +36,8 @@ fn npy(descr: &str, fortran: bool, shape: &str, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-fn f8(values: &[f64]) -> Vec<u8> {
+/// `values` as little-endian `f8` bytes.
+pub(crate) fn f8(values: &[f64]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
@@ -184,6 +185,42 @@ fn npy_files_load_in_both_orders_and_refuse_what_they_cannot_read() {
     assert!(e.contains("truncated"), "{e}");
     let e = message(load_dataset_with(&c, &opts(true, &[])).unwrap_err());
     assert!(e.contains("--header"), "{e}");
+}
+
+/// An `.npy` array with NaN reads as a table of real columns named by number, NaN missing,
+/// with skipped columns left out; `--types` is refused for `.npy`, saying what to do.
+#[test]
+fn npy_files_with_nan_read_as_tables_with_missing_entries() {
+    let dir = Scratch::new("npy-nan");
+    let x = [1.0, f64::NAN, 3.0, 4.0, f64::NAN, f64::NAN, 7.0, 8.0, 9.0];
+    let p = dir.file("m.npy", &npy("<f8", false, "(3, 3)", &f8(&x)));
+    let Dataset::Table(t) = load_dataset_with(&p, &LoadOptions::default())
+        .unwrap()
+        .dataset
+    else {
+        panic!("NaN makes a table");
+    };
+    assert_eq!(t.missing_per_column(), vec![0, 2, 1]);
+    let names: Vec<&str> = t.columns().iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["1", "2", "3"]);
+    let Dataset::Table(t) = load_dataset_with(&p, &opts(false, &["2"])).unwrap().dataset else {
+        panic!("NaN makes a table");
+    };
+    let names: Vec<&str> = t.columns().iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["1", "3"]);
+    assert_eq!(t.value(2, 1), Some(9.0));
+    let typed = LoadOptions {
+        dense: DenseOptions {
+            types: vec!["1:cat".to_string()],
+            ..DenseOptions::default()
+        },
+        ..LoadOptions::default()
+    };
+    let e = message(load_dataset_with(&p, &typed).unwrap_err());
+    assert!(
+        e.contains("m.npy") && e.contains("--types") && e.contains("CSV"),
+        "{e}"
+    );
 }
 
 #[test]

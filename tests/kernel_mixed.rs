@@ -360,3 +360,95 @@ fn the_command_line_runs_tables_with_missing_values() {
         &["bad.csv:3", "\"x\", which is not a number", "--types b:cat"],
     );
 }
+
+/// `nrmm run` reads an `.npy` array with NaN entries as real columns with missing entries:
+/// its header counts them per column, the product kernel runs and finds the two groups.
+#[test]
+fn the_command_line_runs_npy_arrays_with_nan() {
+    let dir = TempDir::new("npy-nan");
+    let mut values = Vec::new();
+    for i in 0..40 {
+        let centre = if i < 20 { 0.0 } else { 10.0 };
+        let wiggle = ((i * 37) % 11) as f64 / 10.0 - 0.5;
+        let mut row = [centre + wiggle, centre - wiggle];
+        if i % 5 == 0 {
+            row[i % 2] = f64::NAN;
+        }
+        values.extend(row);
+    }
+    let data = dir.arg("x.npy");
+    std::fs::write(
+        &data,
+        crate::data_formats::npy("<f8", false, "(40, 2)", &crate::data_formats::f8(&values)),
+    )
+    .unwrap();
+    let out = dir.arg("run");
+    let run = nrmm(&[
+        "run", "--data", &data, "--sweeps", "60", "--chains", "2", "--seed", "3", "--out", &out,
+    ]);
+    let err = text(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert!(
+        err.contains("table of 40 rows x 2 columns, 8 missing entries"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 real, 4 missing; 2 real, 4 missing"),
+        "{err}"
+    );
+    let estimate = std::fs::read_to_string(format!("{out}/estimate.txt")).unwrap();
+    let labels: Vec<&str> = estimate.lines().collect();
+    assert_eq!(labels.len(), 40);
+    assert!(labels[..20].iter().all(|l| *l == labels[0]), "{estimate}");
+    assert!(labels[20..].iter().all(|l| *l == labels[20]), "{estimate}");
+    assert_ne!(labels[0], labels[20]);
+}
+
+/// `nrmm predict` on a table's run takes new rows with their columns in another order, missing
+/// entries and only some of the levels (so typed differently on their own), matched to the run's
+/// columns and levels by name, and assigns each row to its group; a level the run's table lacks
+/// is refused naming the file, the row, the column, the level and the known levels.
+#[test]
+fn predict_matches_new_rows_to_the_run_by_name() {
+    let dir = TempDir::new("mixed-predict");
+    let data = two_groups(&dir);
+    let out = dir.arg("run");
+    ok(&[
+        "run", "--data", &data, "--sweeps", "60", "--chains", "2", "--seed", "3", "--out", &out,
+    ]);
+    let new = dir.write(
+        "new.csv",
+        "colour,height,smoker,visits\nred,151,yes,2\ngreen,,no,12\n,188,,\nred,,,\n",
+    );
+    let csv = ok(&["predict", "--run", &out, "--data", &new]);
+    let labels: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(labels.len(), 4, "{csv}");
+    assert_eq!(labels[0], labels[3], "{csv}");
+    assert_eq!(labels[1], labels[2], "{csv}");
+    assert_ne!(labels[0], labels[1], "{csv}");
+    let bad = dir.write(
+        "bad.csv",
+        "height,smoker,colour,visits\n151,yes,red,2\n160,no,purple,3\n",
+    );
+    fails_no_stdout(
+        &["predict", "--run", &out, "--data", &bad],
+        1,
+        &[
+            "row 2 of",
+            "bad.csv",
+            "column \"colour\"",
+            "\"purple\" is not a level",
+            "blue, green, red",
+        ],
+    );
+    let short = dir.write("short.csv", "height,smoker\n151,yes\n");
+    fails_no_stdout(
+        &["predict", "--run", &out, "--data", &short],
+        1,
+        &["short.csv", "lacks the training table's column \"colour\""],
+    );
+}

@@ -1240,37 +1240,24 @@ fn dataset_from_bytes(bytes: &[u8], origin: &Path, opts: &LoadOptions) -> Result
             if opts.dense.header {
                 return Err(dense_only("header"));
             }
-            let x = super::npy::npy_from_bytes(bytes, origin)?;
-            plain(Dataset::Dense(drop_columns(
-                x,
-                &opts.dense.skip_columns,
-                origin,
-            )?))
+            if !opts.dense.types.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{} is a .npy array, read as real columns (NaN entries missing): --types \
+                     applies to text tables; write the table as CSV to give its columns types",
+                    origin.display()
+                )));
+            }
+            let keep = |d| {
+                let skipped = skipped_columns(&opts.dense.skip_columns, d, None, origin, 0)?;
+                Ok(skipped.iter().map(|&s| !s).collect())
+            };
+            plain(super::npy::npy_dataset_from_bytes(bytes, origin, keep)?)
         }
         _ if opts.dense != DenseOptions::default() => return Err(dense_only("columns")),
         Format::Docword => plain(Dataset::Counts(docword_from_bytes(bytes, origin)?)),
         Format::Ldac => plain(Dataset::Counts(ldac_from_bytes(bytes, origin, None)?)),
         Format::Idx => plain(Dataset::Dense(idx_images_from_bytes(bytes, origin)?)),
     })
-}
-
-/// `x` without the columns `skip` numbers (1-based).
-fn drop_columns(x: DenseData, skip: &[String], origin: &Path) -> Result<DenseData> {
-    if skip.is_empty() {
-        return Ok(x);
-    }
-    let skipped = skipped_columns(skip, x.d(), None, origin, 0)?;
-    let d = skipped.iter().filter(|&&s| !s).count();
-    let values = (0..x.n())
-        .flat_map(|i| {
-            x.row(i)
-                .iter()
-                .zip(&skipped)
-                .filter(|(_, &s)| !s)
-                .map(|(&v, _)| v)
-        })
-        .collect();
-    DenseData::new(x.n(), d, values)
 }
 
 /// Parses a data set from bytes in the given format, or in the format [`detect_format`]

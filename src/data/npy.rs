@@ -10,15 +10,17 @@
 //! for the byte order, taken as little-endian, the order of every machine nrmm runs on), C or
 //! Fortran order, two dimensions. Everything else (big-endian data, other types, other ranks,
 //! object arrays, a truncated payload or trailing bytes) is an error saying what was found and
-//! how to convert it. Values must be finite and within [`super::MAX_MAGNITUDE`]; errors name the
-//! row and column.
+//! how to convert it. Values must be finite and within [`super::MAX_MAGNITUDE`], or NaN, NumPy's
+//! missing value: an array with a NaN is read as a table of real columns with missing entries
+//! ([`npy_dataset_from_bytes`]); errors name the row and column.
 //!
 //! Cost: one pass over the payload; memory is the matrix (8 bytes per value), whatever the
 //! header claims, since the payload's size is checked against the shape first.
 
 use std::path::Path;
 
-use super::DenseData;
+use super::table::{Column, ColumnType, TableData};
+use super::{Dataset, DenseData};
 use crate::error::{Error, Result};
 
 /// The first bytes of every `.npy` file.
@@ -152,8 +154,74 @@ fn parse_header(header: &str, origin: &Path) -> Result<(Dtype, bool, Vec<usize>)
 }
 
 /// Parses a `.npy` file (see the module documentation) into an `n × d` matrix; `origin` names
-/// the input in errors.
+/// the input in errors, which a NaN is too (see [`npy_dataset_from_bytes`] for NaN as
+/// missing).
 pub fn npy_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
+    let (n, d, values) = npy_values(bytes, origin)?;
+    if let Some(k) = values.iter().position(|v| v.is_nan()) {
+        return Err(err(
+            origin,
+            format!(
+                "the value at row {} column {} is NaN: not a finite number",
+                k / d + 1,
+                k % d + 1
+            ),
+        ));
+    }
+    DenseData::new(n, d, values)
+}
+
+/// Parses a `.npy` file as data: an `n × d` matrix when every value is a number; a table of
+/// `d` real columns named by their numbers from 1 when a value is NaN, each NaN a missing
+/// entry (NumPy's way of writing one; [`TableData`], marginalised exactly by the `mixed`
+/// kernel). `keep` gives, for the number of columns, which to keep (the others are left out
+/// before a column is checked to have an observed value). Errors name `origin`, and the row
+/// and column of a bad value. Cost: one pass over the payload.
+pub fn npy_dataset_from_bytes(
+    bytes: &[u8],
+    origin: &Path,
+    keep: impl FnOnce(usize) -> Result<Vec<bool>>,
+) -> Result<Dataset> {
+    let (n, d, values) = npy_values(bytes, origin)?;
+    let keep = keep(d)?;
+    if keep.len() != d {
+        return Err(Error::DimensionMismatch(format!(
+            "{}: {} columns chosen of {d}",
+            origin.display(),
+            keep.len()
+        )));
+    }
+    let kept: Vec<usize> = (0..d).filter(|&j| keep[j]).collect();
+    if kept.is_empty() {
+        return Err(err(origin, "every column is skipped, so no values remain"));
+    }
+    if !values.iter().any(|v| v.is_nan()) {
+        if kept.len() == d {
+            return Ok(Dataset::Dense(DenseData::new(n, d, values)?));
+        }
+        let mut dense = Vec::with_capacity(n * kept.len());
+        for i in 0..n {
+            dense.extend(kept.iter().map(|&j| values[i * d + j]));
+        }
+        return Ok(Dataset::Dense(DenseData::new(n, kept.len(), dense)?));
+    }
+    let columns = kept
+        .iter()
+        .map(|&j| Column {
+            name: (j + 1).to_string(),
+            kind: ColumnType::Real,
+            levels: Vec::new(),
+            values: (0..n).map(|i| values[i * d + j]).collect(),
+        })
+        .collect();
+    TableData::new(columns)
+        .map(Dataset::Table)
+        .map_err(|e| err(origin, e.to_string()))
+}
+
+/// The `n × d` values of a `.npy` file, row-major, NaN kept; any other value that is not a
+/// finite number within [`super::MAX_MAGNITUDE`] is an error naming its row and column.
+fn npy_values(bytes: &[u8], origin: &Path) -> Result<(usize, usize, Vec<f64>)> {
     let rest = bytes.strip_prefix(NPY_MAGIC).ok_or_else(|| {
         err(
             origin,
@@ -243,7 +311,7 @@ pub fn npy_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
             (k / d, k % d)
         };
         let v = dtype.read(chunk);
-        if !v.is_finite() || v.abs() > super::MAX_MAGNITUDE {
+        if !v.is_nan() && (!v.is_finite() || v.abs() > super::MAX_MAGNITUDE) {
             let why = if v.is_finite() {
                 super::magnitude_hint()
             } else {
@@ -256,7 +324,7 @@ pub fn npy_from_bytes(bytes: &[u8], origin: &Path) -> Result<DenseData> {
         }
         values[i * d + j] = v;
     }
-    DenseData::new(n, d, values)
+    Ok((n, d, values))
 }
 
 #[cfg(test)]
@@ -355,5 +423,69 @@ mod tests {
         odd[8] = 0xff;
         odd[9] = 0xff;
         assert!(msg(&odd).contains("truncated"));
+    }
+
+    #[test]
+    fn nan_entries_read_as_a_table_of_real_columns_with_missing_entries() {
+        let all = |d: usize| Ok(vec![true; d]);
+        // 3 x 3, Fortran order: column 1 holds one NaN, column 3 two; infinity stays an error.
+        let x = [
+            1.0f64,
+            f64::NAN,
+            3.0,
+            4.0,
+            5.0,
+            6.0,
+            f64::NAN,
+            8.0,
+            f64::NAN,
+        ];
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let file = npy("<f8", true, "(3, 3)", &bytes);
+        let Dataset::Table(t) = npy_dataset_from_bytes(&file, origin(), all).unwrap() else {
+            panic!("a NaN makes a table");
+        };
+        assert_eq!((t.n(), t.d()), (3, 3));
+        assert_eq!(t.missing_per_column(), vec![1, 0, 2]);
+        assert!(t.columns().iter().all(|c| c.kind == ColumnType::Real));
+        assert_eq!(t.value(2, 0), Some(3.0));
+        assert_eq!(t.value(1, 0), None);
+        assert_eq!(t.value(1, 2), Some(8.0));
+        let header = t.describe();
+        assert!(header.contains("3 missing entries") && header.contains("1 real, 1 missing"));
+        // Left out before the check: column 3 alone has an observed value (row 2).
+        let skip_2 = |d: usize| Ok((0..d).map(|j| j != 1).collect());
+        let Dataset::Table(t) = npy_dataset_from_bytes(&file, origin(), skip_2).unwrap() else {
+            panic!("a NaN makes a table");
+        };
+        assert_eq!(t.columns()[1].name, "3");
+        // Without NaN the matrix is dense, as before, with skipped columns left out.
+        let c: Vec<u8> = [1.0f64, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let good = npy("<f8", false, "(1, 2)", &c);
+        let skip_1 = |d: usize| Ok((0..d).map(|j| j != 0).collect());
+        match npy_dataset_from_bytes(&good, origin(), skip_1).unwrap() {
+            Dataset::Dense(x) => assert_eq!(x.values(), [2.0]),
+            _ => panic!("no NaN, no table"),
+        }
+        // A column of NaN only is refused, naming it.
+        let empty: Vec<u8> = [f64::NAN, 1.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let e = npy_dataset_from_bytes(&npy("<f8", false, "(1, 2)", &empty), origin(), all)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.npy") && e.contains("column \"1\" has no observed value"),
+            "{e}"
+        );
+        let inf: Vec<u8> = [f64::NAN, f64::INFINITY]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let e = npy_dataset_from_bytes(&npy("<f8", false, "(1, 2)", &inf), origin(), all)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("row 1 column 2"), "{e}");
     }
 }

@@ -159,6 +159,11 @@ impl TableData {
     /// values finite (NaN missing) within [`super::MAX_MAGNITUDE`], and every column with an
     /// observed value. Errors name the column. Cost: O(N d).
     pub fn new(columns: Vec<Column>) -> Result<Self> {
+        Self::checked(columns, true)
+    }
+
+    /// [`TableData::new`], requiring an observed value in every column when `observed`.
+    fn checked(columns: Vec<Column>, observed: bool) -> Result<Self> {
         let n = columns.first().map_or(0, |c| c.values.len());
         if n == 0 {
             return Err(Error::Empty(format!(
@@ -174,7 +179,7 @@ impl TableData {
                     c.values.len()
                 )));
             }
-            if c.missing() == n {
+            if observed && c.missing() == n {
                 return Err(Error::Usage(format!(
                     "column \"{}\" has no observed value: leave it out (--skip-columns)",
                     c.name
@@ -280,6 +285,122 @@ impl TableData {
             .collect();
         Self::new(columns)
     }
+}
+
+/// New rows `new` (a table, or a matrix of numbers taken column by column) as a table with the
+/// columns, types and level codes of `training`, for prediction: columns matched by name (a
+/// matrix's by position), levels by name (a number read as a level by its text, so that a
+/// column of `1`, `2`, `3` inferred as counts in a few new rows still names the levels `1`,
+/// `2`, `3`), and a column of levels whose names are numbers read as numbers where the
+/// training column is real or counts (a few new rows often hold two values, inferred binary).
+/// Missing entries stay missing. Errors name `` `new` `` (for front ends to rename to the
+/// file), the row, the column and the value: a column missing or extra, a level the training
+/// table does not have, a word where numbers are expected. Cost: O(rows · d · log L).
+pub fn align_to(new: &super::Dataset, training: &TableData) -> Result<TableData> {
+    let given: Vec<Column> = match new {
+        super::Dataset::Table(t) => t.columns.clone(),
+        super::Dataset::Dense(x) => {
+            if x.d() != training.d() {
+                return Err(Error::DimensionMismatch(format!(
+                    "`new` has {} columns, but the training table has {} ({})",
+                    x.d(),
+                    training.d(),
+                    names_of(training)
+                )));
+            }
+            training
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(j, c)| Column {
+                    name: c.name.clone(),
+                    kind: ColumnType::Real,
+                    levels: Vec::new(),
+                    values: (0..x.n()).map(|i| x.row(i)[j]).collect(),
+                })
+                .collect()
+        }
+        super::Dataset::Counts(_) => {
+            return Err(Error::Usage(
+                "`new` holds sparse counts, but the run's data are a table: give the new rows \
+                 as a table with the training table's columns"
+                    .into(),
+            ))
+        }
+    };
+    if let Some(extra) = given
+        .iter()
+        .find(|g| !training.columns.iter().any(|c| c.name == g.name))
+    {
+        return Err(Error::Usage(format!(
+            "`new` has a column \"{}\" that the training table lacks (its columns: {})",
+            extra.name,
+            names_of(training)
+        )));
+    }
+    let columns = training
+        .columns
+        .iter()
+        .map(|c| {
+            let g = given.iter().find(|g| g.name == c.name).ok_or_else(|| {
+                Error::Usage(format!(
+                    "`new` lacks the training table's column \"{}\" (its columns: {}): give \
+                     it, with empty fields where values are missing",
+                    c.name,
+                    names_of(training)
+                ))
+            })?;
+            let values = g
+                .values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    if v.is_nan() {
+                        return Ok(f64::NAN);
+                    }
+                    // The entry as the training column reads it: its text for levels, its
+                    // number otherwise.
+                    let text = g.show(v);
+                    let bad = |expected: String| {
+                        Error::Usage(format!(
+                            "row {} of `new`, column \"{}\": \"{text}\" is not {expected}",
+                            i + 1,
+                            c.name
+                        ))
+                    };
+                    if c.kind.has_levels() {
+                        let level = c.levels.iter().position(|l| *l == text).ok_or_else(|| {
+                            bad(format!(
+                                "a level of the run's table (levels: {})",
+                                c.levels.join(", ")
+                            ))
+                        })?;
+                        Ok(level as f64)
+                    } else if g.kind.has_levels() {
+                        text.parse::<f64>()
+                            .map_err(|_| bad(format!("a number ({} column)", c.kind.name())))
+                    } else {
+                        Ok(v)
+                    }
+                })
+                .collect::<Result<Vec<f64>>>()?;
+            Ok(Column {
+                values,
+                ..c.clone()
+            })
+        })
+        .collect::<Result<Vec<Column>>>()?;
+    // A column missing in every new row is fine: the predictive marginalises it.
+    TableData::checked(columns, false)
+}
+
+/// The column names of `t`, comma-separated.
+fn names_of(t: &TableData) -> String {
+    t.columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A field for CSV: quoted when it holds a comma or a quote (quotes doubled).

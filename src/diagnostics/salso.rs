@@ -24,15 +24,20 @@
 //! change of every loss of [`PartitionLoss`] is `f(n_k + 1) - f(n_k)` and
 //! `Σ_m [f(N + 1) - f(N)]`: O(M) per candidate cluster, O(M (K + 1)) per point, O(n M (K + 1))
 //! per scan, for `M` draws and `K` clusters. Memory per run: `4 K C` bytes for `C` columns.
+//! One minus the ARI is not linear in the draws, so each candidate costs two divisions per
+//! draw; they go eight candidates at a time in vector lanes (`score_slot_lanes`), each
+//! lane's arithmetic and order of addition that of the scalar definition, so the search
+//! makes the same moves as a scalar loop would.
 //!
 //! **Randomness.** Run `r` draws its orders from its own stream of the user's seed
 //! ([`SearchSettings::seed`]); the best run wins, ties to the first, so the estimate is the same
 //! on any number of threads.
 
-use super::partition_loss::{DrawSet, PartitionLoss};
+use super::partition_loss::{ari_pairs, one_minus_ari, DrawSet, PartitionLoss};
 use crate::error::{Error, Result};
 use crate::exact::{bell_number, SetPartitions, MAX_EXACT_N};
 use crate::rng::{uniform_index, NrmmRng, SeedPlan};
+use crate::simd::multiversion;
 use rayon::prelude::*;
 
 /// How hard the search tries.
@@ -128,6 +133,54 @@ const IMPROVEMENT: f64 = 1e-12;
 /// Most clusters at which merges are tried: choosing one costs O(K² C), a scan's cost at
 /// K = 100 for 5,000 points.
 const MERGE_MAX_CLUSTERS: usize = 100;
+
+/// Candidate slots scored together by [`score_slot_lanes`], one per lane of a 512-bit vector.
+const SLOT_LANES: usize = 8;
+
+multiversion! {
+    /// For [`SLOT_LANES`] slots, with `rows[l]` slot `l`'s counts per column and `a_sums[l]`
+    /// the estimate's `A` were a point placed there, the sums over the draws `m` of one minus
+    /// the ARI ([`one_minus_ari`]) of `A`, `B = b[m] + Y` and `S = s[m] + N`, with `Y` the
+    /// point's column count `column_sizes[columns[m]]` and `N` its cell count
+    /// `rows[l][columns[m]]` (one minus the ARI's `f(x + 1) - f(x)` is `x`, exact in `f64`
+    /// below 2²⁶ points, as `f` itself), each added in the order of the draws. The
+    /// arithmetic is the scalar definition's in every lane at every [`crate::simd::Level`]
+    /// (divisions are correctly rounded in vectors too), so each sum is too.
+    /// Cost: two divisions per slot and draw.
+    fn score_slot_lanes(
+        rows: &[&[u32]; SLOT_LANES],
+        a_sums: &[f64; SLOT_LANES],
+        pairs: f64,
+        columns: &[u32],
+        column_sizes: &[u32],
+        s: &[f64],
+        b: &[f64],
+    ) -> [f64; SLOT_LANES] {
+        let mut sums = [0.0; SLOT_LANES];
+        // Rows cut to the columns' length, so that one bounds check per draw covers all.
+        let width = column_sizes.len();
+        let rows: [&[u32]; SLOT_LANES] = std::array::from_fn(|l| &rows[l][..width]);
+        for ((&c, &s), &b) in columns.iter().zip(s).zip(b) {
+            let c = c as usize;
+            // The draw's B once the point is placed, whichever slot takes it.
+            let b = b + f64::from(column_sizes[c]);
+            let cells: [f64; SLOT_LANES] = std::array::from_fn(|l| s + f64::from(rows[l][c]));
+            for l in 0..SLOT_LANES {
+                sums[l] += one_minus_ari(a_sums[l], b, cells[l], pairs);
+            }
+        }
+        sums
+    }
+}
+
+/// Buffers a run reuses from point to point.
+#[derive(Default)]
+struct Scratch {
+    /// The slots a point may join: the occupied ones and one free slot, in slot order.
+    candidates: Vec<usize>,
+    /// Per candidate slot its summed loss over the draws (one minus the ARI).
+    sums: Vec<f64>,
+}
 
 /// One run's partial or complete partition with its counts (see the module documentation).
 #[derive(Clone)]
@@ -265,54 +318,50 @@ impl<'a> Allocation<'a> {
     /// placed points and `i`, with that loss up to a term common to all slots; `keep` (a free
     /// slot, or `i`'s former cluster) wins unless another is lower by [`IMPROVEMENT`]. Occupied
     /// slots are tried in order, then a new cluster. Cost O(M (K + 1)).
-    fn best_slot(&mut self, i: usize, keep: Option<usize>, scratch: &mut Vec<f64>) -> usize {
+    fn best_slot(&mut self, i: usize, keep: Option<usize>, scratch: &mut Scratch) -> usize {
         let new = self.free_slot();
+        let keep = keep.unwrap_or(new);
+        let keep = if self.sizes[keep] == 0 { new } else { keep };
+        scratch.candidates.clear();
+        scratch
+            .candidates
+            .extend((0..self.sizes.len()).filter(|&k| self.sizes[k] > 0 || k == new));
+        let linear = self.loss.is_linear();
+        if !linear {
+            self.score_one_minus_ari(i, scratch);
+        }
         let columns = self.draws.point_columns(i);
         let m = self.draws.len() as f64;
         let n = self.placed + 1;
-        let linear = self.loss.is_linear();
-        if !linear {
-            // Each draw's B once `i` is placed, whichever cluster takes it.
-            scratch.clear();
-            scratch.extend(columns.iter().zip(&self.b).map(|(&c, &b)| {
-                let y = self.column_sizes[c as usize] as usize;
-                b + self.g[y]
-            }));
-        }
-        let value = |k: usize| -> f64 {
+        let value = |j: usize| -> f64 {
+            if !linear {
+                return scratch.sums[j] / m;
+            }
+            let k = scratch.candidates[j];
             let row = &self.rows[k];
             let a_sum = self.a_sum + self.step(self.sizes[k]);
-            if linear {
-                let ds: f64 = columns
-                    .iter()
-                    .map(|&c| {
-                        let x = row[c as usize] as usize;
-                        self.g[x]
-                    })
-                    .sum();
-                // The loss's change, the draws' B being common to all slots.
-                self.loss.combine(a_sum - self.a_sum, 0.0, ds / m, n)
-            } else {
-                columns
-                    .iter()
-                    .zip(scratch.iter().zip(&self.s))
-                    .map(|(&c, (&b, &s))| {
-                        let x = row[c as usize] as usize;
-                        self.loss.combine(a_sum, b, s + self.g[x], n)
-                    })
-                    .sum::<f64>()
-                    / m
-            }
+            let ds: f64 = columns
+                .iter()
+                .map(|&c| {
+                    let x = row[c as usize] as usize;
+                    self.g[x]
+                })
+                .sum();
+            // The loss's change, the draws' B being common to all slots.
+            self.loss.combine(a_sum - self.a_sum, 0.0, ds / m, n)
         };
-        let keep = keep.unwrap_or(new);
-        let keep = if self.sizes[keep] == 0 { new } else { keep };
-        let keep_value = value(keep);
+        let keep_at = scratch
+            .candidates
+            .iter()
+            .position(|&k| k == keep)
+            .expect("the kept slot is occupied or the free one");
+        let keep_value = value(keep_at);
         let mut best = (keep_value, keep);
-        for k in (0..self.sizes.len()).filter(|&k| self.sizes[k] > 0 || k == new) {
-            if k == keep {
+        for (j, &k) in scratch.candidates.iter().enumerate() {
+            if j == keep_at {
                 continue;
             }
-            let v = value(k);
+            let v = value(j);
             if v < best.0 {
                 best = (v, k);
             }
@@ -324,8 +373,37 @@ impl<'a> Allocation<'a> {
         best.1
     }
 
+    /// For unplaced point `i` and each slot of `scratch.candidates`, the sum over the draws of
+    /// one minus the ARI with `i` placed there, into `scratch.sums`: per draw
+    /// [`one_minus_ari`] of `A` with the slot grown, `B` with `i`'s column grown and `S` with
+    /// `i`'s cell grown, added in the order of the draws, so that each sum is the one a loop
+    /// over the draws per slot makes, bit for bit. [`SLOT_LANES`] slots go together
+    /// ([`score_slot_lanes`]), one per vector lane, their sums in registers. Cost O(M (K + 1)).
+    fn score_one_minus_ari(&self, i: usize, scratch: &mut Scratch) {
+        let columns = self.draws.point_columns(i);
+        let pairs = ari_pairs((self.placed + 1) as f64);
+        let Scratch { candidates, sums } = scratch;
+        sums.clear();
+        for group in candidates.chunks(SLOT_LANES) {
+            // Lanes past the group's slots repeat its first; their sums are dropped.
+            let slot = |l: usize| group.get(l).copied().unwrap_or(group[0]);
+            let rows: [&[u32]; SLOT_LANES] = std::array::from_fn(|l| &self.rows[slot(l)][..]);
+            let a_sums = std::array::from_fn(|l| self.a_sum + self.step(self.sizes[slot(l)]));
+            let lanes = score_slot_lanes(
+                &rows,
+                &a_sums,
+                pairs,
+                columns,
+                &self.column_sizes,
+                &self.s,
+                &self.b,
+            );
+            sums.extend_from_slice(&lanes[..group.len()]);
+        }
+    }
+
     /// Places the unplaced points `order` one by one, each in its best slot.
-    fn allocate(&mut self, order: &[usize], scratch: &mut Vec<f64>) {
+    fn allocate(&mut self, order: &[usize], scratch: &mut Scratch) {
         for &i in order {
             let k = self.best_slot(i, None, scratch);
             self.add(i, k);
@@ -334,7 +412,7 @@ impl<'a> Allocation<'a> {
 
     /// Sweetening: scans over the points in random orders, moving each to its best slot, until
     /// a scan moves none or `max_scans` have run. Returns the scans run.
-    fn sweeten(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Vec<f64>) -> usize {
+    fn sweeten(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Scratch) -> usize {
         for scan in 1..=max_scans {
             let mut moved = 0;
             for i in shuffled(self.labels.len(), rng) {
@@ -394,7 +472,7 @@ impl<'a> Allocation<'a> {
     /// [`MERGE_MAX_CLUSTERS`] clusters. Sequential allocation and single-point moves cannot
     /// join two clusters whose points each prefer their own: merges can. Cost per merge
     /// O(K² (C + M)) to choose it.
-    fn merge_while_better(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Vec<f64>) {
+    fn merge_while_better(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Scratch) {
         loop {
             let occupied: Vec<usize> = (0..self.sizes.len())
                 .filter(|&k| self.sizes[k] > 0)
@@ -423,7 +501,7 @@ impl<'a> Allocation<'a> {
     }
 
     /// Sweetening, then merges while they help.
-    fn polish(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Vec<f64>) {
+    fn polish(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Scratch) {
         self.sweeten(max_scans, rng, scratch);
         self.merge_while_better(max_scans, rng, scratch);
     }
@@ -452,7 +530,7 @@ fn run(
     sequential: bool,
     rng: &mut NrmmRng,
 ) -> (f64, Vec<usize>) {
-    let mut scratch = Vec::new();
+    let mut scratch = Scratch::default();
     let mut state = Allocation::empty(draws, loss);
     if sequential {
         let order = shuffled(draws.n(), rng);
@@ -590,4 +668,62 @@ pub fn search_expected_loss(
         run: Some(run),
         labels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::{with_level, Level};
+
+    /// The slots' sums of one minus the ARI scored in vector lanes equal, bit for bit, a loop
+    /// over the draws per slot of the scalar definition (`PartitionLoss::combine`), at every
+    /// level this CPU runs, for 4, 10 and 19 candidate slots (a group of [`SLOT_LANES`] part
+    /// full, one full and one part, two full and one part).
+    #[test]
+    fn vector_scores_of_one_minus_ari_equal_the_scalar_loop() {
+        let mut rng = SeedPlan::new(7).chain(0);
+        for (n, k, m) in [(40, 3, 5), (50, 9, 23), (60, 18, 37)] {
+            let draws: Vec<Vec<usize>> = (0..m)
+                .map(|_| (0..n).map(|_| uniform_index(&mut rng, k + 2)).collect())
+                .collect();
+            let set = DrawSet::new(&draws).unwrap();
+            let mut state = Allocation::empty(&set, PartitionLoss::OneMinusAri);
+            state.open_slots(k);
+            let i = n - 1;
+            for point in 0..i {
+                state.add(point, point % k);
+            }
+            let new = state.free_slot();
+            let candidates: Vec<usize> = (0..state.sizes.len())
+                .filter(|&s| state.sizes[s] > 0 || s == new)
+                .collect();
+            assert_eq!(candidates.len(), k + 1);
+            let scalar: Vec<u64> = candidates
+                .iter()
+                .map(|&slot| {
+                    let a_sum = state.a_sum + state.step(state.sizes[slot]);
+                    set.point_columns(i)
+                        .iter()
+                        .enumerate()
+                        .map(|(d, &c)| {
+                            let c = c as usize;
+                            let b = state.b[d] + state.g[state.column_sizes[c] as usize];
+                            let s = state.s[d] + state.g[state.rows[slot][c] as usize];
+                            state.loss.combine(a_sum, b, s, state.placed + 1)
+                        })
+                        .sum::<f64>()
+                        .to_bits()
+                })
+                .collect();
+            for level in Level::ALL {
+                let mut scratch = Scratch {
+                    candidates: candidates.clone(),
+                    ..Scratch::default()
+                };
+                with_level(level, || state.score_one_minus_ari(i, &mut scratch));
+                let lanes: Vec<u64> = scratch.sums.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(lanes, scalar, "{level:?}, {} slots", k + 1);
+            }
+        }
+    }
 }
