@@ -653,7 +653,7 @@ fn run_writes_trace_labels_and_summary() {
         assert!(said.contains(needle), "{needle:?} not in {said}");
     }
     let summary = check_run_output(&dir, "o", 4, 1300, Some(6));
-    assert_eq!(field(&summary, "sampler"), "sams");
+    assert_eq!(field(&summary, "sampler"), "tgmcmc");
     assert_eq!(u64_of(&summary, "seed"), 4);
     let command: Vec<&str> = field(&summary, "command")
         .as_array()
@@ -2480,7 +2480,7 @@ fn run_announces_itself_and_its_warnings_say_what_to_try() {
         "DP(α = 1) mixture",
         "Normal-Wishart kernel (scale from a pilot's 3 clusters, 2 chains of 200 sweeps)",
         "40 × 2 points",
-        "sampler sams (chosen for n = 40; 1 proposal + 1 Gibbs sweep per sweep)",
+        "sampler tgmcmc (chosen for n = 40; 10 tree-guided proposals + 1 Gibbs sweep per sweep)",
         "2 chains of 8 sweeps",
         "--init auto",
         "--seed 1",
@@ -2506,6 +2506,8 @@ fn run_announces_itself_and_its_warnings_say_what_to_try() {
         "1",
         "--sweeps",
         "20",
+        "--sampler",
+        "sams",
         "--proposals",
         "0",
         "--out",

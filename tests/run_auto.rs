@@ -278,14 +278,16 @@ fn cli_run(dir: &Path, x: &DenseData, args: &[&str]) -> String {
     stderr
 }
 
-/// Without `--sampler`, `nrmm run` takes SAMS below 50,000 points and the sub-cluster sampler
+/// Without `--sampler`, `nrmm run` takes tgmcmc below 50,000 points and the sub-cluster sampler
 /// from there, and its header says the sampler was chosen by size; an asked-for sampler is
 /// not marked so.
 #[test]
 fn the_command_line_chooses_the_sampler_by_size() {
     let small = cli_run(&scratch("by-size-small"), &data(), &[]);
     assert!(
-        small.contains("sampler sams (chosen for n = 90; 1 proposal + 1 Gibbs sweep per sweep)"),
+        small.contains(
+            "sampler tgmcmc (chosen for n = 90; 10 tree-guided proposals + 1 Gibbs sweep per sweep)"
+        ),
         "{small}"
     );
     let asked = cli_run(&scratch("by-size-asked"), &data(), &["--sampler", "sams"]);

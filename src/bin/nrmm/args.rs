@@ -315,7 +315,7 @@ pub struct GenerateArgs {
 /// Sampler settings shared by `run` and `check-exact`.
 #[derive(Debug, Args, Clone, PartialEq)]
 pub struct SamplerArgs {
-    /// The sampler (default: sams below 50,000 points, subcluster from there).
+    /// The sampler (default: tgmcmc below 50,000 points, subcluster from there).
     #[arg(long, value_parser = one_of::<SamplerKind>())]
     pub sampler: Option<SamplerKind>,
     /// How its moves are set.
@@ -324,13 +324,11 @@ pub struct SamplerArgs {
 }
 
 impl SamplerArgs {
-    /// The library's sampler settings for `n` points under `prior`: the sampler asked for,
-    /// else the one chosen by size and prior ([`SamplerKind::for_model`]), with its default
-    /// moves ([`MoveArgs::settings_for`]).
-    pub fn settings(&self, n: usize, prior: PriorKind) -> SamplerSettings {
-        let kind = self
-            .sampler
-            .unwrap_or_else(|| SamplerKind::for_model(n, prior));
+    /// The library's sampler settings for `n` points: the sampler asked for, else the one
+    /// chosen by size ([`SamplerKind::for_data`]), with its default moves
+    /// ([`MoveArgs::settings_for`]).
+    pub fn settings(&self, n: usize) -> SamplerSettings {
+        let kind = self.sampler.unwrap_or_else(|| SamplerKind::for_data(n));
         SamplerSettings {
             kind,
             moves: self.moves.settings_for(kind, n),
