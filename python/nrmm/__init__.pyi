@@ -26,7 +26,7 @@ Sampler = Literal[
 class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     kernel: Kernel
     prior: Prior
-    sampler: Sampler
+    sampler: Sampler | None
     n_chains: int
     sweeps: int | Literal["auto"] | None
     max_sweeps: int | None
@@ -70,7 +70,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         self,
         kernel: Kernel = "auto",
         prior: Prior = "dp",
-        sampler: Sampler = "sams",
+        sampler: Sampler | None = None,
         *,
         n_chains: int = 4,
         sweeps: int | Literal["auto"] | None = None,

@@ -129,8 +129,10 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     prior : {"dp", "nggp", "py", "mfm"}, default="dp"
         Dirichlet process, normalized generalized gamma process, Pitman-Yor process or
         mixture of finite mixtures (Miller & Harrison 2018).
-    sampler : str, default="sams"
-        One of "gibbs", "jain-neal", "sams", "tgmcmc", "tgmcmc-paper", "subcluster",
+    sampler : str or None, default=None
+        None: chosen by size as on the command line ("tgmcmc" below 50,000 points,
+        "subcluster" from there). Else one of "gibbs", "jain-neal", "sams", "tgmcmc",
+        "tgmcmc-paper", "subcluster",
         "subcluster-dpmm", "direct", "quasi-direct", "quasi-collapsed". "tgmcmc-paper",
         "subcluster-dpmm", "direct", "quasi-direct" and "quasi-collapsed" are approximate.
     n_chains : int, default=4
@@ -251,7 +253,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         self,
         kernel="auto",
         prior="dp",
-        sampler="sams",
+        sampler=None,
         *,
         n_chains=4,
         sweeps=None,
@@ -347,7 +349,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def _sampler_json(self, seed: int) -> str:
         """What to run, in the library's form (its ``SamplerSpec``; ``init`` by name)."""
-        _one_of("sampler", self.sampler, SAMPLERS)
+        if self.sampler is not None:
+            _one_of("sampler", self.sampler, SAMPLERS)
         if not isinstance(self.init, str):
             raise ValueError(f"invalid init = {self.init!r}: expected a string such as 'auto'")
         options = dict(self.sampler_options or {})
@@ -358,7 +361,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
             )
         budget = _budget(self.sweeps, self.seconds, self.max_sweeps)
         spec = {
-            "sampler": {"sampler": self.sampler, **options},
+            "sampler": {**({} if self.sampler is None else {"sampler": self.sampler}), **options},
             "seed": seed,
             "chain_offset": 0,
             "chains": _positive_int("n_chains", self.n_chains),

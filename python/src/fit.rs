@@ -13,7 +13,7 @@ use nrmm::model::Model;
 use nrmm::run::pilot::{self, Settled};
 use nrmm::run::{
     chain_dir, AutoBudget, Budget, ChainMonitor, HyperState, Monitor, MoveSettings, RunRecord,
-    Runner, SamplerSpec, Start, Summary, SweepRecord, TraceColumns,
+    Runner, SamplerKind, SamplerSpec, Start, Summary, SweepRecord, TraceColumns,
 };
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
@@ -67,6 +67,8 @@ fn sampler_spec(json: &str, n: usize, d: usize) -> PyResult<SamplerSpec> {
         given.insert("init".into(), serde_json::to_value(start).map_err(bad)?);
     }
     let mut base = SamplerSpec::default();
+    // Not asked for: the sampler the command line chooses by size.
+    base.sampler.kind = SamplerKind::for_data(n);
     base.sampler.moves.proposals = MoveSettings::default_proposals_for(base.sampler.kind, n);
     if let Some(sampler) = given.remove("sampler") {
         if let Some(name) = sampler.get("sampler").and_then(|v| v.as_str()) {

@@ -55,27 +55,34 @@ def test_python_and_the_command_line_run_the_same_chains(blobs, cli, tmp_path, s
 
 
 def test_default_proposals_follow_the_data_size_as_on_the_command_line(cli, tmp_path):
-    # 300 points: three split-merge proposals per sweep unless given, in both front ends.
+    # 300 points: the sampler chosen by size, and SAMS's three split-merge proposals per sweep
+    # unless given, in both front ends.
     rng = np.random.default_rng(3)
     X = np.vstack([rng.normal(c, 1.0, size=(100, 2)) for c in (-5.0, 0.0, 5.0)])
     data = tmp_path / "x.npy"
     np.save(data, X)
-    cli_dir = tmp_path / "cli"
-    subprocess.run(
-        [cli, "run", "--data", str(data), "--chains", "1", "--sweeps", "10", "--seed", "5",
-         "--out", str(cli_dir)],
-        check=True, capture_output=True,
-    )
-    py_dir = tmp_path / "py"
-    nrmm.MixtureModel(n_chains=1, sweeps=10, random_state=5, run_dir=py_dir).fit(X)
-    assert trace_rows(cli_dir / "chain-0" / "trace.csv") == trace_rows(
-        py_dir / "chain-0" / "trace.csv"
-    )
+    for name, extra, options in [("default", [], {}), ("sams", ["--sampler", "sams"],
+                                                     {"sampler": "sams"})]:
+        cli_dir = tmp_path / f"cli-{name}"
+        subprocess.run(
+            [cli, "run", "--data", str(data), "--chains", "1", "--sweeps", "10", "--seed", "5",
+             "--out", str(cli_dir), *extra],
+            check=True, capture_output=True,
+        )
+        py_dir = tmp_path / f"py-{name}"
+        nrmm.MixtureModel(n_chains=1, sweeps=10, random_state=5, run_dir=py_dir,
+                          **options).fit(X)
+        assert trace_rows(cli_dir / "chain-0" / "trace.csv") == trace_rows(
+            py_dir / "chain-0" / "trace.csv"
+        )
     one = tmp_path / "one"
     nrmm.MixtureModel(
-        n_chains=1, sweeps=10, random_state=5, run_dir=one, sampler_options={"proposals": 1}
+        n_chains=1, sweeps=10, random_state=5, run_dir=one, sampler="sams",
+        sampler_options={"proposals": 1},
     ).fit(X)
-    assert trace_rows(one / "chain-0" / "trace.csv") != trace_rows(py_dir / "chain-0" / "trace.csv")
+    assert trace_rows(one / "chain-0" / "trace.csv") != trace_rows(
+        tmp_path / "py-sams" / "chain-0" / "trace.csv"
+    )
 
 
 def test_python_and_rust_run_the_same_chains(blobs, cli, tmp_path):
