@@ -210,8 +210,9 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     labels_ : ndarray of shape (n_samples,)
         The point estimate of the clustering (canonical labels 0..K-1): the partition
         minimising the posterior expected Variation of Information over the draws (as
-        ``estimates_by_loss_["vi"]``); above 20,000 points, where that search is not made,
-        Dahl's least-squares draw. ``summary_["default_estimate"]`` says which.
+        ``estimates_by_loss_["vi"]``); where the draws part the points into too many groups
+        that never separate (beyond 2,000,000 groups times clusters), so that the search is
+        not made, Dahl's least-squares draw. ``summary_["default_estimate"]`` says which.
     n_clusters_ : int
         Clusters of the point estimate.
     map_labels_ : ndarray of shape (n_samples,)
@@ -219,7 +220,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     estimates_by_loss_ : dict
         The partitions minimising the posterior expected loss over the draws, by the loss's
         name (``"vi"``, ``"binder"``, ``"1-ari"``; Wade & Ghahramani 2018, searched as SALSO,
-        Dahl, Johnson & Müller 2022; none above 20,000 points), then Dahl's least-squares draw
+        Dahl, Johnson & Müller 2022; none beyond 2,000,000 groups of points that never
+        separate times clusters), then Dahl's least-squares draw
         (``"dahl"``) and the best state (``"map"``), each an
         ndarray of shape (n_samples,). Their expected losses and the credible ball are in
         ``summary_["by_loss"]``.
@@ -239,7 +241,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         estimates minimising the expected Variation of Information, Binder's loss and one minus
         the ARI, every estimate's expected loss under each loss, and the 95 % credible ball
         (its radius and bounds, each with its number of clusters) under
-        ``summary_["by_loss"]`` (up to 20,000 points).
+        ``summary_["by_loss"]`` (up to 2,000,000 groups of points that never separate times
+        clusters).
     traces_ : list
         Per chain its trace (sweep, seconds, n_clusters, log_joint, hyperparameters, move
         acceptance): a pandas DataFrame when pandas is installed, else a dict of arrays.

@@ -15,7 +15,8 @@
 //! [`PartitionLoss`] serves (for the generalised VI and Binder with `a ≠ 1` the "distance" is
 //! the loss of `ĉ` against the draw, not symmetric).
 
-use super::partition_loss::{DrawSet, PartitionLoss};
+use super::draw_set::DrawSet;
+use super::partition_loss::PartitionLoss;
 use crate::error::{Error, Result};
 
 /// A partition at the edge of a credible ball.

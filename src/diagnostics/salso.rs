@@ -18,22 +18,30 @@
 //! expected losses and credible balls read too, draws every random choice from the user's
 //! seed through the crate's one generator, and is checked against enumeration here.
 //!
+//! **Atoms.** The search places the [`DrawSet`]'s atoms, not its points: the points that
+//! share their cluster in every draw move together, as one point of their number's weight.
+//! For the VI and Binder's loss some minimiser keeps every atom whole (the loss is concave in
+//! how an atom's points divide between two clusters, see [`super::draw_set`]), so nothing is
+//! lost; for one minus the ARI the search is restricted to such partitions. Where every point
+//! is its own atom the search is the one over points.
+//!
 //! **State.** Each run keeps, per cluster `k` of the estimate, its count in every column of
 //! the [`DrawSet`] (the draws' clusters side by side): `N_kl` for every draw at once. Placing
-//! point `i` in cluster `k` raises `n_k` and, per draw `m`, the one count `N_k,c⁽ᵐ⁾ᵢ`, so the
-//! change of every loss of [`PartitionLoss`] is `f(n_k + 1) - f(n_k)` and
-//! `Σ_m [f(N + 1) - f(N)]`: O(M) per candidate cluster, O(M (K + 1)) per point, O(n M (K + 1))
-//! per scan, for `M` draws and `K` clusters. Memory per run: `4 K C` bytes for `C` columns.
-//! One minus the ARI is not linear in the draws, so each candidate costs two divisions per
-//! draw; they go eight candidates at a time in vector lanes (`score_slot_lanes`), each
-//! lane's arithmetic and order of addition that of the scalar definition, so the search
-//! makes the same moves as a scalar loop would.
+//! atom `i` of weight `w` in cluster `k` raises `n_k` and, per draw `m`, the one count
+//! `N_k,c⁽ᵐ⁾ᵢ` by `w`, so the change of every loss of [`PartitionLoss`] is
+//! `f(n_k + w) - f(n_k)` and `Σ_m [f(N + w) - f(N)]`: O(M) per candidate cluster,
+//! O(M (K + 1)) per atom, O(A M (K + 1)) per scan, for `A` atoms, `M` draws and `K`
+//! clusters. Memory per run: `4 K C` bytes for `C` columns. One minus the ARI is not linear
+//! in the draws, so each candidate costs two divisions per draw; they go eight candidates at
+//! a time in vector lanes (`score_slot_lanes`), each lane's arithmetic and order of addition
+//! that of the scalar definition, so the search makes the same moves as a scalar loop would.
 //!
 //! **Randomness.** Run `r` draws its orders from its own stream of the user's seed
 //! ([`SearchSettings::seed`]); the best run wins, ties to the first, so the estimate is the same
 //! on any number of threads.
 
-use super::partition_loss::{ari_pairs, one_minus_ari, DrawSet, PartitionLoss};
+use super::draw_set::DrawSet;
+use super::partition_loss::{ari_pairs, one_minus_ari, PartitionLoss};
 use crate::error::{Error, Result};
 use crate::exact::{bell_number, SetPartitions, MAX_EXACT_N};
 use crate::rng::{uniform_index, NrmmRng, SeedPlan};
@@ -123,6 +131,11 @@ pub struct LossEstimate {
     pub labels: Vec<usize>,
 }
 
+/// Counts up to which `f` is looked up rather than computed (16 MB of table at most): on a
+/// million points' atoms the look-ups, though they miss the cache, took 26 s of CPU where
+/// computing `f` beyond 65,536 took 33 s.
+const F_TABLE: u32 = 1 << 21;
+
 /// Marks a point not yet placed.
 const UNPLACED: u32 = u32::MAX;
 
@@ -139,32 +152,37 @@ const SLOT_LANES: usize = 8;
 
 multiversion! {
     /// For [`SLOT_LANES`] slots, with `rows[l]` slot `l`'s counts per column and `a_sums[l]`
-    /// the estimate's `A` were a point placed there, the sums over the draws `m` of one minus
-    /// the ARI ([`one_minus_ari`]) of `A`, `B = b[m] + Y` and `S = s[m] + N`, with `Y` the
-    /// point's column count `column_sizes[columns[m]]` and `N` its cell count
-    /// `rows[l][columns[m]]` (one minus the ARI's `f(x + 1) - f(x)` is `x`, exact in `f64`
-    /// below 2²⁶ points, as `f` itself), each added in the order of the draws. The
+    /// the estimate's `A` were an atom of weight `w` placed there (`pairs_weight` holds the
+    /// pairs `T` with it placed, and `w`), the sums over the draws `m`
+    /// of one minus the ARI ([`one_minus_ari`]) of `A`, `B = b[m] + w Y + h` and
+    /// `S = s[m] + w N + h`, with `Y` the atom's column count `column_sizes[columns[m]]`, `N`
+    /// its cell count `rows[l][columns[m]]` and `h = w (w - 1) / 2` (one minus the ARI's
+    /// `f(x + w) - f(x)`, exact in `f64` below 2²⁶ points, as `f` itself; `x` when `w = 1`,
+    /// to the bit), each added in the order of the draws. The
     /// arithmetic is the scalar definition's in every lane at every [`crate::simd::Level`]
     /// (divisions are correctly rounded in vectors too), so each sum is too.
     /// Cost: two divisions per slot and draw.
     fn score_slot_lanes(
         rows: &[&[u32]; SLOT_LANES],
         a_sums: &[f64; SLOT_LANES],
-        pairs: f64,
+        pairs_weight: (f64, f64),
         columns: &[u32],
         column_sizes: &[u32],
         s: &[f64],
         b: &[f64],
     ) -> [f64; SLOT_LANES] {
         let mut sums = [0.0; SLOT_LANES];
+        let (pairs, w) = pairs_weight;
+        let h = w * (w - 1.0) / 2.0;
         // Rows cut to the columns' length, so that one bounds check per draw covers all.
         let width = column_sizes.len();
         let rows: [&[u32]; SLOT_LANES] = std::array::from_fn(|l| &rows[l][..width]);
         for ((&c, &s), &b) in columns.iter().zip(s).zip(b) {
             let c = c as usize;
-            // The draw's B once the point is placed, whichever slot takes it.
-            let b = b + f64::from(column_sizes[c]);
-            let cells: [f64; SLOT_LANES] = std::array::from_fn(|l| s + f64::from(rows[l][c]));
+            // The draw's B once the atom is placed, whichever slot takes it.
+            let b = b + (w * f64::from(column_sizes[c]) + h);
+            let cells: [f64; SLOT_LANES] =
+                std::array::from_fn(|l| s + (w * f64::from(rows[l][c]) + h));
             for l in 0..SLOT_LANES {
                 sums[l] += one_minus_ari(a_sums[l], b, cells[l], pairs);
             }
@@ -187,11 +205,9 @@ struct Scratch {
 struct Allocation<'a> {
     draws: &'a DrawSet,
     loss: PartitionLoss,
-    /// `f(x)` for `x` in `0..=n + 1`.
+    /// `f(x)` for `x` below `n + 2` and [`F_TABLE`]; counts beyond are computed.
     f: Vec<f64>,
-    /// `f(x + 1) - f(x)` for `x` in `0..=n`: the change when a count grows by one.
-    g: Vec<f64>,
-    /// Per point its cluster slot, or [`UNPLACED`].
+    /// Per atom its cluster slot, or [`UNPLACED`].
     labels: Vec<u32>,
     /// Per cluster slot its counts in every column.
     rows: Vec<Vec<u32>>,
@@ -207,20 +223,21 @@ struct Allocation<'a> {
     b: Vec<f64>,
     /// Per draw `S`, `Σ_kl f(N_kl)`.
     s: Vec<f64>,
-    /// Points placed.
+    /// Points placed (the placed atoms' weights).
     placed: usize,
 }
 
 impl<'a> Allocation<'a> {
     fn empty(draws: &'a DrawSet, loss: PartitionLoss) -> Self {
         let n = draws.n();
-        let f: Vec<f64> = (0..=n as u32 + 1).map(|x| loss.f(x)).collect();
+        let f: Vec<f64> = (0..(n as u32 + 2).min(F_TABLE))
+            .map(|x| loss.f(x))
+            .collect();
         Allocation {
             draws,
             loss,
-            g: f.windows(2).map(|w| w[1] - w[0]).collect(),
             f,
-            labels: vec![UNPLACED; n],
+            labels: vec![UNPLACED; draws.atoms()],
             rows: Vec::new(),
             sizes: Vec::new(),
             free: Vec::new(),
@@ -232,52 +249,64 @@ impl<'a> Allocation<'a> {
         }
     }
 
-    /// `f(x + 1) - f(x)`.
-    fn step(&self, x: u32) -> f64 {
-        self.g[x as usize]
+    /// `f(x)`, from the table where it holds `x`; the same value either way.
+    #[inline(always)]
+    fn f(&self, x: u32) -> f64 {
+        match self.f.get(x as usize) {
+            Some(&v) => v,
+            None => self.loss.f(x),
+        }
     }
 
-    /// Places unplaced point `i` in slot `k` (a free slot opens). Cost O(M).
+    /// `f(x + w) - f(x)`: the change when a count `x` grows by `w`.
+    #[inline(always)]
+    fn step(&self, x: u32, w: u32) -> f64 {
+        self.f(x + w) - self.f(x)
+    }
+
+    /// Places unplaced atom `i` in slot `k` (a free slot opens). Cost O(M).
     fn add(&mut self, i: usize, k: usize) {
         if self.sizes[k] == 0 {
             self.free.retain(|&s| s != k);
         }
-        let columns = self.draws.point_columns(i);
+        let w = self.draws.weight(i);
+        let columns = self.draws.atom_columns(i);
         for (m, &c) in columns.iter().enumerate() {
             let c = c as usize;
             let x = self.rows[k][c];
-            self.s[m] += self.g[x as usize];
-            self.rows[k][c] = x + 1;
+            self.s[m] += self.step(x, w);
+            self.rows[k][c] = x + w;
             let y = self.column_sizes[c];
-            self.b[m] += self.g[y as usize];
-            self.column_sizes[c] = y + 1;
+            self.b[m] += self.step(y, w);
+            self.column_sizes[c] = y + w;
         }
-        self.a_sum += self.step(self.sizes[k]);
-        self.sizes[k] += 1;
+        self.a_sum += self.step(self.sizes[k], w);
+        self.sizes[k] += w;
         self.labels[i] = k as u32;
-        self.placed += 1;
+        self.placed += w as usize;
     }
 
-    /// Removes placed point `i` from its cluster (an emptied slot is freed). Cost O(M).
+    /// Removes placed atom `i` from its cluster (an emptied slot is freed). Cost O(M).
     fn remove(&mut self, i: usize) {
         let k = self.labels[i] as usize;
-        let columns = self.draws.point_columns(i);
+        let w = self.draws.weight(i);
+        let columns = self.draws.atom_columns(i);
         for (m, &c) in columns.iter().enumerate() {
             let c = c as usize;
-            let x = self.rows[k][c] - 1;
-            self.s[m] -= self.g[x as usize];
+            let x = self.rows[k][c] - w;
+            self.s[m] -= self.step(x, w);
             self.rows[k][c] = x;
-            let y = self.column_sizes[c] - 1;
-            self.b[m] -= self.g[y as usize];
+            let y = self.column_sizes[c] - w;
+            self.b[m] -= self.step(y, w);
             self.column_sizes[c] = y;
         }
-        self.sizes[k] -= 1;
-        self.a_sum -= self.step(self.sizes[k]);
+        self.sizes[k] -= w;
+        self.a_sum -= self.step(self.sizes[k], w);
         if self.sizes[k] == 0 {
             self.free.push(k);
         }
         self.labels[i] = UNPLACED;
-        self.placed -= 1;
+        self.placed -= w as usize;
     }
 
     /// A free slot, opened if none is.
@@ -314,8 +343,8 @@ impl<'a> Allocation<'a> {
         }
     }
 
-    /// For unplaced point `i`, the slot whose choice gives the least expected loss over the
-    /// placed points and `i`, with that loss up to a term common to all slots; `keep` (a free
+    /// For unplaced atom `i`, the slot whose choice gives the least expected loss over the
+    /// placed atoms and `i`, with that loss up to a term common to all slots; `keep` (a free
     /// slot, or `i`'s former cluster) wins unless another is lower by [`IMPROVEMENT`]. Occupied
     /// slots are tried in order, then a new cluster. Cost O(M (K + 1)).
     fn best_slot(&mut self, i: usize, keep: Option<usize>, scratch: &mut Scratch) -> usize {
@@ -330,23 +359,18 @@ impl<'a> Allocation<'a> {
         if !linear {
             self.score_one_minus_ari(i, scratch);
         }
-        let columns = self.draws.point_columns(i);
+        let w = self.draws.weight(i);
+        let columns = self.draws.atom_columns(i);
         let m = self.draws.len() as f64;
-        let n = self.placed + 1;
+        let n = self.placed + w as usize;
         let value = |j: usize| -> f64 {
             if !linear {
                 return scratch.sums[j] / m;
             }
             let k = scratch.candidates[j];
             let row = &self.rows[k];
-            let a_sum = self.a_sum + self.step(self.sizes[k]);
-            let ds: f64 = columns
-                .iter()
-                .map(|&c| {
-                    let x = row[c as usize] as usize;
-                    self.g[x]
-                })
-                .sum();
+            let a_sum = self.a_sum + self.step(self.sizes[k], w);
+            let ds: f64 = columns.iter().map(|&c| self.step(row[c as usize], w)).sum();
             // The loss's change, the draws' B being common to all slots.
             self.loss.combine(a_sum - self.a_sum, 0.0, ds / m, n)
         };
@@ -373,26 +397,27 @@ impl<'a> Allocation<'a> {
         best.1
     }
 
-    /// For unplaced point `i` and each slot of `scratch.candidates`, the sum over the draws of
+    /// For unplaced atom `i` and each slot of `scratch.candidates`, the sum over the draws of
     /// one minus the ARI with `i` placed there, into `scratch.sums`: per draw
     /// [`one_minus_ari`] of `A` with the slot grown, `B` with `i`'s column grown and `S` with
-    /// `i`'s cell grown, added in the order of the draws, so that each sum is the one a loop
+    /// `i`'s cell grown, each by `i`'s weight, added in the order of the draws, so that each sum is the one a loop
     /// over the draws per slot makes, bit for bit. [`SLOT_LANES`] slots go together
     /// ([`score_slot_lanes`]), one per vector lane, their sums in registers. Cost O(M (K + 1)).
     fn score_one_minus_ari(&self, i: usize, scratch: &mut Scratch) {
-        let columns = self.draws.point_columns(i);
-        let pairs = ari_pairs((self.placed + 1) as f64);
+        let w = self.draws.weight(i);
+        let columns = self.draws.atom_columns(i);
+        let pairs = ari_pairs((self.placed + w as usize) as f64);
         let Scratch { candidates, sums } = scratch;
         sums.clear();
         for group in candidates.chunks(SLOT_LANES) {
             // Lanes past the group's slots repeat its first; their sums are dropped.
             let slot = |l: usize| group.get(l).copied().unwrap_or(group[0]);
             let rows: [&[u32]; SLOT_LANES] = std::array::from_fn(|l| &self.rows[slot(l)][..]);
-            let a_sums = std::array::from_fn(|l| self.a_sum + self.step(self.sizes[slot(l)]));
+            let a_sums = std::array::from_fn(|l| self.a_sum + self.step(self.sizes[slot(l)], w));
             let lanes = score_slot_lanes(
                 &rows,
                 &a_sums,
-                pairs,
+                (pairs, f64::from(w)),
                 columns,
                 &self.column_sizes,
                 &self.s,
@@ -402,7 +427,7 @@ impl<'a> Allocation<'a> {
         }
     }
 
-    /// Places the unplaced points `order` one by one, each in its best slot.
+    /// Places the unplaced atoms `order` one by one, each in its best slot.
     fn allocate(&mut self, order: &[usize], scratch: &mut Scratch) {
         for &i in order {
             let k = self.best_slot(i, None, scratch);
@@ -410,7 +435,7 @@ impl<'a> Allocation<'a> {
         }
     }
 
-    /// Sweetening: scans over the points in random orders, moving each to its best slot, until
+    /// Sweetening: scans over the atoms in random orders, moving each to its best slot, until
     /// a scan moves none or `max_scans` have run. Returns the scans run.
     fn sweeten(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Scratch) -> usize {
         for scan in 1..=max_scans {
@@ -432,7 +457,7 @@ impl<'a> Allocation<'a> {
     /// The expected loss after merging the clusters of slots `k` and `j`. Cost O(C + M).
     fn merged(&self, k: usize, j: usize) -> f64 {
         let (rk, rj) = (&self.rows[k], &self.rows[j]);
-        let f = |x: u32| self.f[x as usize];
+        let f = |x: u32| self.f(x);
         let a_sum =
             self.a_sum + f(self.sizes[k] + self.sizes[j]) - f(self.sizes[k]) - f(self.sizes[j]);
         let s = (0..self.draws.len()).map(|m| {
@@ -456,7 +481,7 @@ impl<'a> Allocation<'a> {
         }
     }
 
-    /// Merges the cluster of slot `j` into that of slot `k`. Cost O(n M).
+    /// Merges the cluster of slot `j` into that of slot `k`. Cost O(A M).
     fn merge(&mut self, k: usize, j: usize) {
         let members: Vec<usize> = (0..self.labels.len())
             .filter(|&i| self.labels[i] as usize == j)
@@ -506,9 +531,12 @@ impl<'a> Allocation<'a> {
         self.merge_while_better(max_scans, rng, scratch);
     }
 
-    /// Canonical labels of a complete allocation.
+    /// Canonical labels of a complete allocation's points. Cost O(n).
     fn canonical(&self) -> Vec<usize> {
-        crate::data::canonical_labels(&self.labels)
+        let points: Vec<u32> = (0..self.draws.n())
+            .map(|i| self.labels[self.draws.atom_of(i)])
+            .collect();
+        crate::data::canonical_labels(&points)
     }
 }
 
@@ -533,7 +561,7 @@ fn run(
     let mut scratch = Scratch::default();
     let mut state = Allocation::empty(draws, loss);
     if sequential {
-        let order = shuffled(draws.n(), rng);
+        let order = shuffled(draws.atoms(), rng);
         state.allocate(&order, &mut scratch);
     } else {
         // Uniformly into `k` clusters, `k` uniform up to the most any draw has: sweetening
@@ -545,7 +573,7 @@ fn run(
             .unwrap_or(1);
         let k = 1 + uniform_index(rng, most);
         state.open_slots(k);
-        for i in 0..draws.n() {
+        for i in 0..draws.atoms() {
             state.add(i, uniform_index(rng, k));
         }
     }
@@ -567,7 +595,7 @@ fn run(
             let k = occupied[pick];
             let before = state.expected();
             let saved = state.clone();
-            let members: Vec<usize> = shuffled(draws.n(), rng)
+            let members: Vec<usize> = shuffled(draws.atoms(), rng)
                 .into_iter()
                 .filter(|&i| state.labels[i] as usize == k)
                 .collect();
@@ -635,8 +663,8 @@ pub fn minimise_expected_loss(
 /// The partition minimising the posterior expected `loss` over `draws` as the SALSO-style
 /// search of the module documentation finds it, with its expected loss recomputed from the
 /// draws. Runs in parallel (rayon); the result does not depend on the number of threads.
-/// Errors on an invalid loss or settings. Cost: O(n M (K + 1)) per scan, a few scans per
-/// allocation, `runs × (1 + zealous)` allocations.
+/// Errors on an invalid loss or settings. Cost: O(A M (K + 1)) per scan for `A` atoms, a few
+/// scans per allocation, `runs × (1 + zealous)` allocations, and O(n) for the labels.
 pub fn search_expected_loss(
     draws: &DrawSet,
     loss: PartitionLoss,
@@ -678,38 +706,51 @@ mod tests {
     /// The slots' sums of one minus the ARI scored in vector lanes equal, bit for bit, a loop
     /// over the draws per slot of the scalar definition (`PartitionLoss::combine`), at every
     /// level this CPU runs, for 4, 10 and 19 candidate slots (a group of [`SLOT_LANES`] part
-    /// full, one full and one part, two full and one part).
+    /// full, one full and one part, two full and one part), for atoms of one point and of
+    /// several (each base point repeated once to three times; the atom scored has three).
     #[test]
     fn vector_scores_of_one_minus_ari_equal_the_scalar_loop() {
         let mut rng = SeedPlan::new(7).chain(0);
-        for (n, k, m) in [(40, 3, 5), (50, 9, 23), (60, 18, 37)] {
+        for (n, k, m, repeat) in [
+            (40, 3, 5, false),
+            (50, 9, 23, false),
+            (60, 18, 37, false),
+            (50, 9, 23, true),
+        ] {
+            let times = |p: usize| if repeat { 3 - (n - 1 - p) % 3 } else { 1 };
             let draws: Vec<Vec<usize>> = (0..m)
-                .map(|_| (0..n).map(|_| uniform_index(&mut rng, k + 2)).collect())
+                .map(|_| {
+                    (0..n)
+                        .flat_map(|p| std::iter::repeat_n(uniform_index(&mut rng, k + 2), times(p)))
+                        .collect()
+                })
                 .collect();
             let set = DrawSet::new(&draws).unwrap();
             let mut state = Allocation::empty(&set, PartitionLoss::OneMinusAri);
             state.open_slots(k);
-            let i = n - 1;
-            for point in 0..i {
-                state.add(point, point % k);
+            let i = set.atoms() - 1;
+            assert_eq!(set.weight(i), if repeat { 3 } else { 1 });
+            for atom in 0..i {
+                state.add(atom, atom % k);
             }
             let new = state.free_slot();
             let candidates: Vec<usize> = (0..state.sizes.len())
                 .filter(|&s| state.sizes[s] > 0 || s == new)
                 .collect();
             assert_eq!(candidates.len(), k + 1);
+            let w = set.weight(i);
             let scalar: Vec<u64> = candidates
                 .iter()
                 .map(|&slot| {
-                    let a_sum = state.a_sum + state.step(state.sizes[slot]);
-                    set.point_columns(i)
+                    let a_sum = state.a_sum + state.step(state.sizes[slot], w);
+                    set.atom_columns(i)
                         .iter()
                         .enumerate()
                         .map(|(d, &c)| {
                             let c = c as usize;
-                            let b = state.b[d] + state.g[state.column_sizes[c] as usize];
-                            let s = state.s[d] + state.g[state.rows[slot][c] as usize];
-                            state.loss.combine(a_sum, b, s, state.placed + 1)
+                            let b = state.b[d] + state.step(state.column_sizes[c], w);
+                            let s = state.s[d] + state.step(state.rows[slot][c], w);
+                            state.loss.combine(a_sum, b, s, state.placed + w as usize)
                         })
                         .sum::<f64>()
                         .to_bits()

@@ -7,15 +7,16 @@
 //! posterior cluster dearer, so fewer clusters), which the ball's VI shares.
 //!
 //! **The default estimate** (`estimate.txt`, the summary's headline, Python's `labels_`) is
-//! the VI estimate, Dahl's least-squares draw where there is none (beyond [`MAX_POINTS`]
-//! points, a warning saying so): on the five labelled real sets measured (iris, wine,
+//! the VI estimate, Dahl's least-squares draw where there is none (beyond
+//! [`MAX_ATOM_CLUSTERS`], a warning saying so): on the five labelled real sets measured (iris, wine,
 //! breast cancer, a 2,000-image MNIST PCA-50 subsample and the 10,000-point set of 119
 //! clusters) the VI estimate's ARI against the labels was at least Dahl's on every one, and
 //! its expected VI lower on four (equal on iris), as Wade & Ghahramani (2018) argue.
 
 use super::dahl::{DrawSource, Estimate};
 use crate::diagnostics::{
-    minimise_expected_loss, CredibleBall, DrawSet, LossEstimate, PartitionLoss, SearchSettings,
+    minimise_expected_loss, CredibleBall, DrawSet, DrawSetBuilder, LossEstimate, PartitionLoss,
+    SearchSettings,
 };
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -56,9 +57,14 @@ pub fn short_name(loss: PartitionLoss) -> &'static str {
 /// The level of the credible ball the summary reports.
 pub const BALL_LEVEL: f64 = 0.95;
 
-/// Most points for which the summary searches: beyond, a search over enough draws takes
-/// minutes (its cost is O(n M K) per scan).
-pub const MAX_POINTS: usize = 20_000;
+/// Most atom-cluster products `A K̄` (atoms: groups of points with the same cluster in every
+/// draw, see [`crate::diagnostics::draw_set`]; `K̄` the draws' mean number of clusters) for
+/// which the summary searches: beyond, a search over [`MIN_SCAN_DRAWS`] draws takes minutes
+/// (its cost is O(A M K) per scan). 10,000 points in 119 clusters (about 1.2·10⁶) are
+/// searched in seconds. Points are not limited: on a concentrated posterior of a million
+/// points the atoms are few (32,379 in 6 clusters over 32 draws of 10⁶ points in 2
+/// dimensions).
+pub const MAX_ATOM_CLUSTERS: f64 = 2e6;
 
 /// Most draws the search uses, evenly spaced within each chain.
 const MAX_DRAWS: usize = 1000;
@@ -70,8 +76,8 @@ const MAX_CELLS: usize = 5_000_000;
 /// The fewest draws the search uses when there are as many.
 const MIN_DRAWS: usize = 100;
 
-/// Point-draw-cluster products `n M K̄` the search's draws hold at most (`K̄` their mean
-/// number of clusters; a scan of the search costs O(n M K)), but never fewer than
+/// Atom-draw-cluster products `A M K̄` the search's draws hold at most (`K̄` their mean
+/// number of clusters; a scan of the search costs O(A M K)), but never fewer than
 /// [`MIN_SCAN_DRAWS`] draws: 10,000 points in 119 clusters took 135 s of CPU over 100 draws
 /// before this bound, which keeps 30 (about 5 s).
 const MAX_SCAN_WORK: f64 = 3e7;
@@ -86,6 +92,9 @@ pub struct LossSummary {
     pub loss_a: f64,
     /// Draws the estimates and expected losses are over.
     pub draws: usize,
+    /// Atoms of those draws: groups of points with the same cluster in every one, which the
+    /// searches place as one (see [`crate::diagnostics::draw_set`]).
+    pub atoms: usize,
     /// The minimiser of each of [`losses`].
     pub estimates: Vec<LossEstimate>,
     /// Per estimate (`vi`, `binder`, `1-ari`, `dahl`, `map`), its expected loss under each
@@ -95,44 +104,58 @@ pub struct LossSummary {
     pub credible_ball: CredibleBall,
 }
 
-/// The draws of `sources` for the search: each chain's evenly thinned to its share of
-/// `limit` draws. Cost: reading the draws files, one chain in memory at a time.
-fn thinned_draws(sources: &[DrawSource], n: usize) -> Result<Vec<Vec<usize>>> {
+/// The draws of `sources` for the search as a [`DrawSet`]: each chain's evenly thinned to its
+/// share of a limit on draws (at most [`MAX_CELLS`] `/ n`, within [`MIN_DRAWS`] and
+/// [`MAX_DRAWS`]), taken into the set's atoms one at a time. Cost: reading the draws files,
+/// one chain in memory at a time, and O(n log K) per draw kept.
+fn thinned_draws(sources: &[DrawSource], n: usize) -> Result<Option<DrawSet>> {
     let limit = (MAX_CELLS / n.max(1)).clamp(MIN_DRAWS, MAX_DRAWS);
     let share = limit.div_ceil(sources.len().max(1));
-    let mut kept = Vec::new();
+    let mut builder = DrawSetBuilder::new(n);
+    let mut kept = 0;
     for source in sources {
         let draws = source.read()?;
         let stride = draws.len().div_ceil(share).max(1);
-        kept.extend(draws.into_iter().step_by(stride).map(|d| d.labels));
+        for draw in draws.iter().step_by(stride) {
+            builder.add(&draw.labels)?;
+            kept += 1;
+        }
     }
-    Ok(kept)
+    if kept == 0 {
+        return Ok(None);
+    }
+    builder.finish().map(Some)
 }
 
-/// `draws` evenly thinned to at most [`MAX_SCAN_WORK`] `/ (n K̄)` of them (at least
-/// [`MIN_SCAN_DRAWS`]), `K̄` their mean number of clusters, keeping the first. Cost: O(M n).
-fn fewer_for_many_clusters(draws: Vec<Vec<usize>>, n: usize) -> Vec<Vec<usize>> {
-    let m = draws.len();
-    if m == 0 {
-        return draws;
-    }
-    let clusters: usize = draws
-        .iter()
-        .map(|d| d.iter().max().map_or(0, |&k| k + 1))
-        .sum();
-    let mean = (clusters as f64 / m as f64).max(1.0);
-    let keep = ((MAX_SCAN_WORK / (n.max(1) as f64 * mean)) as usize).max(MIN_SCAN_DRAWS);
+/// `set` evenly thinned to at most [`MAX_SCAN_WORK`] `/ (A K̄)` draws (at least
+/// [`MIN_SCAN_DRAWS`]), `A` its atoms and `K̄` its mean number of clusters, keeping the
+/// first. Cost: O(A M).
+fn fewer_for_many_clusters(set: DrawSet) -> Result<DrawSet> {
+    let m = set.len();
+    let mean = (set.total_columns() as f64 / m as f64).max(1.0);
+    let keep = ((MAX_SCAN_WORK / (set.atoms() as f64 * mean)) as usize).max(MIN_SCAN_DRAWS);
     if keep >= m {
-        return draws;
+        return Ok(set);
     }
-    let stride = m.div_ceil(keep);
-    draws.into_iter().step_by(stride).collect()
+    set.every(m.div_ceil(keep))
+}
+
+/// What [`loss_summary`] found.
+pub(super) enum ByLoss {
+    /// The estimates.
+    Found(Box<LossSummary>),
+    /// No draws to search over.
+    NoDraws,
+    /// More atom-cluster products than [`MAX_ATOM_CLUSTERS`]: the atoms and the draws' mean
+    /// number of clusters.
+    TooManyAtoms(usize, f64),
 }
 
 /// The point estimates by loss over the draws of `sources` (see the module documentation),
-/// with the expected losses of Dahl's estimate `dahl` and the best state `map`; `None` when
-/// there are no draws or more than [`MAX_POINTS`] points (`n`); `a` the VI's and Binder's
-/// parameter, validated. The search's runs draw from `seed`. Cost: the searches' (see [`crate::diagnostics::salso`]) and O(M (n + K²)) per
+/// with the expected losses of Dahl's estimate `dahl` and the best state `map`, over the
+/// `n` points; none when there are no draws or more than [`MAX_ATOM_CLUSTERS`]; `a` the VI's
+/// and Binder's parameter, validated. The search's runs draw from `seed`. Cost: reading the
+/// draws, the searches' (see [`crate::diagnostics::salso`]) and O(n + M (A + K²)) per
 /// expected loss.
 pub(super) fn loss_summary(
     sources: &[DrawSource],
@@ -141,18 +164,17 @@ pub(super) fn loss_summary(
     map: Option<&Estimate>,
     seed: u64,
     a: f64,
-) -> Result<Option<LossSummary>> {
+) -> Result<ByLoss> {
     validate_loss_a(a)?;
     let losses = losses(a);
-    if n > MAX_POINTS {
-        return Ok(None);
+    let Some(set) = thinned_draws(sources, n)? else {
+        return Ok(ByLoss::NoDraws);
+    };
+    let clusters = set.total_columns() as f64 / set.len() as f64;
+    if set.atoms() as f64 * clusters > MAX_ATOM_CLUSTERS {
+        return Ok(ByLoss::TooManyAtoms(set.atoms(), clusters));
     }
-    let draws = thinned_draws(sources, n)?;
-    if draws.is_empty() {
-        return Ok(None);
-    }
-    let draws = fewer_for_many_clusters(draws, n);
-    let set = DrawSet::new(&draws)?;
+    let set = fewer_for_many_clusters(set)?;
     let clusters = set.total_columns() as f64 / set.len() as f64;
     let settings = SearchSettings::for_size(set.n(), set.len(), clusters, seed);
     let estimates = losses
@@ -177,11 +199,12 @@ pub(super) fn loss_summary(
         expected_losses.insert(name, row);
     }
     let credible_ball = CredibleBall::around(&set, losses[0], &estimates[0].labels, BALL_LEVEL)?;
-    Ok(Some(LossSummary {
+    Ok(ByLoss::Found(Box::new(LossSummary {
         loss_a: a,
         draws: set.len(),
+        atoms: set.atoms(),
         estimates,
         expected_losses,
         credible_ball,
-    }))
+    })))
 }

@@ -17,6 +17,7 @@ pub mod estimates;
 pub mod executor;
 pub mod header;
 pub mod hyper;
+pub mod modes;
 pub mod pilot;
 pub mod progress;
 pub mod record;

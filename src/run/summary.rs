@@ -8,7 +8,10 @@
 
 use super::dahl::dahl;
 pub use super::dahl::{DrawSource, Estimate};
-use super::estimates::{loss_summary, short_name, LossSummary, BALL_LEVEL, MAX_POINTS};
+use super::estimates::{
+    loss_summary, short_name, ByLoss, LossSummary, BALL_LEVEL, MAX_ATOM_CLUSTERS,
+};
+use super::modes::{mode_advice, ChainPlace};
 use super::record::{chain_dir, RunDir};
 use super::resume::{ChainFile, EndState};
 use super::spec::{SamplerKind, SamplerSettings};
@@ -211,7 +214,7 @@ pub struct Summary {
     /// The point estimates minimising the posterior expected VI, Binder's loss and one minus
     /// the ARI, every estimate's expected losses and the credible ball around the VI
     /// estimate, once [`Summary::add_estimates_by_loss`] has found them; none without draws
-    /// or beyond [`MAX_POINTS`] points.
+    /// or beyond [`MAX_ATOM_CLUSTERS`].
     pub by_loss: Option<LossSummary>,
     /// The points the chains partition.
     #[serde(skip)]
@@ -475,6 +478,7 @@ impl Summary {
         let mut series = Vec::new();
         let mut sources = Vec::new();
         let mut bests = Vec::new();
+        let mut last_states = Vec::new();
         for run in runs {
             for c in run.record.spec.chain_indices() {
                 let (report, s, best) = read_chain(run, c, burn_in, &mut warnings)?;
@@ -490,6 +494,7 @@ impl Summary {
                 if let Some(b) = best {
                     bests.push((report.run.clone(), c, b));
                 }
+                last_states.push(chain_dir(&run.dir, c).join("labels.txt"));
                 chains.push(report);
                 series.push(s);
             }
@@ -541,10 +546,29 @@ impl Summary {
                 ));
             }
         }
+        let mut mixed = true;
         for (name, s) in &diagnostics {
             if let Some(w) = rhat_warning(name, s.rhat, longer_run(&chains, s.ess_bulk)) {
                 warnings.push(w);
+                mixed &= !matches!(name.as_str(), "log_joint" | "n_clusters");
             }
+        }
+        if !mixed {
+            let places: Vec<ChainPlace> = chains
+                .iter()
+                .zip(&series)
+                .zip(&last_states)
+                .filter_map(|((c, s), last)| {
+                    ChainPlace::of(
+                        c.chain,
+                        last.display().to_string(),
+                        s.series.get("n_clusters")?,
+                        s.series.get("log_joint")?,
+                    )
+                })
+                .collect();
+            let command = runs[0].record.commands.first().cloned().unwrap_or_default();
+            warnings.extend(mode_advice(&places, &command));
         }
         let seed = runs[0].record.spec.seed;
         let point_estimate = dahl(&sources, seed)?;
@@ -591,30 +615,38 @@ impl Summary {
     /// partitions minimising the expected VI, Binder's loss (both with parameter `loss_a`, 1
     /// for the plain losses) and one minus the ARI over the draws, the expected losses of
     /// every estimate and the credible ball, and makes the VI estimate the default one; a
-    /// warning instead beyond [`MAX_POINTS`] points, where Dahl's estimate stays the default.
+    /// warning instead beyond [`MAX_ATOM_CLUSTERS`] (atoms, groups of points with the same
+    /// cluster in every draw, times clusters), where Dahl's estimate stays the default.
     /// Separate from [`Summary::of`] because the searches cost seconds (about 3.7 s each for
     /// 5,000 points and 1,000 draws on two cores), which a summary read only for Dahl's
     /// estimate, as by prediction and plots, need not pay. Errors unless `loss_a` is in
     /// (0, 2).
     pub fn add_estimates_by_loss(&mut self, loss_a: f64) -> Result<()> {
-        let n = self.n_points;
-        self.by_loss = loss_summary(
+        let found = loss_summary(
             &self.sources,
-            n,
+            self.n_points,
             self.point_estimate.as_ref(),
             self.map.as_ref(),
             self.seed,
             loss_a,
         )?;
-        if self.by_loss.is_some() {
-            self.default_estimate = "vi".to_string();
-        }
-        if n > MAX_POINTS && self.point_estimate.is_some() {
-            self.warnings.push(format!(
-                "no point estimates by loss (VI, Binder, ARI) or credible ball for {n} \
-                 points: their search is limited to {MAX_POINTS} points, so the point \
-                 estimate (estimate.txt) is Dahl's least-squares draw, not the VI estimate"
-            ));
+        match found {
+            ByLoss::Found(summary) => {
+                self.by_loss = Some(*summary);
+                self.default_estimate = "vi".to_string();
+            }
+            ByLoss::NoDraws => self.by_loss = None,
+            ByLoss::TooManyAtoms(atoms, clusters) => {
+                self.by_loss = None;
+                self.warnings.push(format!(
+                    "no point estimates by loss (VI, Binder, ARI) or credible ball: the draws \
+                     part the {} points into {atoms} groups that never separate, in {clusters:.1} \
+                     clusters on average, and the search is limited to {MAX_ATOM_CLUSTERS} \
+                     groups times clusters, so the point estimate (estimate.txt) is Dahl's \
+                     least-squares draw, not the VI estimate",
+                    self.n_points
+                ));
+            }
         }
         Ok(())
     }
