@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 use crate::kernel::mixed::{ColumnProfile, Mixed};
 use crate::kernel::{AnyKernel, ConjugateKernel, HyperKernel};
 use crate::model::Model;
-use crate::run::{RunDir, Summary};
+use crate::predict::LabelledDraw;
+use crate::run::{HyperState, RunDir, Summary};
 
 /// One filled entry.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -77,13 +78,13 @@ enum Acc {
 /// model's kernel is not the product kernel, the data changed since the run, or no draw is
 /// left after the burn-in.
 pub fn impute_run(run: &RunDir, model: &Model, burn_in: Option<u64>) -> Result<Imputation> {
-    let AnyKernel::Mixed(kernel) = &model.kernel else {
+    if !matches!(model.kernel, AnyKernel::Mixed(_)) {
         return Err(Error::Usage(format!(
             "imputation needs a run on a table (`kernel` mixed), but {} ran `kernel` {}",
             run.dir.display(),
             model.kernel.kind().name()
         )));
-    };
+    }
     if model.fingerprint != run.record.fingerprint {
         return Err(Error::Usage(format!(
             "the data {} was run on have changed since: its draws no longer describe them",
@@ -97,6 +98,30 @@ pub fn impute_run(run: &RunDir, model: &Model, burn_in: Option<u64>) -> Result<I
             run.dir.display()
         ))
     })?;
+    let draws = report.sources.iter().flat_map(|s| match s.read() {
+        Ok(d) => d.into_iter().map(|d| Ok((d.labels, d.hyper))).collect(),
+        Err(e) => vec![Err(e)],
+    });
+    impute(model, draws, (&estimate.labels, &estimate.hyper))
+}
+
+/// Fills the missing entries of the table that `model` (a product-kernel model) holds over
+/// `draws` (partitions of its rows, canonical labels `0..K`, with their hyperparameters),
+/// consumed one at a time, and profiles the clusters of `estimate`, as [`impute_run`] does
+/// for a run's draws (front ends that hold the draws in memory call this). Errors if the
+/// model's kernel is not the product kernel, a draw's labels do not cover the table's rows,
+/// or no draw is given.
+pub fn impute(
+    model: &Model,
+    draws: impl IntoIterator<Item = Result<LabelledDraw<usize>>>,
+    estimate: (&[usize], &HyperState),
+) -> Result<Imputation> {
+    let AnyKernel::Mixed(kernel) = &model.kernel else {
+        return Err(Error::Usage(format!(
+            "imputation needs a table (`kernel` mixed), but the model's kernel is {}",
+            model.kernel.kind().name()
+        )));
+    };
     let table = kernel.table();
     let missing: Vec<(usize, usize)> = (0..table.n())
         .flat_map(|i| (0..table.d()).map(move |j| (i, j)))
@@ -109,29 +134,35 @@ pub fn impute_run(run: &RunDir, model: &Model, burn_in: Option<u64>) -> Result<I
             false => Acc::Moments(0.0, 0.0),
         })
         .collect();
-    let mut draws = 0usize;
-    for source in &report.sources {
-        for draw in source.read()? {
-            let k = match draw.hyper.kernel {
-                Some(h) => kernel.at(&h)?,
-                None => kernel.clone(),
-            };
-            let profiles = cluster_profiles(&k, &draw.labels);
-            for (a, &(i, j)) in acc.iter_mut().zip(&missing) {
-                match (a, &profiles[draw.labels[i]][j]) {
-                    (Acc::Levels(p), ColumnProfile::Levels(q)) => {
-                        p.iter_mut().zip(q).for_each(|(p, q)| *p += q)
-                    }
-                    (Acc::Moments(m1, m2), ColumnProfile::Number { mean, sd }) => {
-                        *m1 += mean;
-                        *m2 += sd * sd + mean * mean;
-                    }
-                    _ => unreachable!("a column's profile has its column's kind"),
+    let mut n_draws = 0usize;
+    for draw in draws {
+        let (labels, hyper) = draw?;
+        check_labels(&labels, table.n())?;
+        let k = match hyper.kernel {
+            Some(h) => kernel.at(&h)?,
+            None => kernel.clone(),
+        };
+        let profiles = cluster_profiles(&k, &labels);
+        for (a, &(i, j)) in acc.iter_mut().zip(&missing) {
+            match (a, &profiles[labels[i]][j]) {
+                (Acc::Levels(p), ColumnProfile::Levels(q)) => {
+                    p.iter_mut().zip(q).for_each(|(p, q)| *p += q)
                 }
+                (Acc::Moments(m1, m2), ColumnProfile::Number { mean, sd }) => {
+                    *m1 += mean;
+                    *m2 += sd * sd + mean * mean;
+                }
+                _ => unreachable!("a column's profile has its column's kind"),
             }
-            draws += 1;
         }
+        n_draws += 1;
     }
+    if n_draws == 0 {
+        return Err(Error::Empty(
+            "imputation needs at least one partition draw".into(),
+        ));
+    }
+    let draws = n_draws;
     let mut columns = table.columns().to_vec();
     let mut filled = Vec::with_capacity(missing.len());
     for (a, &(i, j)) in acc.iter().zip(&missing) {
@@ -166,16 +197,18 @@ pub fn impute_run(run: &RunDir, model: &Model, burn_in: Option<u64>) -> Result<I
             sd,
         });
     }
-    let k = match estimate.hyper.kernel {
+    let (labels, hyper) = estimate;
+    check_labels(labels, table.n())?;
+    let k = match hyper.kernel {
         Some(h) => kernel.at(&h)?,
         None => kernel.clone(),
     };
-    let profiles = cluster_profiles(&k, &estimate.labels)
+    let profiles = cluster_profiles(&k, labels)
         .into_iter()
         .enumerate()
         .map(|(c, p)| ClusterProfile {
             cluster: c,
-            size: estimate.labels.iter().filter(|&&l| l == c).count(),
+            size: labels.iter().filter(|&&l| l == c).count(),
             columns: named_profile(table, &p),
         })
         .collect();
@@ -185,6 +218,17 @@ pub fn impute_run(run: &RunDir, model: &Model, burn_in: Option<u64>) -> Result<I
         profiles,
         draws,
     })
+}
+
+/// Errors unless `labels` labels the table's `n` rows.
+fn check_labels(labels: &[usize], n: usize) -> Result<()> {
+    if labels.len() != n {
+        return Err(Error::DimensionMismatch(format!(
+            "a partition of {} rows given for a table of {n} rows",
+            labels.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Each cluster's profile under `labels` (`0..K`). Cost: O(N d).

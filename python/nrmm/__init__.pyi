@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 
 __version__: str
 
-Kernel = Literal["auto", "nw", "diag", "md"]
+Kernel = Literal["auto", "nw", "diag", "md", "mixed"]
 Prior = Literal["dp", "nggp"]
 Sampler = Literal[
     "gibbs",
@@ -38,6 +38,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     u: float | None
     hyperpriors: bool
     kernel_hyperpriors: bool
+    types: Mapping[str, str] | Sequence[str] | None
     beta: float | None
     nw_xi: ArrayLike | None
     nw_psi: ArrayLike | None
@@ -62,7 +63,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     hyper_: dict[str, float]
     summary_: dict[str, Any]
     traces_: list[Any]
-    kernel_: Literal["nw", "diag", "md"]
+    kernel_: Literal["nw", "diag", "md", "mixed"]
+    column_types_: dict[str, Literal["real", "binary", "cat", "count"]] | None
     n_features_in_: int
     n_iter_: int
 
@@ -83,6 +85,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         u: float | None = None,
         hyperpriors: bool = False,
         kernel_hyperpriors: bool = False,
+        types: Mapping[str, str] | Sequence[str] | None = None,
         beta: float | None = None,
         nw_xi: ArrayLike | None = None,
         nw_psi: ArrayLike | None = None,
@@ -111,6 +114,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     def score_samples(self, X: Any) -> NDArray[np.float64]: ...
     def score(self, X: Any, y: Any = None) -> float: ...
     def log_joint(self, X: Any, labels: ArrayLike) -> float: ...
+    def impute(self) -> tuple[Any, Any]: ...
+    def cluster_profiles(self) -> list[dict[str, Any]]: ...
 
 @dataclass(frozen=True)
 class ExactPosterior:

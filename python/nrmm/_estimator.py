@@ -17,9 +17,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _native
 from ._data import is_sparse, n_features, to_native
+from ._table import filled_entries, filled_table, is_frame, table_columns, table_types, wants_table
 from ._progress import make_progress
 
-KERNELS = ("auto", "nw", "diag", "md")
+KERNELS = ("auto", "nw", "diag", "md", "mixed")
 PRIORS = ("dp", "nggp", "py", "mfm")
 SAMPLERS = (
     "gibbs",
@@ -122,10 +123,13 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : {"auto", "nw", "diag", "md"}, default="auto"
-        Normal-Wishart (full covariance), diagonal covariance, or Multinomial-Dirichlet (word
-        counts, sparse input). "auto" follows the data: counts for sparse input, else
-        Normal-Wishart unless a full covariance cannot be estimated, then diagonal.
+    kernel : {"auto", "nw", "diag", "md", "mixed"}, default="auto"
+        Normal-Wishart (full covariance), diagonal covariance, Multinomial-Dirichlet (word
+        counts, sparse input), or the product kernel over a table's typed columns with
+        missing entries ("mixed"). "auto" follows the data: a table for a pandas DataFrame
+        that is not a complete matrix of numbers (a column of categories, booleans or words,
+        or a missing entry), counts for sparse input, else Normal-Wishart unless a full
+        covariance cannot be estimated, then diagonal.
     prior : {"dp", "nggp", "py", "mfm"}, default="dp"
         Dirichlet process, normalized generalized gamma process, Pitman-Yor process or
         mixture of finite mixtures (Miller & Harrison 2018).
@@ -170,7 +174,15 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         samplers "gibbs", "jain-neal", "sams", "tgmcmc" and "subcluster" (and by the "sva"
         start, through their urns).
     kernel_hyperpriors : bool, default=False
-        Resample the kernel's scale (Normal-Wishart) or concentration (counts).
+        Resample the kernel's scale (Normal-Wishart) or concentration (counts). A table's
+        kernel resamples its scale and its levels' concentration whatever this says.
+    types : dict or list of str, default=None
+        A table's column types by name, overriding those inferred: ``{"legs": "count"}`` or
+        ``["legs:count"]``, each among "real", "binary", "cat", "count" (the command line's
+        ``--types``). Without it a column is typed as the command line types the same column
+        of a CSV file (at most two values binary, words categorical, small integers
+        categories or counts, other numbers real), except that a ``category``, object or
+        string column with more than two values is categorical. Giving it fits a table.
     beta : float, default=None
         Dirichlet concentration of the count kernel (None: 0.1).
     nw_xi, nw_psi, nw_r, nw_nu : default=None
@@ -247,7 +259,10 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         Per chain its trace (sweep, seconds, n_clusters, log_joint, hyperparameters, move
         acceptance): a pandas DataFrame when pandas is installed, else a dict of arrays.
     kernel_ : str
-        The kernel used ("nw", "diag" or "md").
+        The kernel used ("nw", "diag", "md" or "mixed").
+    column_types_ : dict or None
+        For a table, each column's type by name ("real", "binary", "cat", "count"), as the
+        library typed it; None otherwise.
     n_features_in_ : int
         Dimension (or vocabulary size) of the training data.
     """
@@ -271,6 +286,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         k_prior=None,
         hyperpriors=False,
         kernel_hyperpriors=False,
+        types=None,
         beta=None,
         nw_xi=None,
         nw_psi=None,
@@ -302,6 +318,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         self.k_prior = k_prior
         self.hyperpriors = hyperpriors
         self.kernel_hyperpriors = kernel_hyperpriors
+        self.types = types
         self.beta = beta
         self.nw_xi = nw_xi
         self.nw_psi = nw_psi
@@ -381,7 +398,18 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def _check_input(self, X, reset: bool):
         """``X`` checked for shape and feature names (scikit-learn's bookkeeping) and
-        converted for the native module; values are left to the library to refuse."""
+        converted for the native module; values are left to the library to refuse. A table
+        (see ``wants_table``) travels as its columns of text with the types given."""
+        table = (
+            wants_table(X, self.kernel, self.types)
+            if reset
+            else getattr(self, "column_types_", None) is not None
+        )
+        if reset:
+            # A table is given back filled by `impute`, in its own form.
+            self._table_X = X if table else None
+        if table:
+            return self._table_input(X, reset)
         sparse = is_sparse(X)
         X = validate_data(
             self,
@@ -395,6 +423,29 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         kernel = self.kernel if reset else getattr(self, "kernel_", self.kernel)
         return to_native(X, kernel)
 
+    def _table_input(self, X, reset: bool):
+        """A table's columns of text and types for the native module; new rows (``reset``
+        false) are matched to the training columns by name (a DataFrame's) or by position
+        (an array's)."""
+        if reset:
+            columns = table_columns(X)
+            self.n_features_in_ = len(columns)
+            if is_frame(X) and all(isinstance(c, str) for c in X.columns):
+                self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            return (columns, table_types(X, self.types))
+        columns = table_columns(X)
+        if not is_frame(X):
+            names = list(self.column_types_)
+            if len(columns) != len(names):
+                raise ValueError(
+                    f"X has {len(columns)} columns, but the model was fitted on a table of "
+                    f"{len(names)} ({', '.join(names)})"
+                )
+            columns = [(n, c) for n, (_, c) in zip(names, columns)]
+        return (columns, [])
+
     # ----------------------------------------------------------------- fitting
 
     def fit(self, X, y=None):
@@ -402,8 +453,11 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or sparse matrix
-            Real vectors, or (kernel "md") non-negative integer counts, dense or sparse.
+        X : array-like of shape (n_samples, n_features), sparse matrix, or DataFrame
+            Real vectors, or (kernel "md") non-negative integer counts, dense or sparse; or a
+            table (a pandas DataFrame with columns of categories, booleans, words or missing
+            entries, or any 2-D array with ``kernel="mixed"``), whose missing entries (NaN,
+            None, ``pd.NA``) the kernel marginalises and :meth:`impute` fills.
         y : ignored
 
         Returns
@@ -456,6 +510,9 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         # prediction must use.
         self._model_spec = out["model"]
         self.kernel_ = out["kernel"]
+        columns = out.get("columns")
+        self._columns = columns
+        self.column_types_ = None if columns is None else {n: t for n, t, _ in columns}
         self.labels_ = np.asarray(out["labels"], dtype=np.int64)
         self.n_clusters_ = int(self.labels_.max()) + 1 if self.labels_.size else 0
         self.hyper_ = dict(out["hyper"])
@@ -532,6 +589,56 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         """Mean log posterior predictive density of the points of ``X``."""
         return float(np.mean(self.score_samples(X)))
 
+    # ----------------------------------------------------------------- tables
+
+    def _impute_native(self):
+        check_is_fitted(self, "labels_")
+        if self.column_types_ is None:
+            raise ValueError(
+                f"impute fills a table's missing entries, but this model was fitted on "
+                f"{'counts' if self.kernel_ == 'md' else 'real vectors'} (kernel "
+                f"{self.kernel_!r}): fit a DataFrame, or an array with kernel='mixed'"
+            )
+        return _native.impute(self._data, self._model_spec, (self.labels_, self.hyper_), self._draws)
+
+    def impute(self):
+        """The training table with every missing entry filled from the posterior predictive
+        over the draws, as ``nrmm impute`` fills it: a binary or categorical entry by its most
+        probable level, a real entry by its mean, a count by its mean rounded. Given a draw, a
+        missing entry follows its column's predictive law in its row's cluster (Student t,
+        negative binomial, or the levels' Dirichlet predictive); averaged over the draws this
+        is its posterior predictive law.
+
+        Returns
+        -------
+        table : DataFrame or ndarray
+            For a DataFrame fitted, a copy with the same index, columns and dtypes (a
+            ``category`` column keeps its categories; a filled level is its category by
+            name); for an array, a float array (levels by their names read as numbers).
+        entries : DataFrame (a dict of arrays without pandas)
+            One row per filled entry: ``row`` (the index label), ``column``, ``value`` (as
+            filled), ``probability`` (a filled level's posterior predictive probability),
+            ``mean`` and ``sd`` (a real or count entry's posterior predictive mean and
+            standard deviation); NaN where they do not apply.
+        """
+        out = self._impute_native()
+        table = filled_table(self._table_X, out["filled"], self._columns)
+        return table, filled_entries(self._table_X, out["filled"], table)
+
+    def cluster_profiles(self):
+        """Each cluster of ``labels_`` with its size and, per column by name, its posterior
+        predictive law given the cluster's rows (at the hyperparameters of ``hyper_``): a
+        real or count column's ``{"mean", "sd"}``, a binary or categorical column's
+        probability of each level by name.
+
+        Returns
+        -------
+        profiles : list of dict
+            ``{"cluster": k, "size": n_k, "columns": {name: law}}`` for k in
+            ``0..n_clusters_ - 1``.
+        """
+        return json.loads(self._impute_native()["profiles"])
+
     def log_joint(self, X, labels):
         """``ln p(X, partition)`` of ``X`` clustered by ``labels`` under this model's settings
         (hyperparameters at their initial values)."""
@@ -548,7 +655,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         # Sparse input is word counts: real vectors are dense (a sparse float matrix is refused
         # with a message that says so).
         tags.input_tags.sparse = self.kernel == "md"
-        tags.input_tags.allow_nan = False
+        # A table's missing entries are NaN.
+        tags.input_tags.allow_nan = self.kernel == "mixed"
         tags.non_deterministic = self.seconds is not None
         return tags
 

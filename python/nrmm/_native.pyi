@@ -7,7 +7,8 @@ __version__: str
 
 Dense = NDArray[np.float64]
 Counts = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]
-Data = Dense | Counts
+Table = tuple[list[tuple[str, list[str | None]]], list[str]]
+Data = Dense | Counts | Table
 Draw = tuple[NDArray[np.int64], dict[str, float]]
 
 def exact_posterior(data: Data, model_json: str, top: int) -> dict[str, Any]: ...
@@ -15,6 +16,7 @@ def predict(
     train: Data, model_json: str, estimate: Draw, draws: list[Draw], new: Data
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 def log_joint(data: Data, model_json: str, labels: NDArray[np.int64]) -> float: ...
+def impute(train: Table, model_json: str, estimate: Draw, draws: list[Draw]) -> dict[str, Any]: ...
 def fit(
     data: Data,
     model_json: str,

@@ -1,4 +1,5 @@
-//! NumPy arrays to the library's data sets, and the model's settings to its kernel and prior.
+//! NumPy arrays and tables (a data frame's columns as text) to the library's data sets, and
+//! the model's settings to its kernel and prior.
 
 use crate::error::IntoPy;
 use nrmm::data::{Dataset, DenseData, SparseCounts};
@@ -7,8 +8,10 @@ use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-/// A data set as the Python half hands it over: a dense `float64` matrix (real vectors), or the
-/// compressed-row parts of a count matrix `(indptr, indices, counts, n_features)` as `int64`.
+/// A data set as the Python half hands it over: a dense `float64` matrix (real vectors), the
+/// compressed-row parts of a count matrix `(indptr, indices, counts, n_features)` as `int64`,
+/// or a table: its columns by name as text (`None` where missing) with the `name:type`
+/// entries that fix some columns' types.
 #[derive(FromPyObject)]
 pub enum Input<'py> {
     /// Points as rows.
@@ -22,7 +25,15 @@ pub enum Input<'py> {
             usize,
         ),
     ),
+    /// A table's columns as text, and types given by name.
+    Table((Columns, Vec<String>)),
 }
+
+/// A table's columns as the Python half hands them over: name and entries as text.
+pub type Columns = Vec<(String, Vec<Option<String>>)>;
+
+/// How messages name the rows of a table handed over from Python (`X (rows from 1):3: ...`).
+const TABLE_ORIGIN: &str = "X (rows from 1)";
 
 impl Input<'_> {
     /// The library's data set (a copy: the library owns its data). Errors name the row and
@@ -34,6 +45,11 @@ impl Input<'_> {
                 let (n, d) = view.dim();
                 DenseData::new(n, d, view.iter().copied().collect())
                     .map(Dataset::Dense)
+                    .py_err()
+            }
+            Input::Table((columns, types)) => {
+                nrmm::data::table::table_from_tokens(columns, types, TABLE_ORIGIN)
+                    .map(Dataset::Table)
                     .py_err()
             }
             Input::Counts((indptr, indices, counts, vocab)) => {
@@ -75,6 +91,22 @@ impl Input<'_> {
                     .map(Dataset::Counts)
                     .py_err()
             }
+        }
+    }
+}
+
+impl Input<'_> {
+    /// New points for a model fitted on `train`: a table's new rows matched to the training
+    /// table's columns, types and levels by name ([`nrmm::data::table::align_tokens`], so that
+    /// a column missing in every new row is fine), anything else as [`Input::dataset`].
+    pub fn new_points(&self, train: &Dataset) -> PyResult<Dataset> {
+        match (self, train) {
+            (Input::Table((columns, _)), Dataset::Table(t)) => {
+                nrmm::data::table::align_tokens(columns, t)
+                    .map(Dataset::Table)
+                    .py_err()
+            }
+            _ => self.dataset(),
         }
     }
 }

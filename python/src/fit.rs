@@ -360,6 +360,16 @@ fn results<'py>(
     let recorded = serde_json::to_string(&model.requested)
         .map_err(|e| PyValueError::new_err(format!("model: {e}")))?;
     out.set_item("model", recorded)?;
+    // A table's columns as the library typed them: name, type and levels by code.
+    if let nrmm::kernel::AnyKernel::Mixed(k) = &model.kernel {
+        let columns: Vec<(String, &str, Vec<String>)> = k
+            .table()
+            .columns()
+            .iter()
+            .map(|c| (c.name.clone(), c.kind.name(), c.levels.clone()))
+            .collect();
+        out.set_item("columns", columns)?;
+    }
     // The default estimate (the VI's where found) is `labels_`; the hyperparameters are
     // those of Dahl's draw (the fixed values without hyperpriors).
     let default = summary.default_labels().unwrap_or(&estimate.labels);

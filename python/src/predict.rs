@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 
 /// One draw as Python hands it over: canonical labels of the training points and the
 /// hyperparameter values by name.
-type PyDraw<'py> = (PyReadonlyArray1<'py, i64>, BTreeMap<String, f64>);
+pub type PyDraw<'py> = (PyReadonlyArray1<'py, i64>, BTreeMap<String, f64>);
 
 /// Cluster log probabilities (m × (K + 1)) and log predictive densities (m).
 type PyPredictions<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
 
 /// A draw's labels and hyperparameters, typed from the values by name (the one place where
 /// Python's names become values). Errors name a missing hyperparameter.
-fn draw_of(d: &PyDraw<'_>) -> PyResult<LabelledDraw<i64>> {
+pub fn draw_of(d: &PyDraw<'_>) -> PyResult<LabelledDraw<i64>> {
     let hyper = HyperState::try_from(d.1.clone()).map_err(PyValueError::new_err)?;
     Ok((d.0.as_slice()?.to_vec(), hyper))
 }
@@ -42,7 +42,8 @@ pub fn predict<'py>(
     new: Input<'py>,
 ) -> PyResult<PyPredictions<'py>> {
     let spec = model_spec(model_json)?;
-    let (train, new) = (train.dataset()?, new.dataset()?);
+    let train = train.dataset()?;
+    let new = new.new_points(&train)?;
     let estimate = draw_of(&estimate)?;
     let draws = draws.iter().map(draw_of).collect::<PyResult<Vec<_>>>()?;
     let Predictions {

@@ -328,6 +328,12 @@ pub fn align_to(new: &super::Dataset, training: &TableData) -> Result<TableData>
             ))
         }
     };
+    align_columns(given, training)
+}
+
+/// The columns `given` (by name) as a table with the columns, types and level codes of
+/// `training` ([`align_to`]).
+fn align_columns(given: Vec<Column>, training: &TableData) -> Result<TableData> {
     if let Some(extra) = given
         .iter()
         .find(|g| !training.columns.iter().any(|c| c.name == g.name))
@@ -462,6 +468,86 @@ pub fn parse_types(specs: &[String]) -> Result<Vec<(String, ColumnType)>> {
         .collect()
 }
 
+/// A table from columns of text as a front end holds them (a data frame's values written as
+/// text, `None` where missing), read and typed exactly as [`table_from_text`] reads a CSV
+/// file with a header of these names and these fields: the same missing values, the same
+/// inference, the same `types` (`name:type`). Errors name `origin` and the row as the line
+/// (rows counted from 1). Cost: O(N log N) per column.
+pub fn table_from_tokens(
+    columns: &[(String, Vec<Option<String>>)],
+    types: &[String],
+    origin: &str,
+) -> Result<TableData> {
+    let origin = Path::new(origin);
+    let types = parse_types(types)?;
+    let n = columns.first().map_or(0, |c| c.1.len());
+    if let Some((name, c)) = columns.iter().find(|c| c.1.len() != n) {
+        return Err(Error::DimensionMismatch(format!(
+            "{}: column \"{name}\" has {} values, the first column {n}",
+            origin.display(),
+            c.len()
+        )));
+    }
+    if n == 0 {
+        return Err(Error::Empty(format!(
+            "{}: a table needs rows and columns, got {n} x {}",
+            origin.display(),
+            columns.len()
+        )));
+    }
+    let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
+    let raw: Vec<RawColumn> = columns
+        .iter()
+        .map(|(_, tokens)| RawColumn {
+            tokens: tokens
+                .iter()
+                .map(|t| t.as_deref().map(str::as_bytes).filter(|t| !is_missing(t)))
+                .collect(),
+            lines: (1..=n).collect(),
+        })
+        .collect();
+    typed_table(&names, &raw, true, 0, &[], &types, origin).map(|t| t.0)
+}
+
+/// New rows given as columns of text by name (`None` where missing; see
+/// [`table_from_tokens`]) as a table with the columns, types and level codes of `training`:
+/// each entry read as [`align_to`] reads a column of levels, a number by its value's text (so
+/// that `2.0` names the level `2`), so that a column missing in every new row is fine. Cost:
+/// O(rows · d · log L).
+pub fn align_tokens(
+    columns: &[(String, Vec<Option<String>>)],
+    training: &TableData,
+) -> Result<TableData> {
+    let given = columns
+        .iter()
+        .map(|(name, tokens)| {
+            let mut levels: Vec<String> = Vec::new();
+            let values = tokens
+                .iter()
+                .map(|t| {
+                    let Some(t) = t.as_deref().filter(|t| !is_missing(t.as_bytes())) else {
+                        return f64::NAN;
+                    };
+                    let text =
+                        parse_f64(t.as_bytes()).map_or_else(|| t.to_string(), |v| format!("{v}"));
+                    let code = levels.iter().position(|l| *l == text).unwrap_or_else(|| {
+                        levels.push(text);
+                        levels.len() - 1
+                    });
+                    code as f64
+                })
+                .collect();
+            Column {
+                name: name.clone(),
+                kind: ColumnType::Categorical,
+                levels,
+                values,
+            }
+        })
+        .collect();
+    align_columns(given, training)
+}
+
 /// The raw fields of one column as read: the token of each row (`None` where missing) and the
 /// line it came from.
 struct RawColumn<'a> {
@@ -543,6 +629,21 @@ pub(super) fn table_from_text(
             format!("the input holds only a header (line {first}), expected one row per line"),
         ));
     }
+    typed_table(&names, &raw, has_header, first, skip, &types, origin)
+}
+
+/// The table of the raw columns `raw` named `names` (from a header when `has_header`, whose
+/// line is `first`): columns `skip`ped, types given by `types` or inferred
+/// ([`typed_column`]). Errors name `origin` and the line.
+fn typed_table(
+    names: &[String],
+    raw: &[RawColumn],
+    has_header: bool,
+    first: usize,
+    skip: &[String],
+    types: &[(String, ColumnType)],
+    origin: &Path,
+) -> Result<(TableData, Vec<String>)> {
     let mut skipped = vec![false; names.len()];
     for s in skip {
         let j = names
@@ -566,7 +667,7 @@ pub(super) fn table_from_text(
             })?;
         skipped[j] = true;
     }
-    for (name, _) in &types {
+    for (name, _) in types {
         let known = names.iter().any(|n| n == name)
             || name
                 .parse::<usize>()
@@ -581,7 +682,7 @@ pub(super) fn table_from_text(
     }
     let mut columns = Vec::new();
     let mut kept = Vec::new();
-    for (j, (name, col)) in names.iter().zip(&raw).enumerate() {
+    for (j, (name, col)) in names.iter().zip(raw).enumerate() {
         if skipped[j] {
             continue;
         }
@@ -610,7 +711,7 @@ pub(super) fn table_from_text(
             }
         }
         columns.push(typed_column(name, col, given, origin)?);
-        kept.push(name.clone());
+        kept.push(name.to_string());
     }
     if columns.is_empty() {
         return Err(perr(
@@ -831,5 +932,60 @@ mod tests {
         assert!(e.contains("no observed value"), "{e}");
         let e = read("a,b\n1,2\n2\n", &[]).unwrap_err().to_string();
         assert!(e.contains("t.csv:3") && e.contains("1 fields"), "{e}");
+    }
+
+    /// Columns of text as a data frame gives them.
+    fn tokens(text: &str) -> Vec<(String, Vec<Option<String>>)> {
+        let mut lines = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
+        let names = lines.next().unwrap();
+        let rows: Vec<Vec<&str>> = lines.collect();
+        names
+            .iter()
+            .enumerate()
+            .map(|(j, n)| {
+                let col = rows
+                    .iter()
+                    .map(|r| Some(r[j]).filter(|t| !t.is_empty()).map(String::from))
+                    .collect();
+                (n.to_string(), col)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tokens_read_as_the_same_text_does() {
+        let text = "x,yes,legs,n,colour\n1.5,yes,4.0,0,red\nNA,no,2,1,blue\n2.5,,4,12,green\n\
+                    3,yes,?,3,red\n-1,no,6,NaN,\n";
+        for types in [&[][..], &["n:count", "2:cat"][..]] {
+            let owned: Vec<String> = types.iter().map(|s| s.to_string()).collect();
+            let from_tokens = table_from_tokens(&tokens(text), &owned, "X").unwrap();
+            // Compared as text: missing entries are NaN.
+            let from_text = read(text, types).unwrap();
+            assert_eq!(format!("{from_tokens:?}"), format!("{from_text:?}"));
+        }
+        let e = table_from_tokens(&tokens("a,b\n1,x\n2,3\n"), &[], "X")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("X:1") && e.contains("--types b:cat"), "{e}");
+        let e = table_from_tokens(&tokens("a,b\n1,\n2,\n"), &[], "X")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no observed value"), "{e}");
+    }
+
+    #[test]
+    fn new_rows_as_tokens_align_by_name_and_value() {
+        let training = read("x,legs,colour\n1.5,4,red\n2,2,blue\n2.5,6,red\n", &[]).unwrap();
+        // Columns in another order, a number written as a float naming a level, a column
+        // missing in every new row.
+        let new = align_tokens(&tokens("colour,x,legs\n,3,2.0\nred,,\n"), &training).unwrap();
+        assert_eq!(new.value(0, 0), Some(3.0));
+        assert_eq!(new.value(0, 1), Some(0.0));
+        assert_eq!(new.value(0, 2), None);
+        assert_eq!(new.value(1, 2), Some(1.0));
+        let e = align_tokens(&tokens("x,legs,colour\n1,5,red\n"), &training)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("legs") && e.contains("\"5\""), "{e}");
     }
 }
