@@ -79,9 +79,14 @@ fn far(best: &ChainPlace, other: &ChainPlace) -> bool {
 }
 
 /// The advice for chains that disagree (see the module documentation): each chain's place,
-/// the best first, and what to do; `command` is the run's command line. None with fewer than
-/// two places. Cost O(chains).
-pub fn mode_advice(places: &[ChainPlace], command: &[String]) -> Option<String> {
+/// the best first, and what to do; `command` is the run's command line and `longer` the
+/// sweeps per chain that would make them agree with the seconds a chain would take. None
+/// with fewer than two places. Cost O(chains).
+pub fn mode_advice(
+    places: &[ChainPlace],
+    command: &[String],
+    longer: Option<(u64, f64)>,
+) -> Option<String> {
     if places.len() < 2 {
         return None;
     }
@@ -114,9 +119,16 @@ pub fn mode_advice(places: &[ChainPlace], command: &[String]) -> Option<String> 
     if stuck.is_empty() {
         text.push_str(
             ". No chain sits far below the best: they share one region or modes of similar \
-             height and mix slowly there; they will agree given more sweeps (the R-hat \
-             warnings say how many)",
+             height and mix slowly there, and will agree given more sweeps",
         );
+        if let Some((sweeps, seconds)) = longer {
+            let _ = write!(
+                text,
+                ": `{}` (about {} per chain at this run's speed)",
+                with_args(command, "--sweeps", &sweeps.to_string(), "-longer"),
+                duration(seconds)
+            );
+        }
         return Some(text);
     }
     let gap = order[1..]
@@ -148,37 +160,51 @@ pub fn mode_advice(places: &[ChainPlace], command: &[String]) -> Option<String> 
 /// its `--out` directory (so the run's own files are not overwritten), quoted for a shell
 /// where needed.
 pub fn with_start(command: &[String], path: &str) -> String {
+    with_args(command, "--init", &format!("labels:{path}"), "-best")
+}
+
+/// `command` with `flag value` in place of any value `flag` has (added when it has none) and
+/// `suffix` after its `--out` directory, quoted for a shell where needed.
+pub fn with_args(command: &[String], flag: &str, value: &str, suffix: &str) -> String {
     let mut out: Vec<String> = Vec::with_capacity(command.len() + 2);
     let mut args = command.iter();
-    let mut init_set = false;
+    let mut set = false;
+    let eq = format!("{flag}=");
     while let Some(a) = args.next() {
-        match a.as_str() {
-            "--init" => {
-                args.next();
-                out.push("--init".into());
-                out.push(format!("labels:{path}"));
-                init_set = true;
-            }
-            "--out" => {
-                out.push("--out".into());
-                out.push(format!(
-                    "{}-best",
-                    args.next().map_or("run", |s| s.as_str())
-                ));
-            }
-            _ if a.starts_with("--init=") => {
-                out.push(format!("--init=labels:{path}"));
-                init_set = true;
-            }
-            _ if a.starts_with("--out=") => out.push(format!("{a}-best")),
-            _ => out.push(a.clone()),
+        if a == flag {
+            args.next();
+            out.extend([flag.to_string(), value.to_string()]);
+            set = true;
+        } else if a.starts_with(&eq) {
+            out.push(format!("{eq}{value}"));
+            set = true;
+        } else if a == "--out" {
+            out.push("--out".into());
+            out.push(format!(
+                "{}{suffix}",
+                args.next().map_or("run", |s| s.as_str())
+            ));
+        } else if a.starts_with("--out=") {
+            out.push(format!("{a}{suffix}"));
+        } else {
+            out.push(a.clone());
         }
     }
-    if !init_set {
-        out.push("--init".into());
-        out.push(format!("labels:{path}"));
+    if !set {
+        out.extend([flag.to_string(), value.to_string()]);
     }
     out.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// `seconds` in words: seconds below two minutes, minutes below two hours, else hours.
+fn duration(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{:.0} s", seconds.max(1.0))
+    } else if seconds < 7200.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
 }
 
 /// `arg` as a shell reads it: unchanged when it holds only safe characters, else in single
@@ -227,7 +253,7 @@ mod tests {
                 &[-1003.0, -1001.0, -1002.0, -1002.0],
             ),
         ];
-        let text = mode_advice(&places, &command).unwrap();
+        let text = mode_advice(&places, &command, Some((4000, 300.0))).unwrap();
         assert!(
             text.contains("chain 1: K = 7, log joint -1000.0 ± 0.7;"),
             "{text}"
@@ -244,10 +270,16 @@ mod tests {
             ),
             "{text}"
         );
-        let near = mode_advice(&places[1..], &command).unwrap();
+        let near = mode_advice(&places[1..], &command, Some((4000, 300.0))).unwrap();
         assert!(near.contains("No chain sits far below"), "{near}");
-        assert!(!near.contains("--init"), "{near}");
-        assert!(mode_advice(&places[..1], &command).is_none());
+        assert!(
+            near.contains(
+                "`nrmm run --data 'my data.csv' --init sva --out r-longer --seed 1 --sweeps 4000` \
+                 (about 5 min per chain at this run's speed)"
+            ),
+            "{near}"
+        );
+        assert!(mode_advice(&places[..1], &command, None).is_none());
     }
 
     #[test]

@@ -568,7 +568,20 @@ impl Summary {
                 })
                 .collect();
             let command = runs[0].record.commands.first().cloned().unwrap_or_default();
-            warnings.extend(mode_advice(&places, &command));
+            // The longer run the R-hat warnings suggest, and its time at the slowest chain's
+            // speed.
+            let ess = ["log_joint", "n_clusters"]
+                .iter()
+                .filter_map(|q| diagnostics.get(*q).map(|s| s.ess_bulk))
+                .fold(f64::INFINITY, f64::min);
+            let sweeps = longer_run(&chains, ess);
+            let speed = chains
+                .iter()
+                .map(|c| c.sweeps_per_second)
+                .fold(f64::INFINITY, f64::min);
+            let longer =
+                (speed.is_finite() && speed > 0.0).then(|| (sweeps, sweeps as f64 / speed));
+            warnings.extend(mode_advice(&places, &command, longer));
         }
         let seed = runs[0].record.spec.seed;
         let point_estimate = dahl(&sources, seed)?;
