@@ -320,3 +320,70 @@ fn mean_filled_coordinates_fail_the_check() {
         tv.expected_tv
     );
 }
+
+/// The kernel's identities with the block: a predictive is a ratio of marginals, a pair
+/// marginal the union's, and statistics after adds, removes and merges the batch ones.
+#[test]
+fn block_statistics_obey_the_kernel_identities() {
+    let k = kernel();
+    let s = k.stat_of(&[0, 2, 4]);
+    for i in [1, 3, 5] {
+        let with = k.stat_of(&[0, 2, 4, i]);
+        let pred = k.ln_predictive(i, &s);
+        let ratio = k.ln_marginal(&with) - k.ln_marginal(&s);
+        assert!(
+            (pred - ratio).abs() < 1e-10,
+            "point {i}: {pred} against {ratio}"
+        );
+    }
+    let a = k.stat_of(&[0, 1]);
+    let b = k.stat_of(&[3, 4, 5]);
+    let union = k.ln_marginal(&k.stat_of(&[0, 1, 3, 4, 5]));
+    assert!((k.ln_marginal_pair(&a, &b) - union).abs() < 1e-10);
+    let mut m = a.clone();
+    k.merge(&mut m, &b);
+    k.remove(&mut m, 4);
+    k.add(&mut m, 2);
+    let batch = k.ln_marginal(&k.stat_of(&[0, 1, 2, 3, 5]));
+    assert!((k.ln_marginal(&m) - batch).abs() < 1e-10);
+}
+
+/// A chain with the missing coordinates redrawn, checkpointed every 7 sweeps and resumed from
+/// the checkpoint's JSON (which carries their values), continues as the chain that only took
+/// the checkpoints, for a collapsed and the sub-cluster sampler.
+#[test]
+fn resumed_chains_continue_with_the_drawn_coordinates() {
+    let k = kernel();
+    let prior = Prior::Dp(Dp::new(1.0).unwrap());
+    for kind in [
+        SamplerKind::Sams,
+        SamplerKind::Subcluster,
+        SamplerKind::Tgmcmc,
+    ] {
+        let settings = SamplerSettings::new(kind);
+        crate::support::checkpoint::assert_resumes_are_the_straight_run(
+            &k,
+            &prior,
+            41,
+            || settings.schedule::<Mixed>(false, &prior).unwrap(),
+            kind.name(),
+        );
+    }
+    // The checkpoint holds one value per missing real coordinate.
+    let mut chain = nrmm::run::Chain::new(
+        &k,
+        nrmm::sampler::State {
+            partition: nrmm::partition::Partition::single(&k),
+            prior: prior.clone(),
+        },
+        nrmm::rng::SeedPlan::new(5).chain(0),
+        SamplerSettings::new(SamplerKind::Gibbs)
+            .schedule::<Mixed>(false, &prior)
+            .unwrap(),
+    );
+    chain.sweep().unwrap();
+    let latent = chain.checkpoint().unwrap().latent;
+    assert_eq!(latent.len(), 2);
+    assert!(latent.iter().all(|v| v.is_finite()));
+    assert_ne!(latent, k.latent(), "the sweep redrew them");
+}
