@@ -363,7 +363,8 @@ impl Model {
         choice.kind.check_settings(&spec.kernel_settings(), &data)?;
         if spec.mixed_real.is_some() && choice.kind != KernelKind::Mixed {
             return Err(Error::Usage(format!(
-                "`mixed_real` belongs to the product kernel over a table (`kernel` mixed), but                  the kernel is `kernel` {}: drop `mixed_real`",
+                "`mixed_real` belongs to the product kernel over a table (`kernel` mixed), but \
+                 the kernel is `kernel` {}: drop `mixed_real`",
                 choice.kind.name()
             )));
         }

@@ -393,7 +393,8 @@ impl Mixed {
         let cols = real_columns(&table);
         if cols.len() < 2 {
             return Err(Error::Usage(format!(
-                "the full-covariance block needs at least 2 real columns, but the table has {}:                  give `mixed_real` independent",
+                "the full-covariance block needs at least 2 real columns, but the table has {}: \
+                 give `mixed_real` independent",
                 cols.len()
             )));
         }
@@ -1257,7 +1258,8 @@ impl SvaKernel for Mixed {
                 if let Part::Block(k) = *part {
                     if v.is_nan() {
                         return Err(Error::Usage(format!(
-                            "row {} of `new` has no value in real column \"{}\": an SVA fit with                              the full-covariance block needs every real entry of new rows",
+                            "row {} of `new` has no value in real column \"{}\": an SVA fit with \
+                             the full-covariance block needs every real entry of new rows",
                             j + 1,
                             data.columns()[c].name
                         )));
