@@ -387,3 +387,59 @@ fn resumed_chains_continue_with_the_drawn_coordinates() {
     assert!(latent.iter().all(|v| v.is_finite()));
     assert_ne!(latent, k.latent(), "the sweep redrew them");
 }
+
+/// A table of `n` rows: two real columns with correlation `rho` within each of two groups, a
+/// binary column, every seventh row missing one real entry.
+fn correlated_table(n: usize, rho: f64) -> TableData {
+    let mut rng = nrmm::rng::SeedPlan::new(77).chain(0);
+    let (mut x, mut y, mut b) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        let g = (i % 2) as f64;
+        let u: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng);
+        let v: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng);
+        x.push(if i % 7 == 3 { NAN } else { 5.0 * g + u });
+        y.push(if i % 7 == 5 {
+            NAN
+        } else {
+            -5.0 * g + rho * u + (1.0 - rho * rho).sqrt() * v
+        });
+        b.push(if nrmm::rng::uniform_open01(&mut rng) < 0.5 {
+            0.0
+        } else {
+            1.0
+        });
+    }
+    TableData::new(vec![
+        column("x", ColumnType::Real, &x),
+        column("b", ColumnType::Binary, &b),
+        column("y", ColumnType::Real, &y),
+    ])
+    .unwrap()
+}
+
+/// The pilot chooses the full block for strongly correlated real columns and keeps them
+/// independent for uncorrelated ones, and records the choice and its margin in the model.
+#[test]
+fn the_pilot_chooses_the_block_by_evidence() {
+    use nrmm::model::{Model, ModelSpec, RealColumns};
+    use nrmm::run::pilot::{settle, Settled};
+    for (rho, want) in [(0.95, RealColumns::Full), (0.0, RealColumns::Independent)] {
+        let model = Model::build(
+            &ModelSpec::default(),
+            nrmm::data::Dataset::Table(correlated_table(120, rho)),
+        )
+        .unwrap();
+        assert!(nrmm::run::pilot::is_due(&model));
+        let Settled::Scaled(m) = settle(&model, 3, None).unwrap() else {
+            panic!("the pilot settles the choice");
+        };
+        assert_eq!(m.spec.mixed_real, Some(want), "rho {rho}");
+        let made = m.spec.mixed_real_choice.expect("the margin is recorded");
+        assert_eq!(made.rows, 120 - 120 / 7 - (120 + 1) / 7);
+        println!("rho {rho}: the block {} nats above", made.full_by);
+        assert!(
+            !nrmm::run::pilot::is_due(&m),
+            "a settled model asks for no pilot"
+        );
+    }
+}
