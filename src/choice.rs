@@ -4,7 +4,7 @@
 
 use crate::data::load::Format;
 use crate::data::synthetic::SyntheticKind;
-use crate::model::{KernelKind, NwDefaults, PriorKind};
+use crate::model::{KernelKind, NwDefaults, PriorKind, RealColumns};
 use crate::run::SamplerKind;
 
 /// A setting chosen by name from a fixed list.
@@ -33,6 +33,27 @@ impl Choice for KernelKind {
 
     fn about(self) -> &'static str {
         KernelKind::about(self)
+    }
+}
+
+impl Choice for RealColumns {
+    const ALL: &'static [Self] = &[RealColumns::Independent, RealColumns::Full];
+
+    fn name(self) -> &'static str {
+        match self {
+            RealColumns::Independent => "independent",
+            RealColumns::Full => "full",
+        }
+    }
+
+    fn about(self) -> &'static str {
+        match self {
+            RealColumns::Independent => "each real column its own Normal-Gamma kernel",
+            RealColumns::Full => {
+                "the real columns as one full-covariance Normal-Wishart block, missing \
+                 entries drawn inside each sweep"
+            }
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 pub use crate::kernel::multinomial_dirichlet::DEFAULT_BETA;
 pub use crate::kernel::settings::{
-    scaled_nu_minus_d, scaled_share, NwDefaults, SCALED_NOMINAL_CLUSTERS, SCALED_R,
+    scaled_nu_minus_d, scaled_share, NwDefaults, RealColumns, SCALED_NOMINAL_CLUSTERS, SCALED_R,
 };
 pub use crate::kernel::{AnyKernel, KernelKind};
 
@@ -101,6 +101,27 @@ pub struct ModelSpec {
     /// its model with the scale the pilot chose, so that resuming and predicting use it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pilot: Option<PilotScale>,
+    /// How the product kernel models a table's real columns (`None`: as the run's pilot
+    /// chooses by evidence, [`crate::run::pilot`]; independently where no run is made); not
+    /// serialised when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_real: Option<RealColumns>,
+    /// When a run's pilot chose how the product kernel models the real columns, what it
+    /// found; not serialised when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_real_choice: Option<RealColumnsChoice>,
+}
+
+/// What a pilot that chose between the product kernel's full-covariance block and
+/// independent real columns found ([`crate::run::pilot`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RealColumnsChoice {
+    /// The full block's log joint at its pilot's best partition minus the independent
+    /// columns', in nats (rounded), over the rows the pilot ran on.
+    pub full_by: i64,
+    /// The rows the pilot ran on: those with every real entry observed (both kernels'
+    /// marginals are then exact in closed form).
+    pub rows: usize,
 }
 
 /// What a pilot run that chose the cluster scale found ([`NwDefaults::Pooled`]).
@@ -142,6 +163,8 @@ impl Default for ModelSpec {
             hyperpriors: false,
             kernel_hyperpriors: false,
             pilot: None,
+            mixed_real: None,
+            mixed_real_choice: None,
         }
     }
 }
@@ -262,6 +285,7 @@ impl ModelSpec {
             r: self.nw_r,
             nu: self.nw_nu,
             defaults: self.nw_defaults,
+            mixed_real: self.mixed_real,
         }
     }
 
@@ -337,6 +361,13 @@ impl Model {
         let prior = spec.build_prior()?;
         let choice = spec.kernel_for(&data);
         choice.kind.check_settings(&spec.kernel_settings(), &data)?;
+        if spec.mixed_real.is_some() && choice.kind != KernelKind::Mixed {
+            return Err(Error::Usage(format!(
+                "`mixed_real` belongs to the product kernel over a table (`kernel` mixed), but \
+                 the kernel is `kernel` {}: drop `mixed_real`",
+                choice.kind.name()
+            )));
+        }
         let fingerprint = crate::data::Fingerprint::of(&data);
         let resolved = ModelSpec {
             kernel: Some(choice.kind),

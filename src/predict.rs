@@ -177,6 +177,7 @@ fn predict_with<K: Kernel, L: Copy + Ord>(
 /// ([`ln_loo_predictives`]), the draws in parallel. Errors without draws or if a draw does not
 /// label the model's points. Cost: O(S n K) predictives for S draws.
 pub fn predictive_fit_of(model: &Model, sources: &[DrawSource]) -> Result<PredictiveFit> {
+    crate::run::check::refuse_latent(model, "the leave-one-out predictive fit")?;
     let mut draws = Vec::new();
     for source in sources {
         draws.extend(source.read()?.into_iter().map(|d| (d.labels, d.hyper)));

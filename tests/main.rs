@@ -48,6 +48,7 @@ mod kernel_mixed;
 mod kernel_multinomial_dirichlet;
 mod kernel_normal_wishart;
 mod layering;
+mod mixed_block_exact;
 mod prior_eppf;
 mod prior_gibbs_type;
 mod prior_gibbs_type_hyper;

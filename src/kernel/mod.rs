@@ -26,7 +26,7 @@ pub use normal_wishart::{NormalWishart, NwHyper, NwMoments, NwParam, NwStat};
 pub use params::{ln_gamma_variate, ParametricKernel};
 pub use predictive::PredictiveKernel;
 pub use registry::{AnyKernel, Kernel, KernelKind};
-pub use settings::{KernelSettings, NwDefaults};
+pub use settings::{KernelSettings, NwDefaults, RealColumns};
 pub use soft::SvaKernel;
 pub use sweep_cache::{EntryTerms, SweepCache};
 
@@ -170,5 +170,48 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
     /// its owner.
     fn sweep_cache(&self) -> Option<Box<dyn SweepCache<Self::Stat>>> {
         None
+    }
+
+    /// Whether the kernel's data hold latent values: missing coordinates that are part of a
+    /// chain's state, drawn inside each sweep by data augmentation
+    /// ([`ConjugateKernel::redraw_latent`]). `false` (the default) for every kernel but the
+    /// product kernel's full-covariance block over rows with missing real entries
+    /// ([`mixed::Mixed`]). Then `ln_marginal` and the predictives are those of the data
+    /// completed by the current values, and the chain's target is the joint of the partition
+    /// and the latent values, whose margin in the partition is the posterior given the
+    /// observed entries. Cost: O(1).
+    fn has_latent(&self) -> bool {
+        false
+    }
+
+    /// The current latent values in the kernel's fixed order (empty without any): what a
+    /// checkpoint records. Cost: O(latent values).
+    fn latent(&self) -> Vec<f64> {
+        Vec::new()
+    }
+
+    /// The kernel with its latent values set to `values` (a checkpoint's, in the order of
+    /// [`ConjugateKernel::latent`]). Errors if they do not fit. Cost: one kernel rebuild.
+    fn with_latent(&self, values: &[f64]) -> crate::error::Result<Self> {
+        if values.is_empty() {
+            Ok(self.clone())
+        } else {
+            Err(crate::error::Error::Usage(format!(
+                "{} latent values given to a kernel without latent values",
+                values.len()
+            )))
+        }
+    }
+
+    /// One Gibbs update of the latent values given the partition (the members of each
+    /// cluster, in a fixed order), drawing from `rng`: the kernel over the new values, or
+    /// `None` (the default) without latent values. The caller rebuilds every cluster's
+    /// statistic under the new kernel. Cost: kernel-specific (see [`mixed::Mixed`]).
+    fn redraw_latent(
+        &self,
+        _clusters: &[&[usize]],
+        _rng: &mut crate::rng::NrmmRng,
+    ) -> crate::error::Result<Option<Self>> {
+        Ok(None)
     }
 }

@@ -24,6 +24,19 @@ pub struct KernelSettings {
     pub nu: Option<f64>,
     /// How the hyperparameters of the kernels on real vectors not given follow the data.
     pub defaults: NwDefaults,
+    /// How the product kernel models a table's real columns (`None`: independently, unless a
+    /// run's pilot chooses the full block by evidence, [`crate::run::pilot`]).
+    pub mixed_real: Option<RealColumns>,
+}
+
+/// How the product kernel ([`super::mixed::Mixed`]) models a table's real columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RealColumns {
+    /// Each its own Normal-Gamma kernel, independent given the cluster.
+    Independent,
+    /// One full-covariance Normal-Wishart block, missing coordinates drawn inside the sweep.
+    Full,
 }
 
 /// How the Normal-Wishart hyperparameters the user does not give are derived from the data.

@@ -181,6 +181,17 @@ impl<K: ConjugateKernel> Partition<K> {
         }
     }
 
+    /// Recomputes every live cluster's statistic from its members and its cached log marginal
+    /// under `kernel`, after the kernel's data changed (latent values redrawn,
+    /// [`ConjugateKernel::redraw_latent`]). Members, slots and the revision stay as they are.
+    /// Cost: one batch statistic per cluster, O(n) `add`s.
+    pub fn rebuild_stats(&mut self, kernel: &K) {
+        for c in self.slots.iter_mut().flatten() {
+            c.stat = batch_stat(kernel, &c.members);
+            c.ln_m = kernel.ln_marginal(&c.stat);
+        }
+    }
+
     /// Number of non-empty clusters.
     pub fn n_clusters(&self) -> usize {
         self.n_clusters

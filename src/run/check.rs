@@ -29,6 +29,7 @@ pub const CHECK_MIN_SWEEPS: u64 = 100;
 /// labels do not fit the data, or if the value is not finite (saying what to rescale). Cost:
 /// building the partition's statistics, for Normal-Wishart O(n d² + K d³).
 pub fn log_joint<L: Copy + Ord>(model: &Model, labels: &[L]) -> Result<(f64, usize)> {
+    refuse_latent(model, "the log joint of given labels")?;
     let (ln_joint, k) = crate::with_kernel!(&model.kernel, |k| {
         let part = Partition::from_labels(k, labels)?;
         (part.ln_joint(&model.prior), part.n_clusters())
@@ -67,6 +68,21 @@ fn posterior<K: ConjugateKernel>(kernel: &K, prior: &Prior) -> Result<ExactPoste
     Ok(post)
 }
 
+/// Refuses a kernel with latent values (the product kernel's full-covariance block over rows
+/// with missing real entries, [`ConjugateKernel::has_latent`]): `what` needs the marginal of
+/// the observed entries, which has no closed form there (a chain draws the missing entries
+/// instead).
+pub fn refuse_latent(model: &Model, what: &str) -> Result<()> {
+    if crate::with_kernel!(&model.kernel, |k| k.has_latent()) {
+        return Err(Error::Usage(format!(
+            "{what} needs the marginal of the observed entries, which the full-covariance block \
+             over rows with missing real entries does not have in closed form (its chains draw \
+             the missing entries): give `mixed_real` independent"
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses kernel hyperpriors: the enumeration holds the kernel's hyperparameters fixed.
 fn refuse_kernel_hyperpriors(model: &Model, verb: &str) -> Result<()> {
     if model.spec.kernel_hyperpriors {
@@ -82,6 +98,7 @@ fn refuse_kernel_hyperpriors(model: &Model, verb: &str) -> Result<()> {
 /// points). Cost: O(B_n) in the Bell number of the points.
 pub fn exact_posterior(model: &Model) -> Result<ExactPosterior> {
     refuse_kernel_hyperpriors(model, "exact")?;
+    refuse_latent(model, "the exact posterior")?;
     crate::with_kernel!(&model.kernel, |k| posterior(k, &model.prior))
 }
 
@@ -159,6 +176,7 @@ pub fn check_sampler(
         ));
     }
     refuse_kernel_hyperpriors(model, "check-exact")?;
+    refuse_latent(model, "check-exact")?;
     let n = model.n_points();
     if n > CHECK_MAX_POINTS {
         return Err(Error::TooLarge(format!(

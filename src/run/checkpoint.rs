@@ -53,6 +53,10 @@ pub struct ChainCheckpoint<P> {
     /// hyperpriors.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_hyper: Vec<f64>,
+    /// The kernel's latent values ([`crate::kernel::ConjugateKernel::latent`]: missing
+    /// coordinates drawn inside the sweep); empty for kernels without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latent: Vec<f64>,
 }
 
 /// Writes `bytes` to `path` atomically: to a temporary file in the same directory, flushed to

@@ -3,7 +3,7 @@
 //! chose is never a surprise.
 
 use super::spec::{Budget, SamplerKind, SamplerSpec};
-use crate::model::{Model, NwDefaults, PriorKind};
+use crate::model::{Model, NwDefaults, PriorKind, RealColumns};
 use crate::prior::KPrior;
 
 /// What a run will do, in one line: `"run: DP(α = 1) mixture, Normal-Wishart kernel (scaled
@@ -51,6 +51,19 @@ pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
     let kind = model.kernel.kind();
     let kernel = if kind.scale_defaults() {
         format!("{} ({defaults})", kind.title())
+    } else if let Some(real) = m.mixed_real {
+        let chosen = m.mixed_real_choice.map_or(String::new(), |c| {
+            format!(
+                ", chosen by evidence: the full block {} nats above independent columns on {} \
+                 rows with every real entry",
+                c.full_by, c.rows
+            )
+        });
+        let real = match real {
+            RealColumns::Full => "real columns as one full-covariance block",
+            RealColumns::Independent => "real columns independent",
+        };
+        format!("{} ({real}{chosen})", kind.title())
     } else {
         kind.title().to_string()
     };

@@ -185,6 +185,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             rng: self.rng.clone(),
             aux,
             kernel_hyper: self.kernel_hyper().map(|h| h.values()).unwrap_or_default(),
+            latent: self.kernel.latent(),
         })
     }
 
@@ -231,6 +232,24 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
                         .into(),
                 )),
             };
+        let kernel = match (kernel.has_latent(), checkpoint.latent.is_empty()) {
+            (false, true) => kernel,
+            (true, false) => Cow::Owned(kernel.with_latent(&checkpoint.latent)?),
+            (true, true) => {
+                return Err(Error::Usage(
+                    "checkpoint: it holds no values of the missing real entries, but the \
+                     chain's kernel draws them inside the sweep"
+                        .into(),
+                ))
+            }
+            (false, false) => {
+                return Err(Error::Usage(
+                    "checkpoint: it holds values of missing entries, but the chain's kernel \
+                     has none to draw"
+                        .into(),
+                ))
+            }
+        };
         let partition = Partition::restore(&*kernel, &checkpoint.partition)?;
         let state = State {
             partition,
@@ -271,6 +290,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             }
             moves.push((s.mv.name(), info));
         }
+        self.redraw_latent()?;
         self.update_kernel()?;
         self.seconds += start.elapsed().as_secs_f64();
         self.sweep += 1;
@@ -307,6 +327,36 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         self.state
             .partition
             .refresh_stats(&new, |s| update.refresh_stat(&new, s));
+        self.kernel = Cow::Owned(new);
+        for s in &mut self.schedule {
+            s.mv.kernel_changed(&self.kernel, &self.state)?;
+        }
+        Ok(())
+    }
+
+    /// Redraws the kernel's latent values given the partition, when it has any
+    /// ([`ConjugateKernel::redraw_latent`]), and moves the chain onto the kernel over the new
+    /// values: every cluster's statistic rebuilt, every move told
+    /// ([`Move::kernel_changed`](crate::sampler::Move::kernel_changed)). A Gibbs step of the
+    /// joint of partition and latent values, so the sweep keeps that joint invariant. Cost:
+    /// the kernel's redraw and O(n) statistic updates.
+    fn redraw_latent(&mut self) -> Result<()> {
+        if !self.kernel.has_latent() {
+            return Ok(());
+        }
+        let new = {
+            let clusters: Vec<&[usize]> = self
+                .state
+                .partition
+                .clusters()
+                .map(|(_, c)| c.members())
+                .collect();
+            self.kernel.redraw_latent(&clusters, &mut self.rng)?
+        };
+        let Some(new) = new else {
+            return Ok(());
+        };
+        self.state.partition.rebuild_stats(&new);
         self.kernel = Cow::Owned(new);
         for s in &mut self.schedule {
             s.mv.kernel_changed(&self.kernel, &self.state)?;

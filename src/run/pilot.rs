@@ -49,6 +49,8 @@
 //! is weighed. So the pilot's time is bounded at any `N`: 6 s on two cores for 10,000
 //! points in 3 dimensions in 8 clusters, both kernels.
 
+pub mod mixed;
+
 use super::spec::{MoveSettings, SamplerSettings};
 use crate::data::Dataset;
 use crate::data::DenseData;
@@ -106,7 +108,7 @@ pub fn pilot_rows(n: usize, seed: u64) -> Option<Vec<usize>> {
 /// The fewest degrees of freedom, `n - K` per `d + 1` dimensions, of the pooled covariance
 /// that sets the scale: with fewer (a handful of points, or clusters of one or two points)
 /// the estimate is too noisy to be better than the scaled default, or singular.
-const MIN_DOF_PER_DIM: usize = 5;
+pub(super) const MIN_DOF_PER_DIM: usize = 5;
 
 /// The smallest variance, in any direction, of the pilot's scale relative to the scaled
 /// default's (the smallest eigenvalue of `Ψ₀⁻¹ Ψ`, unit-free); below it (clusters flat in a
@@ -125,7 +127,8 @@ const MIN_EVIDENCE_PER_POINT: f64 = 1.0;
 /// What [`settle`] did.
 #[derive(Debug)]
 pub enum Settled {
-    /// The model with the pilot's scale.
+    /// The model with the pilot's scale (for the product kernel: with its choice of how to
+    /// model the real columns, [`mixed`]).
     Scaled(Box<Model>),
     /// No pilot was due (the model does not ask for one, or gives its own scale).
     NotDue,
@@ -136,8 +139,14 @@ pub enum Settled {
 }
 
 /// Whether `model` asks for a pilot: [`NwDefaults::Pooled`], a Normal-Wishart or diagonal
-/// kernel, no scale given and none chosen yet.
+/// kernel, no scale given and none chosen yet; or the product kernel's choice of how to model
+/// the real columns ([`mixed::is_due`]).
 pub fn is_due(model: &Model) -> bool {
+    mixed::is_due(model) || scale_is_due(model)
+}
+
+/// Whether `model` asks for the pilot that sets the cluster scale (see [`is_due`]).
+fn scale_is_due(model: &Model) -> bool {
     let m = &model.spec;
     m.nw_defaults == NwDefaults::Pooled
         && m.nw_psi.is_none()
@@ -161,10 +170,13 @@ pub fn settled(model: Model, seed: u64) -> Result<Model> {
 /// pilot chose them. Cost: one kernel construction (two when the pilot chose the diagonal
 /// kernel, the data copied once).
 pub fn recorded(model: Model, record: &ModelSpec) -> Result<Model> {
+    if mixed::is_due(&model) {
+        return mixed::recorded(model, record);
+    }
     let (Some(psi), Some(scale)) = (&record.nw_psi, record.pilot) else {
         return Ok(model);
     };
-    if !is_due(&model) {
+    if !scale_is_due(&model) {
         return Ok(model);
     }
     // The pilot chose the diagonal kernel where the model has the Normal-Wishart one.
@@ -179,7 +191,10 @@ pub fn recorded(model: Model, record: &ModelSpec) -> Result<Model> {
 /// and returns the model with the scale it chose, or why the scaled default stays. `stop`,
 /// when set, ends the pilot (Ctrl-C). Cost: see the module documentation.
 pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Settled> {
-    if !is_due(model) {
+    if mixed::is_due(model) {
+        return mixed::settle(model, seed, stop);
+    }
+    if !scale_is_due(model) {
         return Ok(Settled::NotDue);
     }
     let Some(rows) = pilot_rows(model.n_points(), seed) else {
@@ -411,7 +426,7 @@ fn settle_labels(model: &Model, labels: &[usize]) -> Result<Settled> {
 /// [`PILOT_CHAINS`] chains of [`PILOT_SWEEPS`] sweeps of the default sampler from the
 /// default start, or `None` if `stop` ended them. Ties go to the lower chain, so the result
 /// does not depend on the order the chains finish in.
-fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
+pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
     kernel: &K,
     prior: &Prior,
     model: &Model,

@@ -4,7 +4,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrmm::data::load::Format;
 use nrmm::data::synthetic::SyntheticKind;
-use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind};
+use nrmm::model::{KernelKind, ModelSpec, NwDefaults, PriorKind, RealColumns};
 use nrmm::prior::KPrior;
 use nrmm::run::spec::SweepCount;
 use nrmm::run::{DataSource, MoveSettings, SamplerKind, SamplerSettings, Start};
@@ -195,6 +195,14 @@ pub struct ModelArgs {
     /// in 119 clusters).
     #[arg(long)]
     pub kernel_hyperpriors: bool,
+    /// How --kernel mixed models a table's real columns: `independent` (each its own
+    /// Normal-Gamma kernel) or `full` (one full-covariance Normal-Wishart block, a row's
+    /// missing real entries drawn inside each sweep from their exact conditional). Default:
+    /// for `nrmm run` on a table with at least 2 real columns, chosen by evidence from a pilot
+    /// run on the rows with every real entry (recorded in run.json and the header);
+    /// `independent` elsewhere.
+    #[arg(long, value_parser = one_of::<RealColumns>())]
+    pub mixed_real: Option<RealColumns>,
 }
 
 impl ModelArgs {
@@ -217,6 +225,8 @@ impl ModelArgs {
             hyperpriors: self.hyperpriors,
             kernel_hyperpriors: self.kernel_hyperpriors,
             pilot: None,
+            mixed_real: self.mixed_real,
+            mixed_real_choice: None,
         }
     }
 }

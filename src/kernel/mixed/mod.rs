@@ -35,8 +35,17 @@
 //! multiplier `s` of every `ψ_j`, `r`, `ν` and `β`; `s` and `β` are free under kernel
 //! hyperpriors by default (log-normal, `τ = 2`, [`super::hyperprior`]).
 //!
+//! **The real columns as one full-covariance block** ([`Mixed::full`], `mixed_real` full):
+//! the `d_r` real columns of a row are one vector with the full Normal-Wishart kernel
+//! (MATH §2.1) over the block, beside the other columns' kernels as above; its defaults are the
+//! full kernel's unit-equivariant ones, and a row's missing real coordinates are latent values
+//! of the chain, redrawn once per sweep from their exact conditional ([`block`]), so the
+//! partition's posterior is the exact one given the observed entries. The hyperparameters
+//! `s`, `r`, `ν` are then the block's (`Ψ = s Ψ₀`, `ν > d_r - 1`).
+//!
 //! Cost: a statistic holds O(d + Σ levels) numbers; add, remove and the predictive are O(d)
-//! with a few logarithms per observed entry; the marginal is O(d + Σ levels) `ln Γ`.
+//! with a few logarithms per observed entry; the marginal is O(d + Σ levels) `ln Γ`. With the
+//! block, its part costs as the Normal-Wishart kernel's in `d_r` dimensions.
 
 use std::sync::Arc;
 
@@ -49,10 +58,16 @@ use super::multinomial_dirichlet::DEFAULT_BETA;
 use super::settings::{scaled_nu_minus_d, scaled_share, KernelSettings, SCALED_R};
 use super::{ln_gamma_variate, ConjugateKernel, Kernel, ParametricKernel, PredictiveKernel};
 use super::SvaKernel;
+use super::normal_wishart::{NwPosterior, SoftNw};
+use super::{NwHyper, NwParam, NwStat};
 use crate::data::table::{ColumnType, TableData};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::math::{ln_gamma, log_sum_exp};
+
+pub mod block;
+
+use block::Block;
 
 /// `ln π`.
 const LN_PI: f64 = 1.144_729_885_849_400_2;
@@ -73,6 +88,8 @@ enum Part {
     },
     /// Count column `k`.
     Count(usize),
+    /// Coordinate `k` of the full-covariance block of real columns.
+    Block(usize),
 }
 
 /// The product kernel over a table (see the module documentation).
@@ -97,6 +114,8 @@ pub struct Mixed {
     psi: Vec<f64>,
     /// `ln Γ((ν+n+1)/2) - ln Γ((ν+n)/2)` for `n = 0..=N`.
     t_ratio: Arc<Vec<f64>>,
+    /// The real columns as one Normal-Wishart block, when they are ([`Mixed::full`]).
+    block: Option<Block>,
 }
 
 impl std::fmt::Debug for Mixed {
@@ -108,6 +127,7 @@ impl std::fmt::Debug for Mixed {
             .field("r", &self.r)
             .field("nu", &self.nu)
             .field("beta", &self.beta)
+            .field("full", &self.block.is_some())
             .finish()
     }
 }
@@ -124,11 +144,28 @@ pub struct Sums {
     counts: Vec<[f64; 3]>,
 }
 
-/// The statistic of a set of points: their number and their [`Sums`].
-#[derive(Clone, Debug, PartialEq)]
+/// The statistic of a set of points: their number, their [`Sums`] and, with the
+/// full-covariance block, its Normal-Wishart statistic.
+#[derive(Clone, Debug)]
 pub struct MixedStat {
     n: usize,
     sums: Sums,
+    block: Option<NwStat>,
+}
+
+/// Equal counts and sums, and equal block statistics (count, mean and scatter).
+impl PartialEq for MixedStat {
+    fn eq(&self, other: &Self) -> bool {
+        self.n == other.n
+            && self.sums == other.sums
+            && match (&self.block, &other.block) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    a.len() == b.len() && a.mean() == b.mean() && a.scatter() == b.scatter()
+                }
+                _ => false,
+            }
+    }
 }
 
 impl MixedStat {
@@ -169,6 +206,7 @@ impl Sums {
                     c[1] += w * v;
                     c[2] += w * ln_gamma(v + 1.0);
                 }
+                Part::Block(_) => {}
             }
         }
     }
@@ -204,6 +242,7 @@ impl Sums {
                         *c = [0.0; 3];
                     }
                 }
+                Part::Block(_) => {}
             }
         }
     }
@@ -324,6 +363,13 @@ impl MixedPriors {
     }
 }
 
+/// The indices of `table`'s real columns.
+fn real_columns(table: &TableData) -> Vec<usize> {
+    (0..table.d())
+        .filter(|&j| table.columns()[j].kind == ColumnType::Real)
+        .collect()
+}
+
 impl Mixed {
     /// The kernel over `table` with the default priors ([`MixedPriors::defaults`]).
     /// Cost: O(N d).
@@ -335,11 +381,56 @@ impl Mixed {
     /// The kernel over `table` with the given priors. Errors if their lengths do not match
     /// the table's real and count columns or a value is out of range. Cost: O(N d).
     pub fn with_priors(table: TableData, p: MixedPriors) -> Result<Self> {
+        Self::assemble(table, p, None)
+    }
+
+    /// The kernel over `table` with its real columns as one full-covariance block (see the
+    /// module documentation): the block's defaults are the full kernel's unit-equivariant
+    /// ones ([`block`]), `r` and `ν` the block's where given, `β` the categories'. Errors if
+    /// the table has fewer than 2 real columns, a real column fewer than 2 observed entries,
+    /// or `ν ≤ d_r + 1`. Cost: O(N d + N d_r² + d_r³).
+    pub fn full(table: TableData, r: Option<f64>, nu: Option<f64>, beta: Option<f64>) -> Result<Self> {
+        let cols = real_columns(&table);
+        if cols.len() < 2 {
+            return Err(Error::Usage(format!(
+                "the full-covariance block needs at least 2 real columns, but the table has {}: \
+                 give `mixed_real` independent",
+                cols.len()
+            )));
+        }
+        let block = Block::new(&table, &cols, r, nu)?;
+        let mut priors = MixedPriors::defaults(&table, r, None, beta)?;
+        priors.xi.clear();
+        priors.psi.clear();
+        priors.r = block.nw.hyper().r();
+        priors.nu = block.nw.hyper().nu();
+        Self::assemble(table, priors, Some(block))
+    }
+
+    /// The kernel over `table` with its real columns as one full-covariance block with
+    /// hyperparameters `block` (dimension: the number of real columns; `Ψ` is `Ψ₀`, `s = 1`)
+    /// and the other columns' priors `p` (whose `xi` and `psi` must be empty; its `r` and
+    /// `nu` are replaced by the block's). Errors as [`Mixed::with_priors`]. Cost: as
+    /// [`Mixed::full`].
+    pub fn full_with(table: TableData, mut p: MixedPriors, block: NwHyper) -> Result<Self> {
+        let cols = real_columns(&table);
+        let block = Block::with_hyper(&table, &cols, block)?;
+        p.r = block.nw.hyper().r();
+        p.nu = block.nw.hyper().nu();
+        Self::assemble(table, p, Some(block))
+    }
+
+    /// The kernel from its priors and, for the full-covariance block, the block. Cost: O(N d).
+    fn assemble(table: TableData, p: MixedPriors, block: Option<Block>) -> Result<Self> {
         let (n, d) = (table.n(), table.d());
         let mut parts = Vec::with_capacity(d);
-        let (mut n_real, mut n_disc, mut n_levels, mut n_count) = (0, 0, 0, 0);
+        let (mut n_real, mut n_block, mut n_disc, mut n_levels, mut n_count) = (0, 0, 0, 0, 0);
         for c in table.columns() {
             match c.kind {
+                ColumnType::Real if block.is_some() => {
+                    parts.push(Part::Block(n_block));
+                    n_block += 1;
+                }
                 ColumnType::Real => {
                     parts.push(Part::Real(n_real));
                     n_real += 1;
@@ -401,6 +492,7 @@ impl Mixed {
             beta: p.beta,
             psi: Vec::new(),
             t_ratio: Arc::new(Vec::new()),
+            block,
         };
         k.at_values(k.hyper())
     }
@@ -425,6 +517,10 @@ impl Mixed {
             }
         }
         let psi: Vec<f64> = self.psi_base.iter().map(|p| h.s * p).collect();
+        let block = match &self.block {
+            Some(b) => Some(b.at(h.s, h.r, h.nu)?),
+            None => None,
+        };
         let n = self.table.n();
         let t_ratio = (0..=n)
             .map(|m| {
@@ -439,8 +535,25 @@ impl Mixed {
             nu: h.nu,
             beta: h.beta,
             t_ratio: Arc::new(t_ratio),
+            block,
             ..self.clone()
         })
+    }
+
+    /// Whether the real columns are one full-covariance block ([`Mixed::full`]).
+    pub fn is_full(&self) -> bool {
+        self.block.is_some()
+    }
+
+    /// The block's coordinates of row `x` (a row as the kernel or [`Mixed::centre_new`]
+    /// holds it), uncentred, NaN missing.
+    fn block_coords(&self, x: &[f64]) -> Vec<f64> {
+        self.parts
+            .iter()
+            .zip(x)
+            .filter(|(p, _)| matches!(p, Part::Block(_)))
+            .map(|(_, &v)| v)
+            .collect()
     }
 
     /// The table the kernel was built on.
@@ -547,6 +660,8 @@ impl Mixed {
                     ln_gamma(a + v) - ln_gamma(a) - ln_gamma(v + 1.0) + a * (b / (b + 1.0)).ln()
                         - v * (b + 1.0).ln()
                 }
+                // The block's coordinates together: `ln_predictive_new`.
+                Part::Block(_) => 0.0,
             };
         }
         total
@@ -607,7 +722,58 @@ impl Mixed {
                         sd: (a / b * (1.0 + 1.0 / b)).sqrt(),
                     }
                 }
+                // Filled in by `profile_stat` from the block's statistic.
+                Part::Block(_) => ColumnProfile::Number {
+                    mean: f64::NAN,
+                    sd: f64::NAN,
+                },
             })
+            .collect()
+    }
+
+    /// The posterior profile of a cluster with statistic `s` ([`Mixed::profile`]); with the
+    /// full-covariance block, a real column's predictive mean and standard deviation are
+    /// those of the block's Student-t predictive. Cost: O(d + levels + d_r³).
+    pub fn profile_stat(&self, s: &MixedStat) -> Vec<ColumnProfile> {
+        let mut out = self.profile(&s.sums);
+        if let (Some(b), Some(bs)) = (&self.block, &s.block) {
+            let nan = vec![f64::NAN; b.dim()];
+            let moments = b.conditional_moments(&nan, bs);
+            for (p, o) in self.parts.iter().zip(out.iter_mut()) {
+                if let Part::Block(k) = *p {
+                    let (mean, sd) = moments[k];
+                    *o = ColumnProfile::Number { mean, sd };
+                }
+            }
+        }
+        out
+    }
+
+    /// With the full-covariance block, each missing real entry's predictive mean and standard
+    /// deviation given the clusters `labels` (`0..K`) and its row's observed real entries:
+    /// the cluster's other rows' missing coordinates are set to their conditional means given
+    /// the rest, in `passes` Gauss-Seidel passes from the kernel's current values (the
+    /// conditional-mean fixed point), then each entry's conditional Student t given the
+    /// others. As `(row, column, mean, sd)`; empty without the block. Cost: O(passes · N d_r²
+    /// + passes · incomplete rows · d_r³).
+    pub fn block_conditionals(
+        &self,
+        labels: &[usize],
+        passes: usize,
+    ) -> Vec<(usize, usize, f64, f64)> {
+        let Some(b) = &self.block else {
+            return Vec::new();
+        };
+        let cols: Vec<usize> = self
+            .parts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p, Part::Block(_)))
+            .map(|(j, _)| j)
+            .collect();
+        b.conditional_fill(labels, passes)
+            .into_iter()
+            .map(|(i, k, m, sd)| (i, cols[k], m, sd))
             .collect()
     }
 
@@ -643,6 +809,7 @@ impl ConjugateKernel for Mixed {
         MixedStat {
             n: 0,
             sums: self.empty_sums(),
+            block: self.block.as_ref().map(|b| b.nw.empty_stat()),
         }
     }
 
@@ -653,6 +820,9 @@ impl ConjugateKernel for Mixed {
     fn add(&self, s: &mut MixedStat, i: usize) {
         s.n += 1;
         s.sums.add(&self.parts, self.row(i), 1.0);
+        if let (Some(b), Some(bs)) = (&self.block, s.block.as_mut()) {
+            b.nw.add(bs, i);
+        }
     }
 
     fn remove(&self, s: &mut MixedStat, i: usize) {
@@ -663,25 +833,83 @@ impl ConjugateKernel for Mixed {
         } else {
             s.sums.remove(&self.parts, self.row(i));
         }
+        if let (Some(b), Some(bs)) = (&self.block, s.block.as_mut()) {
+            b.nw.remove(bs, i);
+        }
     }
 
     fn merge(&self, a: &mut MixedStat, b: &MixedStat) {
         a.n += b.n;
         a.sums.merge(&b.sums);
+        if let (Some(k), Some(x), Some(y)) = (&self.block, a.block.as_mut(), &b.block) {
+            k.nw.merge(x, y);
+        }
     }
 
     fn ln_marginal(&self, s: &MixedStat) -> f64 {
-        self.ln_marginal_sums(&s.sums, self.hyper())
+        let block = match (&self.block, &s.block) {
+            (Some(b), Some(bs)) => b.nw.ln_marginal(bs),
+            _ => 0.0,
+        };
+        self.ln_marginal_sums(&s.sums, self.hyper()) + block
     }
 
     fn ln_marginal_pair(&self, a: &MixedStat, b: &MixedStat) -> f64 {
         let mut sums = a.sums.clone();
         sums.merge(&b.sums);
-        self.ln_marginal_sums(&sums, self.hyper())
+        let block = match (&self.block, &a.block, &b.block) {
+            (Some(k), Some(x), Some(y)) => k.nw.ln_marginal_pair(x, y),
+            _ => 0.0,
+        };
+        self.ln_marginal_sums(&sums, self.hyper()) + block
     }
 
     fn ln_predictive(&self, i: usize, s: &MixedStat) -> f64 {
-        self.ln_predictive_row(self.row(i), &s.sums)
+        let block = match (&self.block, &s.block) {
+            (Some(b), Some(bs)) => b.nw.ln_predictive(i, bs),
+            _ => 0.0,
+        };
+        self.ln_predictive_row(self.row(i), &s.sums) + block
+    }
+
+    /// With the full-covariance block over rows with a missing real entry: those entries
+    /// (see the module documentation of [`block`]).
+    fn has_latent(&self) -> bool {
+        self.block.as_ref().is_some_and(Block::has_missing)
+    }
+
+    fn latent(&self) -> Vec<f64> {
+        self.block.as_ref().map(Block::latent).unwrap_or_default()
+    }
+
+    fn with_latent(&self, values: &[f64]) -> Result<Self> {
+        match &self.block {
+            Some(b) => Ok(Mixed {
+                block: Some(b.with_latent(values)?),
+                ..self.clone()
+            }),
+            None if values.is_empty() => Ok(self.clone()),
+            None => Err(Error::Usage(format!(
+                "{} latent values given to the product kernel without a full-covariance block",
+                values.len()
+            ))),
+        }
+    }
+
+    /// [`Block::redraw`]: one Gibbs pass over the missing real coordinates given the
+    /// clusters.
+    fn redraw_latent(
+        &self,
+        clusters: &[&[usize]],
+        rng: &mut crate::rng::NrmmRng,
+    ) -> Result<Option<Self>> {
+        let Some(b) = &self.block else {
+            return Ok(None);
+        };
+        Ok(b.redraw(clusters, rng)?.map(|b| Mixed {
+            block: Some(b),
+            ..self.clone()
+        }))
     }
 }
 
@@ -693,8 +921,12 @@ impl HyperKernel for Mixed {
         vec![self.s, self.r, self.nu, self.beta]
     }
 
-    fn hyper_offset(&self, _: usize) -> f64 {
-        0.0
+    /// `ν > d_r - 1` for the full-covariance block.
+    fn hyper_offset(&self, j: usize) -> f64 {
+        match &self.block {
+            Some(b) if j == 2 => b.dim() as f64 - 1.0,
+            _ => 0.0,
+        }
     }
 
     fn hyper_default_sd(&self, j: usize) -> f64 {
@@ -718,7 +950,11 @@ impl HyperKernel for Mixed {
             nu: h[2],
             beta: h[3],
         };
-        self.ln_marginal_sums(&s.sums, h)
+        let block = match (&self.block, &s.block) {
+            (Some(b), Some(bs)) => b.nw.ln_marginal_at(bs, &[h.s, h.r, h.nu]),
+            _ => 0.0,
+        };
+        self.ln_marginal_sums(&s.sums, h) + block
     }
 
     fn with_hyper_values(&self, h: &[f64]) -> Result<Self> {
@@ -736,8 +972,12 @@ impl HyperKernel for Mixed {
         })
     }
 
-    /// Nothing is cached in a statistic.
-    fn refresh_stat(&self, _: &mut MixedStat) {}
+    /// Nothing is cached in a statistic but the block's factor of `Ψ_n`.
+    fn refresh_stat(&self, s: &mut MixedStat) {
+        if let (Some(b), Some(bs)) = (&self.block, s.block.as_mut()) {
+            b.nw.refresh_stat(bs);
+        }
+    }
 }
 
 /// A component's parameters: per real column its mean (centred) and precision; per
@@ -749,9 +989,27 @@ pub struct MixedParam {
     precision: Vec<f64>,
     ln_p: Vec<f64>,
     ln_rate: Vec<f64>,
+    /// The full-covariance block's mean and precision.
+    block: Option<NwParam>,
 }
 
 impl Mixed {
+    /// Draws parameters from the posterior given the statistic `s`: the block's (first, when
+    /// there is one), then the other columns'. Cost: O(d + levels) variates, and the block's
+    /// Normal-Wishart draw.
+    fn draw_stat<R: Rng + ?Sized>(
+        &self,
+        s: &MixedStat,
+        rng: &mut R,
+        out: &mut MixedParam,
+    ) -> Result<()> {
+        if let (Some(b), Some(bs)) = (&self.block, &s.block) {
+            let p = out.block.get_or_insert_with(|| b.nw.new_param());
+            b.nw.sample_posterior(bs, rng, p)?;
+        }
+        self.draw(&s.sums, rng, out)
+    }
+
     /// Draws parameters from the posterior given sums `s`. Cost: O(d + levels) variates.
     fn draw<R: Rng + ?Sized>(&self, s: &Sums, rng: &mut R, out: &mut MixedParam) -> Result<()> {
         out.mu.resize(self.n_real, 0.0);
@@ -803,6 +1061,7 @@ impl ParametricKernel for Mixed {
             precision: vec![1.0; self.n_real],
             ln_p: vec![0.0; self.n_levels],
             ln_rate: vec![0.0; self.n_count],
+            block: self.block.as_ref().map(|b| b.nw.new_param()),
         }
     }
 
@@ -812,7 +1071,7 @@ impl ParametricKernel for Mixed {
         rng: &mut R,
         out: &mut MixedParam,
     ) -> Result<()> {
-        self.draw(&s.sums, rng, out)
+        self.draw_stat(s, rng, out)
     }
 
     fn new_moments(&self) -> MixedStat {
@@ -837,7 +1096,7 @@ impl ParametricKernel for Mixed {
         rng: &mut R,
         out: &mut MixedParam,
     ) -> Result<()> {
-        self.draw(&m.sums, rng, out)
+        self.draw_stat(m, rng, out)
     }
 
     /// The observed entries' log densities; a missing entry's factor is 1.
@@ -855,7 +1114,11 @@ impl ParametricKernel for Mixed {
                 }
                 Part::Discrete { offset, .. } => t.ln_p[offset + v as usize],
                 Part::Count(k) => v * t.ln_rate[k] - t.ln_rate[k].exp() - ln_gamma(v + 1.0),
+                Part::Block(_) => 0.0,
             };
+        }
+        if let (Some(b), Some(p)) = (&self.block, &t.block) {
+            total += b.nw.ln_f(i, p);
         }
         total
     }
@@ -863,8 +1126,11 @@ impl ParametricKernel for Mixed {
     /// Normal-Gamma densities in `(μ, λ)`, Dirichlet densities in the first `L - 1`
     /// probabilities, Gamma densities in the rates. Cost: O(d + levels) `ln Γ`.
     fn ln_posterior_density(&self, s: &MixedStat, t: &MixedParam) -> f64 {
+        let mut total = match (&self.block, &s.block, &t.block) {
+            (Some(b), Some(bs), Some(p)) => b.nw.ln_posterior_density(bs, p),
+            _ => 0.0,
+        };
         let s = &s.sums;
-        let mut total = 0.0;
         for (k, &[n, mean, m2]) in s.real.iter().enumerate() {
             let (r_n, nu_n) = (self.r + n, self.nu + n);
             let psi_n = self.psi[k] + m2 + self.r * n / r_n * mean * mean;
@@ -904,16 +1170,25 @@ impl PredictiveKernel for Mixed {
         data.n()
     }
 
+    /// With the full-covariance block, its observed coordinates' margin of the cluster's
+    /// predictive ([`Block::ln_predictive_observed`]).
     fn ln_predictive_new(&self, data: &TableData, j: usize, s: &MixedStat) -> Result<f64> {
-        Ok(self.ln_predictive_row(&self.centre_new(data, j), &s.sums))
+        let x = self.centre_new(data, j);
+        let block = match (&self.block, &s.block) {
+            (Some(b), Some(bs)) => b.ln_predictive_observed(&self.block_coords(&x), bs),
+            _ => 0.0,
+        };
+        Ok(self.ln_predictive_row(&x, &s.sums) + block)
     }
 }
 
-/// A soft statistic: the total weight and the weighted [`Sums`].
-#[derive(Clone, Debug, PartialEq)]
+/// A soft statistic: the total weight, the weighted [`Sums`] and, with the full-covariance
+/// block, its soft Normal-Wishart statistic.
+#[derive(Clone, Debug)]
 pub struct SoftMixed {
     w: f64,
     sums: Sums,
+    block: Option<SoftNw>,
 }
 
 /// A component's posterior for SVA reports: its weight and its profile per column.
@@ -925,7 +1200,18 @@ pub struct MixedPosterior {
     pub columns: Vec<ColumnProfile>,
 }
 
-/// Weighted sums: a row of weight `ρ` adds `ρ` to each observed entry's column.
+impl Mixed {
+    /// The block's coordinates of an SVA point (centred at the block's `ξ`).
+    fn soft_block_point(&self, p: &[f64]) -> Vec<f64> {
+        self.block_coords(p)
+    }
+}
+
+/// Weighted sums: a row of weight `ρ` adds `ρ` to each observed entry's column. With the
+/// full-covariance block, its coordinates are the Normal-Wishart kernel's soft statistic over
+/// the rows as the kernel holds them (a missing coordinate at its current value: its
+/// column's mean in a model as built), so an SVA fit or start treats them as observed there;
+/// new rows must have every real entry.
 impl SvaKernel for Mixed {
     type Soft = SoftMixed;
     type Point = Vec<f64>;
@@ -935,6 +1221,10 @@ impl SvaKernel for Mixed {
         Ok(SoftMixed {
             w: 0.0,
             sums: self.empty_sums(),
+            block: match &self.block {
+                Some(b) => Some(b.nw.soft_empty()?),
+                None => None,
+            },
         })
     }
 
@@ -949,38 +1239,96 @@ impl SvaKernel for Mixed {
     fn load_point(&self, i: usize, p: &mut Vec<f64>) {
         p.clear();
         p.extend_from_slice(self.row(i));
+        if let Some(b) = &self.block {
+            let y = b.nw.centred_point(i);
+            for (v, part) in p.iter_mut().zip(self.parts.iter()) {
+                if let Part::Block(k) = *part {
+                    *v = y[k];
+                }
+            }
+        }
     }
 
     fn load_new(&self, data: &TableData, j: usize, p: &mut Vec<f64>) -> Result<()> {
         self.check_new(data)?;
         *p = self.centre_new(data, j);
+        if let Some(b) = &self.block {
+            let xi = b.nw.hyper().xi();
+            for (c, (v, part)) in p.iter_mut().zip(self.parts.iter()).enumerate() {
+                if let Part::Block(k) = *part {
+                    if v.is_nan() {
+                        return Err(Error::Usage(format!(
+                            "row {} of `new` has no value in real column \"{}\": an SVA fit with \
+                             the full-covariance block needs every real entry of new rows",
+                            j + 1,
+                            data.columns()[c].name
+                        )));
+                    }
+                    *v -= xi[k];
+                }
+            }
+        }
         Ok(())
     }
 
     fn soft_ln_predictive(&self, p: &Vec<f64>, s: &SoftMixed) -> f64 {
-        self.ln_predictive_row(p, &s.sums)
+        let block = match (&self.block, &s.block) {
+            (Some(b), Some(sb)) => b.nw.soft_ln_predictive(&self.soft_block_point(p), sb),
+            _ => 0.0,
+        };
+        self.ln_predictive_row(p, &s.sums) + block
     }
 
     fn soft_add(&self, s: &mut SoftMixed, p: &Vec<f64>, weight: f64) {
         if weight > 0.0 {
             s.w += weight;
             s.sums.add(&self.parts, p, weight);
+            if let (Some(b), Some(sb)) = (&self.block, s.block.as_mut()) {
+                b.nw.soft_add(sb, &self.soft_block_point(p), weight);
+            }
         }
     }
 
     fn soft_merge(&self, a: &mut SoftMixed, b: &SoftMixed) {
         a.w += b.w;
         a.sums.merge(&b.sums);
+        if let (Some(k), Some(x), Some(y)) = (&self.block, a.block.as_mut(), &b.block) {
+            k.nw.soft_merge(x, y);
+        }
     }
 
     fn soft_ln_marginal(&self, s: &SoftMixed) -> f64 {
-        self.ln_marginal_sums(&s.sums, self.hyper())
+        let block = match (&self.block, &s.block) {
+            (Some(b), Some(sb)) => b.nw.soft_ln_marginal(sb),
+            _ => 0.0,
+        };
+        self.ln_marginal_sums(&s.sums, self.hyper()) + block
     }
 
     fn posterior(&self, s: &SoftMixed) -> MixedPosterior {
+        let mut columns = self.profile(&s.sums);
+        if let (Some(b), Some(sb)) = (&self.block, &s.block) {
+            let post: NwPosterior = b.nw.posterior(sb);
+            let d = b.dim();
+            // The Student-t predictive's mean and variance Ψ_w,kk (r_w+1)/(r_w (ν_w-d-1)).
+            for (part, c) in self.parts.iter().zip(columns.iter_mut()) {
+                if let Part::Block(k) = *part {
+                    let dof = post.nu - d as f64 - 1.0;
+                    let var = if dof > 0.0 {
+                        post.psi[k * d + k] * (post.r + 1.0) / (post.r * dof)
+                    } else {
+                        f64::INFINITY
+                    };
+                    *c = ColumnProfile::Number {
+                        mean: post.mean[k],
+                        sd: var.sqrt(),
+                    };
+                }
+            }
+        }
         MixedPosterior {
             weight: s.w,
-            columns: self.profile(&s.sums),
+            columns,
         }
     }
 }
@@ -1023,7 +1371,12 @@ impl Kernel for Mixed {
                 ))
             }
         };
-        Mixed::new(table, settings.r, settings.nu, settings.beta)
+        match settings.mixed_real {
+            Some(super::settings::RealColumns::Full) => {
+                Mixed::full(table, settings.r, settings.nu, settings.beta)
+            }
+            _ => Mixed::new(table, settings.r, settings.nu, settings.beta),
+        }
     }
 
     fn dim(&self) -> usize {
