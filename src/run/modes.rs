@@ -79,7 +79,8 @@ fn far(best: &ChainPlace, other: &ChainPlace) -> bool {
 }
 
 /// The advice for chains that disagree (see the module documentation): each chain's place,
-/// the best first, and what to do; `command` is the run's command line and `longer` the
+/// the best first, and what to do; `command` is the run's command line (empty where there is
+/// none, as in a library call: the advice then names the parameters) and `longer` the
 /// sweeps per chain that would make them agree with the seconds a chain would take. None
 /// with fewer than two places. Cost O(chains).
 pub fn mode_advice(
@@ -122,10 +123,17 @@ pub fn mode_advice(
              height and mix slowly there, and will agree given more sweeps",
         );
         if let Some((sweeps, seconds)) = longer {
+            let run = if command.is_empty() {
+                format!("`sweeps` {sweeps}")
+            } else {
+                format!(
+                    "`{}`",
+                    with_args(command, "--sweeps", &sweeps.to_string(), "-longer")
+                )
+            };
             let _ = write!(
                 text,
-                ": `{}` (about {} per chain at this run's speed)",
-                with_args(command, "--sweeps", &sweeps.to_string(), "-longer"),
+                ": {run} (about {} per chain at this run's speed)",
                 duration(seconds)
             );
         }
@@ -141,7 +149,7 @@ pub fn mode_advice(
         ". Chain{} {} sit{} at least {gap:.0} nats below chain {}: each of {} states is about \
          e^-{gap:.0} as probable as one of chain {}'s, so unless {} mode is far wider it holds \
          a negligible share of the posterior and the chain is stuck there. To check in one \
-         run, start every chain from chain {}'s last state: `{}`; if they stay at its log \
+         run, start every chain from chain {}'s last state: {}; if they stay at its log \
          joint, the lower chains were stuck and that run's estimate stands",
         if stuck.len() > 1 { "s" } else { "" },
         stuck.join(", "),
@@ -151,7 +159,11 @@ pub fn mode_advice(
         best.chain,
         if stuck.len() > 1 { "their" } else { "its" },
         best.chain,
-        with_start(command, &best.last_state),
+        if command.is_empty() {
+            format!("`init` labels:{}", best.last_state)
+        } else {
+            format!("`{}`", with_start(command, &best.last_state))
+        },
     );
     Some(text)
 }
@@ -280,6 +292,17 @@ mod tests {
             "{near}"
         );
         assert!(mode_advice(&places[..1], &command, None).is_none());
+        // Without a command line (a library call) the advice names the parameters.
+        let text = mode_advice(&places, &[], Some((4000, 300.0))).unwrap();
+        assert!(
+            text.contains("last state: `init` labels:r/chain-1/labels.txt;"),
+            "{text}"
+        );
+        let near = mode_advice(&places[1..], &[], Some((4000, 300.0))).unwrap();
+        assert!(
+            near.contains("more sweeps: `sweeps` 4000 (about 5 min"),
+            "{near}"
+        );
     }
 
     #[test]
