@@ -134,21 +134,28 @@ fn run_starts_from_an_sva_fit() {
     assert!(settings.contains("\"sva\""), "{settings}");
 }
 
+/// The Pitman-Yor and MFM priors the tests below fit, by name, as command-line arguments.
+const GIBBS_TYPE: [(&str, &[&str]); 2] = [
+    (
+        "py",
+        &["--prior", "py", "--alpha", "-0.2", "--sigma", "0.4"],
+    ),
+    (
+        "mfm",
+        &["--prior", "mfm", "--gamma", "1", "--k-prior", "poisson:3"],
+    ),
+];
+
 /// `nrmm sva` by the Pitman-Yor and MFM urns: the three blobs found, the rule recorded in
 /// `summary.json`; Pitman-Yor with `σ = 0` gives the DP's labels with `α = θ`.
 #[test]
 fn sva_fits_by_the_pitman_yor_and_mfm_urns() {
     let dir = TempDir::new("gibbs-type");
     let (x, y) = blobs(&dir);
+    let [py, mfm] = GIBBS_TYPE;
     for (name, prior) in [
-        (
-            "py",
-            &["--prior", "py", "--alpha", "-0.2", "--sigma", "0.4"][..],
-        ),
-        (
-            "mfm",
-            &["--prior", "mfm", "--gamma", "1", "--k-prior", "poisson:3"][..],
-        ),
+        py,
+        mfm,
         (
             "py0",
             &["--prior", "py", "--alpha", "2", "--sigma", "0"][..],
@@ -194,16 +201,7 @@ fn sva_fits_by_the_pitman_yor_and_mfm_urns() {
 fn gibbs_type_runs_start_from_their_urn() {
     let dir = TempDir::new("init-gibbs-type");
     let (x, _) = blobs(&dir);
-    for (name, prior) in [
-        (
-            "py",
-            &["--prior", "py", "--alpha", "-0.2", "--sigma", "0.4"][..],
-        ),
-        (
-            "mfm",
-            &["--prior", "mfm", "--gamma", "1", "--k-prior", "poisson:3"][..],
-        ),
-    ] {
+    for (name, prior) in GIBBS_TYPE {
         for (init, sampler) in [("sva", "sams"), ("auto", "subcluster")] {
             let out = dir.arg(&format!("{name}-{init}"));
             let mut args = vec![

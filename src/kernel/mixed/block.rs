@@ -274,25 +274,14 @@ impl Block {
         let data = self.nw.data();
         let (n, d) = (data.n(), data.d());
         let xi = self.nw.hyper().xi();
-        let mut mask = vec![false; n * d];
-        let mut incomplete = vec![false; n];
-        for &(i, k) in self.missing.iter() {
-            mask[i * d + k] = true;
-            incomplete[i] = true;
-        }
+        let (mask, incomplete) = self.masks(n, d);
         let mut x = data.values().to_vec();
         let mut y = vec![0.0; d];
         for members in clusters {
             if !members.iter().any(|&i| incomplete[i]) {
                 continue;
             }
-            // Raw moments of the cluster's rows centred at ξ.
-            let mut sum = vec![0.0; d];
-            let mut outer = vec![0.0; d * d];
-            for &i in members.iter() {
-                centre(&x[i * d..(i + 1) * d], xi, &mut y);
-                accumulate(&mut sum, &mut outer, &y, 1.0);
-            }
+            let (mut sum, mut outer) = centred_moments(members, &x, xi, &mut y);
             let mut m = members.len();
             for &i in members.iter().filter(|&&i| incomplete[i]) {
                 centre(&x[i * d..(i + 1) * d], xi, &mut y);
@@ -324,12 +313,7 @@ impl Block {
         let data = self.nw.data();
         let (n, d) = (data.n(), data.d());
         let xi = self.nw.hyper().xi();
-        let mut mask = vec![false; n * d];
-        let mut incomplete = vec![false; n];
-        for &(i, k) in self.missing.iter() {
-            mask[i * d + k] = true;
-            incomplete[i] = true;
-        }
+        let (mask, incomplete) = self.masks(n, d);
         let k = labels.iter().max().map_or(0, |m| m + 1);
         let mut members = vec![Vec::new(); k];
         for (i, &l) in labels.iter().enumerate() {
@@ -343,12 +327,7 @@ impl Block {
                 if !members.iter().any(|&i| incomplete[i]) {
                     continue;
                 }
-                let mut sum = vec![0.0; d];
-                let mut outer = vec![0.0; d * d];
-                for &i in members.iter() {
-                    centre(&x[i * d..(i + 1) * d], xi, &mut y);
-                    accumulate(&mut sum, &mut outer, &y, 1.0);
-                }
+                let (mut sum, mut outer) = centred_moments(members, &x, xi, &mut y);
                 let m = members.len();
                 for &i in members.iter().filter(|&&i| incomplete[i]) {
                     centre(&x[i * d..(i + 1) * d], xi, &mut y);
@@ -383,6 +362,18 @@ impl Block {
                 (i, c, m, sd)
             })
             .collect()
+    }
+
+    /// Per coordinate of the `n × d` data whether it is missing, and per row whether any of
+    /// its coordinates is. Cost: O(n d).
+    fn masks(&self, n: usize, d: usize) -> (Vec<bool>, Vec<bool>) {
+        let mut mask = vec![false; n * d];
+        let mut incomplete = vec![false; n];
+        for &(i, k) in self.missing.iter() {
+            mask[i * d + k] = true;
+            incomplete[i] = true;
+        }
+        (mask, incomplete)
     }
 
     /// The predictive Student t of a cluster of `m` rows with centred sum `sum` and raw
@@ -510,6 +501,20 @@ fn centre(x: &[f64], xi: &[f64], y: &mut [f64]) {
     for ((y, v), m) in y.iter_mut().zip(x).zip(xi) {
         *y = v - m;
     }
+}
+
+/// The raw moments of the rows `members` of `x` (`d` columns, `d = xi.len()`) centred at
+/// `xi`: their sum and the sum of their outer products (`d × d`); `y` is scratch of length
+/// `d`. Cost: O(|members| d²).
+fn centred_moments(members: &[usize], x: &[f64], xi: &[f64], y: &mut [f64]) -> (Vec<f64>, Vec<f64>) {
+    let d = xi.len();
+    let mut sum = vec![0.0; d];
+    let mut outer = vec![0.0; d * d];
+    for &i in members {
+        centre(&x[i * d..(i + 1) * d], xi, y);
+        accumulate(&mut sum, &mut outer, y, 1.0);
+    }
+    (sum, outer)
 }
 
 /// Adds `sign` times `y` to `sum` and `sign · y yᵀ` to `outer`.
