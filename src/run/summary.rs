@@ -108,6 +108,29 @@ fn rhat_warning(name: &str, rhat: f64, try_sweeps: u64) -> Option<String> {
 /// 2021 ask for 400 before reading R-hat).
 pub(crate) const ESS_WANTED: f64 = 400.0;
 
+/// The warning for a quantity whose R-hat passes but whose bulk ESS is below [`ESS_WANTED`]
+/// (and that is not constant, see [`agrees`]), with the sweeps per chain to try.
+///
+/// **Why.** An R-hat from fewer effective draws is itself unreliable (Vehtari et al. 2021
+/// read it only from 400 on), and the Monte Carlo error of the quantity's mean, `sd/√ESS`,
+/// is larger than the summary's other figures suggest. A run that reached its most sweeps
+/// with R-hat fine but K's ESS at 321 (airquality, 16,000 sweeps) said nothing of it before.
+fn ess_warning(name: &str, s: &SeriesSummary, try_sweeps: u64) -> Option<String> {
+    (s.rhat <= RHAT_LIMIT && s.ess_bulk < ESS_WANTED && !agrees(s)).then(|| {
+        // Rounded as the summary's table shows it, unless that reads as 400.
+        let mut ess = format!("{:.0}", s.ess_bulk);
+        if ess.parse::<f64>().is_ok_and(|e| e >= ESS_WANTED) {
+            ess = format!("{:.1}", s.ess_bulk.min(ESS_WANTED - 0.05));
+        }
+        format!(
+            "the bulk ESS of {name} is {ess} < {ESS_WANTED}, too few effective draws to trust \
+             its R-hat ({:.3}) and its estimates' precision; run longer (try `sweeps` \
+             {try_sweeps})",
+            s.rhat
+        )
+    })
+}
+
 /// The sweeps per chain to suggest when the chains have not mixed: the longest chain's
 /// sweeps times the factor by which the bulk ESS `ess` falls short of [`ESS_WANTED`], at
 /// least 2 and at most 10 (the ESS of unmixed chains says little beyond "much longer").
@@ -552,6 +575,7 @@ impl Summary {
                 warnings.push(w);
                 mixed &= !matches!(name.as_str(), "log_joint" | "n_clusters");
             }
+            warnings.extend(ess_warning(name, s, longer_run(&chains, s.ess_bulk)));
         }
         if !mixed {
             let places: Vec<ChainPlace> = chains
@@ -946,5 +970,44 @@ mod tests {
             "{w}"
         );
         assert!(w.ends_with("(try `sweeps` 10000)"), "{w}");
+    }
+
+    #[test]
+    fn ess_warnings_come_only_where_r_hat_passes_on_too_few_draws() {
+        let series = |rhat: f64, ess_bulk: f64, sd: f64| SeriesSummary {
+            chains: 4,
+            draws: 4000,
+            mean: 8.2,
+            sd,
+            ess_bulk,
+            ess_tail: ess_bulk,
+            rhat,
+        };
+        let w = ess_warning("n_clusters", &series(1.003, 321.4, 0.4), 32000).unwrap();
+        assert!(
+            w.starts_with("the bulk ESS of n_clusters is 321 < 400, too few effective draws"),
+            "{w}"
+        );
+        assert!(w.contains("its R-hat (1.003)"), "{w}");
+        assert!(w.ends_with("(try `sweeps` 32000)"), "{w}");
+        let w = ess_warning("n_clusters", &series(1.003, 399.7, 0.4), 10).unwrap();
+        assert!(
+            w.starts_with("the bulk ESS of n_clusters is 399.7 < 400"),
+            "{w}"
+        );
+        // Enough draws; R-hat's own warning; a constant series; a series too short to judge.
+        assert_eq!(
+            ess_warning("n_clusters", &series(1.003, 400.0, 0.4), 10),
+            None
+        );
+        assert_eq!(
+            ess_warning("n_clusters", &series(1.2, 100.0, 0.4), 10),
+            None
+        );
+        assert_eq!(
+            ess_warning("n_clusters", &series(f64::NAN, f64::NAN, 0.0), 10),
+            None
+        );
+        assert_eq!(ess_warning("n_clusters", &series(1.0, 50.0, 0.0), 10), None);
     }
 }
