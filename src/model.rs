@@ -349,6 +349,67 @@ pub struct Model {
     /// Why the kernel differs from the default one asked for, when it does (one line, for
     /// the user to hear; see [`ModelSpec::kernel_for`]).
     pub kernel_note: Option<String>,
+    /// The data's columns the kernel models, when constant columns were left out
+    /// ([`KeptColumns`]); `None` when it models them all.
+    pub columns: Option<KeptColumns>,
+}
+
+/// The columns of a dense data set that a Gaussian kernel models when the data's other
+/// columns are constant (every point has the same value there).
+///
+/// **Why they are left out.** A column with one value cannot tell clusters apart: modelled
+/// as a point mass it gives every partition the same likelihood. A Gaussian kernel whose
+/// scale is fitted to the data gets a zero variance there instead, which the defaults floor
+/// to a tiny one; with no scatter in that column, each cluster's marginal then grows with its
+/// size alone (a ratio of gamma functions), so every constant column pushes clusters to merge,
+/// hides the data's covariance from the full kernel, and blocks the pilot's pooled scale. On
+/// the 8 × 8 digit images (1797 × 64, three constant border pixels) the default run gave ARI
+/// 0.10 against the digit labels with them and 0.48 without. Cost to find them: O(N d).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptColumns {
+    /// The data's number of columns.
+    pub of: usize,
+    /// The columns modelled (0-based, increasing).
+    pub kept: Vec<usize>,
+}
+
+impl KeptColumns {
+    /// The columns left out, 0-based. Cost: O(d).
+    pub fn left_out(&self) -> Vec<usize> {
+        (0..self.of)
+            .filter(|j| self.kept.binary_search(j).is_err())
+            .collect()
+    }
+
+    /// One line for the user: which columns were left out and why (1-based, the first ten).
+    pub fn note(&self) -> String {
+        let out = self.left_out();
+        let mut named: Vec<String> = out.iter().take(10).map(|j| (j + 1).to_string()).collect();
+        if out.len() > 10 {
+            named.push(format!("{} more", out.len() - 10));
+        }
+        let list = match named.len() {
+            1 => format!("column {} is", named[0]),
+            _ => {
+                let last = named.pop().unwrap_or_default();
+                format!("columns {} and {last} are", named.join(", "))
+            }
+        };
+        format!(
+            "{list} constant: left out of the model, which sees the other {} of {} columns (a \
+             column with one value cannot tell clusters apart)",
+            self.kept.len(),
+            self.of
+        )
+    }
+
+    /// `new` points of the data's `of` columns, reduced to the kept ones; errors when they
+    /// have another number of columns (named `` `new` `` for front ends to rename). Cost:
+    /// O(m · kept).
+    pub fn select(&self, new: &crate::data::DenseData) -> Result<crate::data::DenseData> {
+        crate::kernel::settings::check_dense_new(self.of, new)?;
+        new.select_columns(&self.kept)
+    }
 }
 
 impl Model {
@@ -357,7 +418,41 @@ impl Model {
     /// [`ModelSpec::build_kernel`]) and the fingerprint. Errors name the parameter to change.
     /// Cost: the kernel's construction (for Normal-Wishart defaults O(N d² + d³)) and a pass
     /// over the data.
+    ///
+    /// Constant columns of dense data are left out of a Gaussian kernel (the Normal-Wishart or
+    /// diagonal one, asked for or chosen) when some column varies and no `xi` or `psi` was
+    /// given (a pilot's `psi`, recorded with its run, is over the kept columns) ([`KeptColumns`]);
+    /// the fingerprint is the whole data's.
     pub fn build(spec: &ModelSpec, data: Dataset) -> Result<Model> {
+        let gaussian = matches!(spec.kernel, None | Some(KernelKind::Nw | KernelKind::Diag));
+        // A scale a pilot chose is over the kept columns; one given is over all of them.
+        let given = spec.nw_xi.is_some() || (spec.nw_psi.is_some() && spec.pilot.is_none());
+        let (data, reduced) = match data {
+            Dataset::Dense(x) if gaussian && !given => {
+                let kept = x.varying_columns();
+                if kept.is_empty() || kept.len() == x.d() {
+                    (Dataset::Dense(x), None)
+                } else {
+                    let reduced = x.select_columns(&kept)?;
+                    let columns = KeptColumns { of: x.d(), kept };
+                    let whole = crate::data::Fingerprint::of(&Dataset::Dense(x));
+                    (Dataset::Dense(reduced), Some((columns, whole)))
+                }
+            }
+            other => (other, None),
+        };
+        let mut model = Self::build_all_columns(spec, data)?;
+        if let Some((columns, whole)) = reduced {
+            model.fingerprint = whole;
+            model.columns = Some(columns);
+        }
+        Ok(model)
+    }
+
+    /// [`Model::build`] over every column of `data`, constant or not: the model of a pilot's
+    /// subsample, whose kernel must keep the whole model's columns. Cost: as
+    /// [`Model::build`].
+    pub fn build_all_columns(spec: &ModelSpec, data: Dataset) -> Result<Model> {
         let prior = spec.build_prior()?;
         let choice = spec.kernel_for(&data);
         choice.kind.check_settings(&spec.kernel_settings(), &data)?;
@@ -384,6 +479,7 @@ impl Model {
             prior,
             fingerprint,
             kernel_note: choice.reason,
+            columns: None,
         })
     }
 
@@ -422,6 +518,7 @@ impl Model {
             prior: self.prior.clone(),
             fingerprint: self.fingerprint.clone(),
             kernel_note: self.kernel_note.clone(),
+            columns: self.columns.clone(),
         })
     }
 
@@ -443,6 +540,49 @@ mod tests {
     use crate::sampler::{Gibbs, GibbsScan, Move, RngChooser, Sams, State};
     use proptest::prelude::*;
     use rand_distr::Distribution;
+
+    #[test]
+    fn constant_columns_are_found_selected_and_named() {
+        let x = DenseData::from_rows(&[
+            vec![1.0, 5.0, 0.5, 7.0],
+            vec![2.0, 5.0, 0.5, 7.0],
+            vec![1.5, 5.0, 0.25, 7.0],
+        ])
+        .unwrap();
+        assert_eq!(x.varying_columns(), vec![0, 2]);
+        let kept = KeptColumns {
+            of: 4,
+            kept: x.varying_columns(),
+        };
+        assert_eq!(kept.left_out(), vec![1, 3]);
+        let reduced = kept.select(&x).unwrap();
+        assert_eq!(reduced.values(), &[1.0, 0.5, 2.0, 0.5, 1.5, 0.25]);
+        assert!(kept
+            .note()
+            .starts_with("columns 2 and 4 are constant: left out"));
+        let one = KeptColumns {
+            of: 3,
+            kept: vec![0, 2],
+        };
+        assert!(one.note().starts_with("column 2 is constant: left out"));
+        let many = KeptColumns {
+            of: 20,
+            kept: vec![19],
+        };
+        assert!(
+            many.note()
+                .starts_with("columns 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 9 more are constant"),
+            "{}",
+            many.note()
+        );
+        let model = Model::build(&ModelSpec::default(), Dataset::Dense(x.clone())).unwrap();
+        assert_eq!(model.columns, Some(kept));
+        assert_eq!(
+            model.fingerprint,
+            crate::data::Fingerprint::of(&Dataset::Dense(x))
+        );
+        assert_eq!(model.kernel.dim(), 2);
+    }
 
     /// Labels after `sweeps` sweeps of SAMS and Gibbs from one cluster, seed `seed`, under the
     /// default model of `x`.

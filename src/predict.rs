@@ -82,10 +82,15 @@ pub fn predict<L: Copy + Ord>(
 ) -> Result<Predictions> {
     let p = &model.prior;
     // New rows for a table's run take its columns, types and level codes by name.
+    // New points of a model that left constant columns out lose the same columns.
     let aligned;
-    let new = match (&model.kernel, new) {
-        (AnyKernel::Mixed(k), Dataset::Table(_) | Dataset::Dense(_)) => {
+    let new = match (&model.kernel, new, &model.columns) {
+        (AnyKernel::Mixed(k), Dataset::Table(_) | Dataset::Dense(_), _) => {
             aligned = Dataset::Table(crate::data::table::align_to(new, k.table())?);
+            &aligned
+        }
+        (_, Dataset::Dense(x), Some(columns)) => {
+            aligned = Dataset::Dense(columns.select(x)?);
             &aligned
         }
         _ => new,

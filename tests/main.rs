@@ -16,6 +16,7 @@ mod support;
 mod tree_support;
 
 mod cli;
+mod constant_columns;
 mod data_formats;
 mod data_fuzz;
 mod data_generate;

@@ -420,6 +420,7 @@ fn results<'py>(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
+    notes.extend(model.columns.as_ref().map(|c| c.note()));
     notes.extend(model.kernel_note.clone());
     out.set_item("notes", notes)?;
     Ok(out)

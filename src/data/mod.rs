@@ -102,6 +102,36 @@ impl DenseData {
     pub fn values(&self) -> &[f64] {
         &self.values
     }
+
+    /// The columns (0-based, increasing) whose values are not all equal. Cost: O(N d).
+    pub fn varying_columns(&self) -> Vec<usize> {
+        let first = self.row(0);
+        let mut varies = vec![false; self.d];
+        for i in 1..self.n {
+            for ((v, a), b) in varies.iter_mut().zip(self.row(i)).zip(first) {
+                *v |= a != b;
+            }
+        }
+        (0..self.d).filter(|&j| varies[j]).collect()
+    }
+
+    /// The matrix of the columns `columns` (0-based, in that order) of every point. Errors
+    /// if a column is out of range or none is given. Cost: O(N · |columns|).
+    pub fn select_columns(&self, columns: &[usize]) -> Result<DenseData> {
+        if let Some(&j) = columns.iter().find(|&&j| j >= self.d) {
+            return Err(Error::DimensionMismatch(format!(
+                "column {} of a matrix of {} columns",
+                j + 1,
+                self.d
+            )));
+        }
+        let mut values = Vec::with_capacity(self.n * columns.len());
+        for i in 0..self.n {
+            let row = self.row(i);
+            values.extend(columns.iter().map(|&j| row[j]));
+        }
+        DenseData::new(self.n, columns.len(), values)
+    }
 }
 
 /// A sparse `n × vocab` matrix of non-negative integer counts (documents × words), in

@@ -121,9 +121,12 @@ pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
         crate::kernel::AnyKernel::Mixed(k) => format!("\n{}", k.table().describe()),
         _ => String::new(),
     };
+    let modelled = model.columns.as_ref().map_or(String::new(), |c| {
+        format!(" ({} varying columns modelled)", c.kept.len())
+    });
     format!(
-        "run: {prior}{hyper} mixture, {kernel}{kernel_hyper}, {} × {} points; sampler {}{mix}, {} \
-         of {budget} from `init` {init}, `seed` {}{table}",
+        "run: {prior}{hyper} mixture, {kernel}{kernel_hyper}, {} × {} points{modelled}; sampler \
+         {}{mix}, {} of {budget} from `init` {init}, `seed` {}{table}",
         f.n,
         f.dim,
         s.kind,

@@ -243,7 +243,7 @@ fn subsample(model: &Model, rows: &[usize]) -> Result<Model> {
         kernel: model.spec.kernel,
         ..model.requested.clone()
     };
-    Model::build(
+    Model::build_all_columns(
         &spec,
         Dataset::Dense(DenseData::new(rows.len(), x.d(), values)?),
     )
@@ -285,7 +285,9 @@ fn settle_on(model: &Model, weigh: bool, seed: u64, stop: Option<&AtomicBool>) -
 }
 
 /// `model`'s settings over its data with the diagonal kernel, when its kernel is the
-/// Normal-Wishart (`None` otherwise). Cost: a copy of the data and the kernel's construction.
+/// Normal-Wishart (`None` otherwise), with `model`'s fingerprint and columns (the kernel's
+/// data are the columns `model` keeps). Cost: a copy of the data and the kernel's
+/// construction.
 fn diagonal_of(model: &Model) -> Option<Result<Model>> {
     let AnyKernel::Nw(k) = &model.kernel else {
         return None;
@@ -294,10 +296,12 @@ fn diagonal_of(model: &Model) -> Option<Result<Model>> {
         kernel: Some(KernelKind::Diag),
         ..model.requested.clone()
     };
-    Some(Model::build(
-        &spec,
-        Dataset::Dense(k.data().as_ref().clone()),
-    ))
+    let built = Model::build_all_columns(&spec, Dataset::Dense(k.data().as_ref().clone()));
+    Some(built.map(|m| Model {
+        fingerprint: model.fingerprint.clone(),
+        columns: model.columns.clone(),
+        ..m
+    }))
 }
 
 /// Whether the pilot weighs the diagonal kernel against the full one: the kernel was not

@@ -222,12 +222,22 @@ pub fn uncertainty(runs: &[RunDir]) -> Result<(Option<Uncertainty>, Vec<String>)
         similarity = Some(ordered_similarity(&labels, &draw_labels(&summary.sources)?));
     }
     let (mut density, mut margins) = (None, None);
-    let dim = first.record.fingerprint.dim;
+    let mut dim = first.record.fingerprint.dim;
     if summary.point_estimate.is_some() {
         match data_of(first)? {
             Ok(Dataset::Dense(points)) => {
                 let model = Model::build(&first.record.model, Dataset::Dense(points.clone()))?;
-                let columns = column_names(&first.dir);
+                let mut columns = column_names(&first.dir);
+                // The density is the model's: over the columns it kept, when it left some out.
+                let points = match &model.columns {
+                    Some(kept) => {
+                        columns = columns
+                            .and_then(|c| kept.kept.iter().map(|&j| c.get(j).cloned()).collect());
+                        dim = kept.kept.len();
+                        kept.select(&points)?
+                    }
+                    None => points,
+                };
                 if dim <= 2 {
                     match density_grid(&model, &points, &summary.sources) {
                         Ok(grid) => {

@@ -60,6 +60,9 @@ pub fn build_model(
     spec.build_prior().map_err(flags)?;
     let loaded = data.load(builtin).map_err(flags)?;
     let built = Model::build(spec, loaded.dataset).map_err(flags)?;
+    if let Some(columns) = &built.columns {
+        output::report_line(&columns.note());
+    }
     if let Some(note) = &built.kernel_note {
         output::report_line(&nrmm::error::rename_in_text(note, &flag));
     }
