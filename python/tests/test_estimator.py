@@ -197,3 +197,16 @@ def test_loss_a_is_the_parameter_of_the_vi_and_binder_estimates(blobs):
     assert np.array_equal(m.labels_, m.estimates_by_loss_["vi"])
     with pytest.raises(ValueError, match="loss_a"):
         small(loss_a=2.0).fit(X)
+
+
+def test_constant_columns_are_left_out_with_a_note_and_predict_takes_every_column(blobs):
+    X, y = blobs
+    with_constant = np.column_stack([np.full(len(X), 4.0), X])
+    with pytest.warns(UserWarning, match="column 1 is constant: left out of the model"):
+        m = small().fit(with_constant)
+    plain = small().fit(X)
+    np.testing.assert_array_equal(m.draws_, plain.draws_)
+    assert m.n_features_in_ == 3
+    np.testing.assert_allclose(m.predict_proba(with_constant), plain.predict_proba(X))
+    with pytest.raises(ValueError, match="2 features"):
+        m.predict(X)
