@@ -422,7 +422,8 @@ impl Model {
     /// Constant columns of dense data are left out of a Gaussian kernel (the Normal-Wishart or
     /// diagonal one, asked for or chosen) when some column varies and no `xi` or `psi` was
     /// given (a pilot's `psi`, recorded with its run, is over the kept columns) ([`KeptColumns`]);
-    /// the fingerprint is the whole data's.
+    /// the fingerprint is the whole data's. Data whose every column is constant are refused
+    /// (there is nothing to cluster).
     pub fn build(spec: &ModelSpec, data: Dataset) -> Result<Model> {
         let gaussian = matches!(spec.kernel, None | Some(KernelKind::Nw | KernelKind::Diag));
         // A scale a pilot chose is over the kept columns; one given is over all of them.
@@ -430,6 +431,13 @@ impl Model {
         let (data, reduced) = match data {
             Dataset::Dense(x) if gaussian && !given => {
                 let kept = x.varying_columns();
+                if kept.is_empty() && x.n() > 1 {
+                    return Err(Error::Usage(format!(
+                        "every column of the data is constant (all {} points are one point): \
+                         there is nothing to cluster",
+                        x.n()
+                    )));
+                }
                 if kept.is_empty() || kept.len() == x.d() {
                     (Dataset::Dense(x), None)
                 } else {

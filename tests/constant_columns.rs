@@ -91,7 +91,7 @@ fn a_run_with_constant_columns_is_the_run_without_them() {
 }
 
 #[test]
-fn given_scales_keep_every_column() {
+fn given_scales_keep_every_column_and_all_constant_data_are_refused() {
     let dir = TempDir::new("constant-given");
     let with = dir.write("with.txt", &rows(true));
     // With the diagonal kernel's `psi` given for all five columns, all five are modelled.
@@ -114,4 +114,28 @@ fn given_scales_keep_every_column() {
         "{}",
         text(&out.stderr)
     );
+    // Data whose every column is constant are refused, whichever Gaussian kernel.
+    let flat = dir.write("flat.txt", &"1 2\n".repeat(20));
+    for kernel in ["nw", "diag"] {
+        let out = nrmm(&[
+            "run",
+            "--data",
+            &flat,
+            "--kernel",
+            kernel,
+            "--sweeps",
+            "5",
+            "--out",
+            &dir.arg(kernel),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(
+                "every column of the data is constant (all 20 points are one point): there is \
+                 nothing to cluster"
+            ),
+            "{}",
+            text(&out.stderr)
+        );
+    }
 }
