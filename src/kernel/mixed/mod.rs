@@ -896,6 +896,18 @@ impl ConjugateKernel for Mixed {
         }
     }
 
+    /// The block's missing coordinates at `ξ`, the columns' observed means, as [`Block::new`]
+    /// starts them.
+    fn at_latent_start(&self) -> Result<Option<Self>> {
+        match &self.block {
+            Some(b) if b.has_missing() => Ok(Some(Mixed {
+                block: Some(b.with_latent(&b.start_values())?),
+                ..self.clone()
+            })),
+            _ => Ok(None),
+        }
+    }
+
     /// [`Block::redraw`]: one Gibbs pass over the missing real coordinates given the
     /// clusters.
     fn redraw_latent(
