@@ -190,6 +190,12 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
         Vec::new()
     }
 
+    /// The points whose data hold latent values, in increasing order (empty without any): the
+    /// points a redraw can change. Cost: O(latent values).
+    fn latent_points(&self) -> Vec<usize> {
+        Vec::new()
+    }
+
     /// The kernel with its latent values at their starting values, which depend on the
     /// observed data alone (the product kernel's block: each missing coordinate at its
     /// column's observed mean), or `None` (the default) without latent values. What a structure

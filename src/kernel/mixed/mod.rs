@@ -965,6 +965,13 @@ impl ConjugateKernel for Mixed {
         }
     }
 
+    fn latent_points(&self) -> Vec<usize> {
+        self.block
+            .as_ref()
+            .map(Block::latent_rows)
+            .unwrap_or_default()
+    }
+
     /// The block's missing coordinates at `ξ`, the columns' observed means, as [`Block::new`]
     /// starts them.
     fn at_latent_start(&self) -> Result<Option<Self>> {

@@ -76,13 +76,22 @@ impl<K: ConjugateKernel> TreeCache<K> {
         forest
     }
 
-    /// Moves the cache onto `kernel`, whose latent values were redrawn: every tree is dropped
-    /// (its statistics are those of the old values) and the reference tree's shape, built
-    /// from the starting values, kept. Trees are then rebuilt lazily as clusters are met.
-    /// Cost: O(n).
-    pub(super) fn latent_changed(&mut self, kernel: &K) {
-        self.forest = Self::empty_forest(kernel, &self.ln_kappa);
-        self.owner.fill(None);
+    /// Moves the cache onto `kernel`, whose latent values were redrawn: every tree over a
+    /// point with latent values is dropped (its statistics are those of the old values), with
+    /// those points' cached leaves; the other trees, and the reference tree's shape, built
+    /// from the starting values, are kept. Dropped trees are rebuilt lazily as their clusters
+    /// are met. Errors if a tree cannot be deleted (a broken cache). Cost: O(latent points)
+    /// plus the dropped trees' sizes.
+    pub(super) fn latent_changed(&mut self, kernel: &K) -> Result<()> {
+        for i in kernel.latent_points() {
+            if let Some(t) = self.owner[i].take() {
+                if self.forest.node(t).is_some() {
+                    self.forest.delete_tree(t)?;
+                }
+            }
+            self.forest.forget_leaf(i);
+        }
+        Ok(())
     }
 
     /// Number of points of the data set the cache was made for.
@@ -422,9 +431,9 @@ mod tests {
         assert!(cache.claim(t, &[0]).is_err());
     }
 
-    /// After a redraw of the latent values the cache builds the trees a fresh cache over the
+    /// After a redraw of the latent values the cache holds the trees a fresh cache over the
     /// new kernel builds (the reference shape comes from the starting values, whatever was
-    /// drawn), with the statistics of the new values.
+    /// drawn), with the statistics of the new values; a tree without latent values is kept.
     #[test]
     fn latent_redraws_keep_the_reference_shape_and_refresh_the_statistics() {
         use crate::data::table::{Column, ColumnType, TableData};
@@ -456,7 +465,14 @@ mod tests {
         for members in clusters {
             cache.tree_for(&k0, members).unwrap();
         }
-        cache.latent_changed(&k1);
+        assert_eq!(k1.latent_points(), [1, 4, 6]);
+        let kept = cache.tree_for(&k0, &[0, 3, 5]).unwrap();
+        cache.latent_changed(&k1).unwrap();
+        assert_eq!(
+            cache.tree_for(&k1, &[0, 3, 5]).unwrap(),
+            kept,
+            "a tree without latent values is kept"
+        );
         let mut fresh = TreeCache::new(&k1, |s| prior.ln_kappa(s));
         for members in clusters {
             let t = cache.tree_for(&k1, members).unwrap();

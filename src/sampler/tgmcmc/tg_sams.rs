@@ -529,7 +529,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgSams<K> {
     /// values. Cost: O(n); the trees are rebuilt as proposals meet their clusters.
     fn latent_changed(&mut self, kernel: &K, _state: &State<K, P>) -> Result<()> {
         if let Some(engine) = self.engine.as_mut() {
-            engine.trees.latent_changed(kernel);
+            engine.trees.latent_changed(kernel)?;
             engine.groups = Groups::new(kernel);
         }
         Ok(())
