@@ -804,10 +804,34 @@ impl Mixed {
     /// full-covariance block, a real column's predictive mean and standard deviation are
     /// those of the block's Student-t predictive. Cost: O(d + levels + d_r³).
     pub fn profile_stat(&self, s: &MixedStat) -> Vec<ColumnProfile> {
+        let nan = vec![f64::NAN; self.block.as_ref().map_or(0, Block::dim)];
+        self.profile_given(s, &nan)
+    }
+
+    /// The posterior profile of a cluster with statistic `s` for row `i` of `new` (a table
+    /// with the kernel's columns, [`crate::data::table::align_to`]): [`Mixed::profile_stat`],
+    /// with the block's real columns conditional on the row's observed real entries (an
+    /// observed one has its value and sd 0). Errors if `new` lacks row `i` or has other
+    /// columns. Cost: as [`Mixed::profile_stat`].
+    pub fn profile_new(&self, new: &TableData, i: usize, s: &MixedStat) -> Result<Vec<ColumnProfile>> {
+        if i >= new.n() || new.d() != self.parts.len() {
+            return Err(Error::DimensionMismatch(format!(
+                "row {i} of a table of {} rows x {} columns for a model of {} columns",
+                new.n(),
+                new.d(),
+                self.parts.len()
+            )));
+        }
+        let x = self.block_coords(&self.centre_new(new, i));
+        Ok(self.profile_given(s, &x))
+    }
+
+    /// [`Mixed::profile`], the block's columns conditional on its coordinates `x` (NaN
+    /// missing).
+    fn profile_given(&self, s: &MixedStat, x: &[f64]) -> Vec<ColumnProfile> {
         let mut out = self.profile(&s.sums);
         if let (Some(b), Some(bs)) = (&self.block, &s.block) {
-            let nan = vec![f64::NAN; b.dim()];
-            let moments = b.conditional_moments(&nan, bs);
+            let moments = b.conditional_moments(x, bs);
             for (p, o) in self.parts.iter().zip(out.iter_mut()) {
                 if let Part::Block(k) = *p {
                     let (mean, sd) = moments[k];
