@@ -232,18 +232,19 @@ pub fn impute_new(
             .map(|&s| partition.cluster(s).expect("a live slot").stat())
             .chain(std::iter::once(&empty))
             .collect();
-        // Each new row's options (weight, profile), made once per row with a missing entry.
-        let mut options: Option<(usize, Vec<(f64, Vec<ColumnProfile>)>)> = None;
+        // Each new row's options, made once per row with a missing entry.
+        let mut row: Option<usize> = None;
+        let mut options: Vec<RowOption> = Vec::new();
         for (a, &(i, j)) in acc.iter_mut().zip(&missing) {
-            if options.as_ref().map(|o| o.0) != Some(i) {
-                let row = stats
+            if row != Some(i) {
+                options = stats
                     .iter()
                     .zip(&ln_probs[i])
                     .map(|(s, &ln_p)| Ok((ln_p.exp(), k.profile_new(&rows, i, s)?)))
-                    .collect::<Result<Vec<_>>>()?;
-                options = Some((i, row));
+                    .collect::<Result<_>>()?;
+                row = Some(i);
             }
-            for (w, profile) in &options.as_ref().expect("made above").1 {
+            for (w, profile) in &options {
                 a.add(*w, &profile[j]);
             }
         }
@@ -257,6 +258,10 @@ pub fn impute_new(
         draws: n_draws,
     })
 }
+
+/// A new row's cluster (or a new one) as an option for its missing entries: its probability
+/// and the cluster's profile for the row.
+type RowOption = (f64, Vec<ColumnProfile>);
 
 /// The missing entries of `table`, row by row, as `(row, column)`.
 fn missing_entries(table: &TableData) -> Vec<(usize, usize)> {

@@ -511,7 +511,8 @@ impl Mixed {
         }
     }
 
-    /// This kernel at other hyperparameter values, checked. Cost: O(N + d) `ln Γ`.
+    /// This kernel at other hyperparameter values, checked, with its term tables ([`terms`]).
+    /// Cost: O(N d) `ln Γ` and `ln`.
     fn at_values(&self, h: Hyper) -> Result<Self> {
         for (name, v) in [("mixed_s", h.s), ("r", h.r), ("nu", h.nu), ("beta", h.beta)] {
             if !(v > 0.0 && v.is_finite()) {
