@@ -22,11 +22,14 @@
 
 use serde::Serialize;
 
-use crate::data::table::{ColumnType, TableData};
+use crate::data::table::{align_to, ColumnType, TableData};
+use crate::data::Dataset;
+use crate::diagnostics::cluster_log_probabilities;
 use crate::error::{Error, Result};
-use crate::kernel::mixed::{ColumnProfile, Mixed};
+use crate::kernel::mixed::{ColumnProfile, Mixed, MixedStat};
 use crate::kernel::{AnyKernel, ConjugateKernel, HyperKernel};
 use crate::model::Model;
+use crate::partition::Partition;
 use crate::predict::LabelledDraw;
 use crate::run::{HyperState, RunDir, Summary};
 
@@ -136,17 +139,8 @@ pub fn impute(
         )));
     };
     let table = kernel.table();
-    let missing: Vec<(usize, usize)> = (0..table.n())
-        .flat_map(|i| (0..table.d()).map(move |j| (i, j)))
-        .filter(|&(i, j)| table.value(i, j).is_none())
-        .collect();
-    let mut acc: Vec<Acc> = missing
-        .iter()
-        .map(|&(_, j)| match table.columns()[j].kind.has_levels() {
-            true => Acc::Levels(vec![0.0; table.columns()[j].n_levels()]),
-            false => Acc::Moments(0.0, 0.0),
-        })
-        .collect();
+    let missing = missing_entries(table);
+    let mut acc = accumulators(table, &missing);
     let mut n_draws = 0usize;
     for draw in draws {
         let (labels, hyper) = draw?;
@@ -163,28 +157,163 @@ pub fn impute(
             .collect();
         for (a, &(i, j)) in acc.iter_mut().zip(&missing) {
             let profile = block.get(&(i, j)).unwrap_or(&profiles[labels[i]][j]);
-            match (a, profile) {
-                (Acc::Levels(p), ColumnProfile::Levels(q)) => {
-                    p.iter_mut().zip(q).for_each(|(p, q)| *p += q)
-                }
-                (Acc::Moments(m1, m2), ColumnProfile::Number { mean, sd }) => {
-                    *m1 += mean;
-                    *m2 += sd * sd + mean * mean;
-                }
-                _ => unreachable!("a column's profile has its column's kind"),
+            a.add(1.0, profile);
+        }
+        n_draws += 1;
+    }
+    let (columns, filled) = fill(table, &missing, &acc, n_draws)?;
+    let (labels, hyper) = estimate;
+    check_labels(labels, table.n())?;
+    let k = match hyper.kernel {
+        Some(h) => kernel.at(&h)?,
+        None => kernel.clone(),
+    };
+    let profiles = cluster_profiles(&k, labels)
+        .into_iter()
+        .enumerate()
+        .map(|(c, p)| ClusterProfile {
+            cluster: c,
+            size: labels.iter().filter(|&&l| l == c).count(),
+            columns: named_profile(table, &p),
+        })
+        .collect();
+    Ok(Imputation {
+        table: TableData::new(columns)?,
+        filled,
+        profiles,
+        draws: n_draws,
+    })
+}
+
+/// Fills the missing entries of new rows `new` (a table or a matrix, columns matched to the
+/// model's table by name and levels by name, [`align_to`]) over `draws` of the model's rows
+/// (canonical labels `0..K`, with their hyperparameters), consumed one at a time. Given a
+/// draw, a new row joins cluster `c` with probability ∝ `κ(n_c+1)/κ(n_c) · p(x_obs | X_c)` or
+/// a new cluster with probability ∝ `κ(1) · p(x_obs)`, over its observed entries
+/// ([`cluster_log_probabilities`], the weights of [`crate::predict::predict`]); a missing
+/// entry then follows its column's predictive law in that cluster, with the full-covariance
+/// block conditional on the row's observed real entries ([`Mixed::profile_new`]). Mixed over
+/// the clusters and averaged over the draws this is the entry's posterior predictive law
+/// given the row's observed entries; it is filled as [`impute`] fills (the most probable
+/// level; the mean, rounded for counts). The result's `table` is the new rows filled, its
+/// `filled` rows count from 0 among them, and it has no `profiles`. Errors as [`impute`], and
+/// if the new rows do not match the model's columns (named `` `new` ``). Cost: per draw one
+/// statistic per cluster, O(N d), and per new row with a missing entry O(K) predictives and
+/// profiles.
+pub fn impute_new(
+    model: &Model,
+    new: &Dataset,
+    draws: impl IntoIterator<Item = Result<LabelledDraw<usize>>>,
+) -> Result<Imputation> {
+    let AnyKernel::Mixed(kernel) = &model.kernel else {
+        return Err(Error::Usage(format!(
+            "imputation needs a table (`kernel` mixed), but the model's kernel is {}",
+            model.kernel.kind().name()
+        )));
+    };
+    let rows = align_to(new, kernel.table())?;
+    let missing = missing_entries(&rows);
+    let mut acc = accumulators(&rows, &missing);
+    let mut n_draws = 0usize;
+    for draw in draws {
+        let (labels, hyper) = draw?;
+        check_labels(&labels, kernel.table().n())?;
+        let k = match hyper.kernel {
+            Some(h) => kernel.at(&h)?,
+            None => kernel.clone(),
+        };
+        let prior = model.prior.at(hyper.prior)?;
+        let partition = Partition::from_labels(&k, &labels)?;
+        let ln_probs = cluster_log_probabilities(&k, &partition, &prior, &rows)?;
+        let empty = k.empty_stat();
+        let stats: Vec<&MixedStat> = partition
+            .slots_by_key()
+            .iter()
+            .map(|&s| partition.cluster(s).expect("a live slot").stat())
+            .chain(std::iter::once(&empty))
+            .collect();
+        // Each new row's options, made once per row with a missing entry.
+        let mut row: Option<usize> = None;
+        let mut options: Vec<RowOption> = Vec::new();
+        for (a, &(i, j)) in acc.iter_mut().zip(&missing) {
+            if row != Some(i) {
+                options = stats
+                    .iter()
+                    .zip(&ln_probs[i])
+                    .map(|(s, &ln_p)| Ok((ln_p.exp(), k.profile_new(&rows, i, s)?)))
+                    .collect::<Result<_>>()?;
+                row = Some(i);
+            }
+            for (w, profile) in &options {
+                a.add(*w, &profile[j]);
             }
         }
         n_draws += 1;
     }
-    if n_draws == 0 {
+    let (columns, filled) = fill(&rows, &missing, &acc, n_draws)?;
+    Ok(Imputation {
+        table: TableData::new(columns)?,
+        filled,
+        profiles: Vec::new(),
+        draws: n_draws,
+    })
+}
+
+/// A new row's cluster (or a new one) as an option for its missing entries: its probability
+/// and the cluster's profile for the row.
+type RowOption = (f64, Vec<ColumnProfile>);
+
+/// The missing entries of `table`, row by row, as `(row, column)`.
+fn missing_entries(table: &TableData) -> Vec<(usize, usize)> {
+    (0..table.n())
+        .flat_map(|i| (0..table.d()).map(move |j| (i, j)))
+        .filter(|&(i, j)| table.value(i, j).is_none())
+        .collect()
+}
+
+/// An empty accumulator for each missing entry, by its column's kind.
+fn accumulators(table: &TableData, missing: &[(usize, usize)]) -> Vec<Acc> {
+    missing
+        .iter()
+        .map(|&(_, j)| match table.columns()[j].kind.has_levels() {
+            true => Acc::Levels(vec![0.0; table.columns()[j].n_levels()]),
+            false => Acc::Moments(0.0, 0.0),
+        })
+        .collect()
+}
+
+impl Acc {
+    /// Adds a profile's law with weight `w`.
+    fn add(&mut self, w: f64, profile: &ColumnProfile) {
+        match (self, profile) {
+            (Acc::Levels(p), ColumnProfile::Levels(q)) => {
+                p.iter_mut().zip(q).for_each(|(p, q)| *p += w * q)
+            }
+            (Acc::Moments(m1, m2), ColumnProfile::Number { mean, sd }) => {
+                *m1 += w * mean;
+                *m2 += w * (sd * sd + mean * mean);
+            }
+            _ => unreachable!("a column's profile has its column's kind"),
+        }
+    }
+}
+
+/// `table`'s columns with the missing entries filled from their accumulators over `draws`
+/// draws, and the filled entries. Errors without draws.
+fn fill(
+    table: &TableData,
+    missing: &[(usize, usize)],
+    acc: &[Acc],
+    draws: usize,
+) -> Result<(Vec<crate::data::table::Column>, Vec<Filled>)> {
+    if draws == 0 {
         return Err(Error::Empty(
             "imputation needs at least one partition draw".into(),
         ));
     }
-    let draws = n_draws;
     let mut columns = table.columns().to_vec();
     let mut filled = Vec::with_capacity(missing.len());
-    for (a, &(i, j)) in acc.iter().zip(&missing) {
+    for (a, &(i, j)) in acc.iter().zip(missing) {
         let c = &mut columns[j];
         let (value, probability, mean, sd) = match a {
             Acc::Levels(p) => {
@@ -216,27 +345,7 @@ pub fn impute(
             sd,
         });
     }
-    let (labels, hyper) = estimate;
-    check_labels(labels, table.n())?;
-    let k = match hyper.kernel {
-        Some(h) => kernel.at(&h)?,
-        None => kernel.clone(),
-    };
-    let profiles = cluster_profiles(&k, labels)
-        .into_iter()
-        .enumerate()
-        .map(|(c, p)| ClusterProfile {
-            cluster: c,
-            size: labels.iter().filter(|&&l| l == c).count(),
-            columns: named_profile(table, &p),
-        })
-        .collect();
-    Ok(Imputation {
-        table: TableData::new(columns)?,
-        filled,
-        profiles,
-        draws,
-    })
+    Ok((columns, filled))
 }
 
 /// Errors unless `labels` labels the table's `n` rows.

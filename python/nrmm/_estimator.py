@@ -591,7 +591,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     # ----------------------------------------------------------------- tables
 
-    def _impute_native(self):
+    def _check_table_fit(self):
         check_is_fitted(self, "labels_")
         if self.column_types_ is None:
             raise ValueError(
@@ -599,15 +599,28 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
                 f"{'counts' if self.kernel_ == 'md' else 'real vectors'} (kernel "
                 f"{self.kernel_!r}): fit a DataFrame, or an array with kernel='mixed'"
             )
+
+    def _impute_native(self):
+        self._check_table_fit()
         return _native.impute(self._data, self._model_spec, (self.labels_, self.hyper_), self._draws)
 
-    def impute(self):
-        """The training table with every missing entry filled from the posterior predictive
-        over the draws, as ``nrmm impute`` fills it: a binary or categorical entry by its most
-        probable level, a real entry by its mean, a count by its mean rounded. Given a draw, a
-        missing entry follows its column's predictive law in its row's cluster (Student t,
-        negative binomial, or the levels' Dirichlet predictive); averaged over the draws this
-        is its posterior predictive law.
+    def impute(self, X=None):
+        """The training table (or the new rows ``X``) with every missing entry filled from
+        the posterior predictive over the draws, as ``nrmm impute`` fills it: a binary or
+        categorical entry by its most probable level, a real entry by its mean, a count by its
+        mean rounded. Given a draw, a missing entry follows its column's predictive law in its
+        row's cluster (Student t, negative binomial, or the levels' Dirichlet predictive);
+        averaged over the draws this is its posterior predictive law. A new row's cluster is
+        not known: given a draw it joins each cluster, or a new one, with its probability
+        given the row's observed entries (as ``predict_proba`` weighs them), and its missing
+        entries follow the mixture over those clusters.
+
+        Parameters
+        ----------
+        X : DataFrame or array, optional
+            New rows with the training table's columns (matched by name and levels by name,
+            as ``predict`` matches them), missing entries as NaN. Without it, the training
+            table.
 
         Returns
         -------
@@ -621,9 +634,15 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
             ``mean`` and ``sd`` (a real or count entry's posterior predictive mean and
             standard deviation); NaN where they do not apply.
         """
-        out = self._impute_native()
-        table = filled_table(self._table_X, out["filled"], self._columns)
-        return table, filled_entries(self._table_X, out["filled"], table)
+        if X is None:
+            out, rows = self._impute_native(), self._table_X
+        else:
+            self._check_table_fit()
+            data = self._check_input(X, reset=False)
+            out = _native.impute_new(self._data, self._model_spec, self._draws, data)
+            rows = X
+        table = filled_table(rows, out["filled"], self._columns)
+        return table, filled_entries(rows, out["filled"], table)
 
     def cluster_profiles(self):
         """Each cluster of ``labels_`` with its size and, per column by name, its posterior

@@ -4,6 +4,7 @@
 use crate::convert::{model_spec, Input};
 use crate::error::IntoPy;
 use crate::predict::{draw_of, PyDraw};
+use nrmm::impute::Imputation;
 use nrmm::model::Model;
 use nrmm::predict::LabelledDraw;
 use pyo3::exceptions::PyValueError;
@@ -61,8 +62,50 @@ pub fn impute<'py>(
             nrmm::impute::impute(&model, draws.into_iter().map(Ok), (&labels, &hyper))
         })
         .py_err()?;
-    let filled: Vec<PyFilled> = done
-        .filled
+    let out = PyDict::new(py);
+    out.set_item("filled", py_filled(&done))?;
+    let profiles = serde_json::to_string(&done.profiles)
+        .map_err(|e| PyValueError::new_err(format!("profiles: {e}")))?;
+    out.set_item("profiles", profiles)?;
+    out.set_item("draws", done.draws)?;
+    Ok(out)
+}
+
+/// The missing entries of the new rows `new` (matched to the training table's columns by
+/// name) filled over `draws` of the model of `model_json` fitted on `train`, from each row's
+/// posterior predictive given its observed entries (the library's
+/// [`nrmm::impute::impute_new`]). Returns a dict: `filled` (as [`impute`]'s, rows counted
+/// among the new rows) and `draws`. The lock is released while the library works.
+#[pyfunction]
+pub fn impute_new<'py>(
+    py: Python<'py>,
+    train: Input<'py>,
+    model_json: &str,
+    draws: Vec<PyDraw<'py>>,
+    new: Input<'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let spec = model_spec(model_json)?;
+    let train = train.dataset()?;
+    let new = new.new_points(&train)?;
+    let draws = draws.iter().map(indexed).collect::<PyResult<Vec<_>>>()?;
+    let done = py
+        .detach(|| {
+            let model = Model::build(&spec, train)?;
+            nrmm::impute::impute_new(&model, &new, draws.into_iter().map(Ok))
+        })
+        .map_err(|e| {
+            crate::error::rename(e).rename_parameters(&|n| (n == "new").then(|| "X".into()))
+        })
+        .py_err()?;
+    let out = PyDict::new(py);
+    out.set_item("filled", py_filled(&done))?;
+    out.set_item("draws", done.draws)?;
+    Ok(out)
+}
+
+/// The filled entries of `done` as Python takes them.
+fn py_filled(done: &Imputation) -> Vec<PyFilled> {
+    done.filled
         .iter()
         .map(|f| {
             let column = done
@@ -81,12 +124,5 @@ pub fn impute<'py>(
                 f.sd,
             )
         })
-        .collect();
-    let out = PyDict::new(py);
-    out.set_item("filled", filled)?;
-    let profiles = serde_json::to_string(&done.profiles)
-        .map_err(|e| PyValueError::new_err(format!("profiles: {e}")))?;
-    out.set_item("profiles", profiles)?;
-    out.set_item("draws", done.draws)?;
-    Ok(out)
+        .collect()
 }

@@ -24,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(predict::predict, m)?)?;
     m.add_function(wrap_pyfunction!(predict::log_joint, m)?)?;
     m.add_function(wrap_pyfunction!(impute::impute, m)?)?;
+    m.add_function(wrap_pyfunction!(impute::impute_new, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

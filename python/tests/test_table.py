@@ -88,6 +88,35 @@ def test_impute_fills_every_missing_entry_keeping_dtypes_and_categories(frame):
     assert (levels.probability >= 1 / 3).all()
 
 
+def test_impute_fills_new_rows_matched_by_name(frame):
+    m = small().fit(frame)
+    new = frame.iloc[:6].copy()
+    new.iloc[0, :] = np.nan  # a row with nothing observed
+    new.iloc[1, [0, 2]] = np.nan
+    table, entries = m.impute(new)
+    assert not table.isna().any().any()
+    assert list(table.index) == list(new.index) and list(table.columns) == list(new.columns)
+    assert (table.dtypes == new.dtypes).all()
+    observed = new.notna()
+    pd.testing.assert_frame_equal(table[observed], new[observed])
+    assert len(entries) == int(new.isna().sum().sum())
+    assert set(entries["row"]) <= set(new.index)
+    for e in entries.itertuples():
+        assert table.loc[e.row, e.column] == e.value
+        if m.column_types_[e.column] == "real":
+            assert np.isnan(e.probability) and e.sd > 0 and e.value == e.mean
+        else:
+            assert 0 < e.probability <= 1 and np.isnan(e.mean)
+    # Columns in another order fill the same entries; the training table is still the default.
+    again, _ = m.impute(new[new.columns[::-1]])
+    pd.testing.assert_frame_equal(again[new.columns], table)
+    assert not m.impute()[0].isna().any().any()
+    bad = new.copy()
+    bad["colour"] = "purple"
+    with pytest.raises(ValueError, match="purple"):
+        m.impute(bad)
+
+
 def test_cluster_profiles_name_columns_and_levels(frame):
     m = small().fit(frame)
     profiles = m.cluster_profiles()

@@ -190,6 +190,21 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
         Vec::new()
     }
 
+    /// The points whose data hold latent values, in increasing order (empty without any): the
+    /// points a redraw can change. Cost: O(latent values).
+    fn latent_points(&self) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// The kernel with its latent values at their starting values, which depend on the
+    /// observed data alone (the product kernel's block: each missing coordinate at its
+    /// column's observed mean), or `None` (the default) without latent values. What a structure
+    /// that must not follow the chain's draws of the latent values is built from (the
+    /// tree-guided sampler's reference tree). Cost: one kernel rebuild.
+    fn at_latent_start(&self) -> crate::error::Result<Option<Self>> {
+        Ok(None)
+    }
+
     /// The kernel with its latent values set to `values` (a checkpoint's, in the order of
     /// [`ConjugateKernel::latent`]). Errors if they do not fit. Cost: one kernel rebuild.
     fn with_latent(&self, values: &[f64]) -> crate::error::Result<Self> {

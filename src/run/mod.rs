@@ -337,7 +337,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
     /// Redraws the kernel's latent values given the partition, when it has any
     /// ([`ConjugateKernel::redraw_latent`]), and moves the chain onto the kernel over the new
     /// values: every cluster's statistic rebuilt, every move told
-    /// ([`Move::kernel_changed`](crate::sampler::Move::kernel_changed)). A Gibbs step of the
+    /// ([`Move::latent_changed`](crate::sampler::Move::latent_changed)). A Gibbs step of the
     /// joint of partition and latent values, so the sweep keeps that joint invariant. Cost:
     /// the kernel's redraw and O(n) statistic updates.
     fn redraw_latent(&mut self) -> Result<()> {
@@ -359,7 +359,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         self.state.partition.rebuild_stats(&new);
         self.kernel = Cow::Owned(new);
         for s in &mut self.schedule {
-            s.mv.kernel_changed(&self.kernel, &self.state)?;
+            s.mv.latent_changed(&self.kernel, &self.state)?;
         }
         Ok(())
     }

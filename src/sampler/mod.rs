@@ -146,6 +146,15 @@ pub trait Move<K: ConjugateKernel, P: NrmPrior>: Send {
         let aux = self.save_aux()?;
         self.restore_aux(kernel, state, aux)
     }
+
+    /// Tells the move that the kernel's latent values were redrawn
+    /// ([`ConjugateKernel::redraw_latent`]) and every cluster's statistic rebuilt for them,
+    /// its hyperparameters unchanged. The default is [`Move::kernel_changed`]; a move that
+    /// keeps something that depends on the hyperparameters and the observed data alone may keep
+    /// it.
+    fn latent_changed(&mut self, kernel: &K, state: &State<K, P>) -> Result<()> {
+        self.kernel_changed(kernel, state)
+    }
 }
 
 /// A Metropolis-Hastings proposal: forward and reverse log proposal probabilities and the log

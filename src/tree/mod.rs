@@ -364,6 +364,14 @@ impl<K: ConjugateKernel> Forest<K> {
         }
     }
 
+    /// Forgets the cached leaf of point `i` ([`Forest::cache_leaves`]), whose data changed: its
+    /// next leaf is computed afresh. Cost: O(1).
+    pub(crate) fn forget_leaf(&mut self, i: usize) {
+        if let Some(slot) = self.leaf_cache.as_mut().and_then(|c| c.get_mut(i)) {
+            *slot = None;
+        }
+    }
+
     /// Every point as its own registered one-leaf tree. Cost: `n` leaves, O(n) marginals.
     pub fn singletons<P: NrmPrior>(kernel: &K, prior: &P) -> Self {
         let mut forest = Self::new(kernel, prior);

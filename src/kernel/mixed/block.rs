@@ -217,6 +217,20 @@ impl Block {
         self.missing.iter().map(|&(i, k)| x.row(i)[k]).collect()
     }
 
+    /// The rows with a missing coordinate, in increasing order.
+    pub(super) fn latent_rows(&self) -> Vec<usize> {
+        let mut rows: Vec<usize> = self.missing.iter().map(|&(i, _)| i).collect();
+        rows.dedup();
+        rows
+    }
+
+    /// The starting values of the missing coordinates, each at its column's `ξ` (the observed
+    /// mean by default), in the order of [`Block::latent`].
+    pub(super) fn start_values(&self) -> Vec<f64> {
+        let xi = self.nw.hyper().xi();
+        self.missing.iter().map(|&(_, k)| xi[k]).collect()
+    }
+
     /// The block with the missing coordinates at `values` (in the order of
     /// [`Block::latent`]). Errors if their number differs or one is not finite.
     pub(super) fn with_latent(&self, values: &[f64]) -> Result<Self> {

@@ -66,8 +66,10 @@ use crate::error::{Error, Result};
 use crate::math::{ln_gamma, log_sum_exp};
 
 pub mod block;
+mod terms;
 
 use block::Block;
+use terms::Terms;
 
 /// `ln π`.
 const LN_PI: f64 = 1.144_729_885_849_400_2;
@@ -112,8 +114,8 @@ pub struct Mixed {
     beta: f64,
     /// `ψ_j = s ψ⁰_j`.
     psi: Vec<f64>,
-    /// `ln Γ((ν+n+1)/2) - ln Γ((ν+n)/2)` for `n = 0..=N`.
-    t_ratio: Arc<Vec<f64>>,
+    /// The per-count terms of `ln m` and the predictive at these hyperparameters.
+    terms: Arc<Terms>,
     /// The real columns as one Normal-Wishart block, when they are ([`Mixed::full`]).
     block: Option<Block>,
 }
@@ -491,7 +493,7 @@ impl Mixed {
             nu: p.nu,
             beta: p.beta,
             psi: Vec::new(),
-            t_ratio: Arc::new(Vec::new()),
+            terms: Arc::new(Terms::default()),
             block,
         };
         k.at_values(k.hyper())
@@ -509,7 +511,8 @@ impl Mixed {
         }
     }
 
-    /// This kernel at other hyperparameter values, checked. Cost: O(N + d) `ln Γ`.
+    /// This kernel at other hyperparameter values, checked, with its term tables ([`terms`]).
+    /// Cost: O(N d) `ln Γ` and `ln`.
     fn at_values(&self, h: Hyper) -> Result<Self> {
         for (name, v) in [("mixed_s", h.s), ("r", h.r), ("nu", h.nu), ("beta", h.beta)] {
             if !(v > 0.0 && v.is_finite()) {
@@ -522,22 +525,49 @@ impl Mixed {
             None => None,
         };
         let n = self.table.n();
-        let t_ratio = (0..=n)
+        // `ln Γ((ν+n+1)/2) - ln Γ((ν+n)/2)`, the Student t predictive's ratio.
+        let t_ratio: Vec<f64> = (0..=n)
             .map(|m| {
                 let nu_n = h.nu + m as f64;
                 ln_gamma(0.5 * (nu_n + 1.0)) - ln_gamma(0.5 * nu_n)
             })
             .collect();
+        let terms = Terms::new(
+            n,
+            h,
+            &self.parts,
+            &psi,
+            &self.count_b,
+            &t_ratio,
+            self.count_top(),
+        );
         Ok(Mixed {
             psi,
             s: h.s,
             r: h.r,
             nu: h.nu,
             beta: h.beta,
-            t_ratio: Arc::new(t_ratio),
+            terms: Arc::new(terms),
             block,
             ..self.clone()
         })
+    }
+
+    /// The largest sum a count column's terms meet: its observed total plus its largest value
+    /// (0 without count columns). Cost: O(N) per count column.
+    fn count_top(&self) -> usize {
+        self.table
+            .columns()
+            .iter()
+            .zip(self.parts.iter())
+            .filter(|(_, p)| matches!(p, Part::Count(_)))
+            .map(|(c, _)| {
+                let seen = c.values.iter().filter(|v| v.is_finite() && **v >= 0.0);
+                let (total, top) = seen.fold((0.0, 0.0), |(t, m): (f64, f64), &v| (t + v, m.max(v)));
+                (total + top).min(terms::MAX_COUNT_TOTAL as f64) as usize
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether the real columns are one full-covariance block ([`Mixed::full`]).
@@ -588,6 +618,18 @@ impl Mixed {
 
     /// `ln m` of sums at hyperparameters `h`. Cost: O(d + levels) `ln Γ`.
     fn ln_marginal_sums(&self, s: &Sums, h: Hyper) -> f64 {
+        self.ln_marginal_terms(s, h, None)
+    }
+
+    /// `ln m` of sums at the kernel's own hyperparameters, its terms looked up in the tables
+    /// (the same values, see [`terms`]). Cost: O(d + levels) lookups, one `ln` per real column.
+    fn ln_marginal_own(&self, s: &Sums) -> f64 {
+        self.ln_marginal_terms(s, self.hyper(), Some(&self.terms))
+    }
+
+    /// `ln m` of sums at `h`, with `terms` the tables at `h` when they are given (each term
+    /// the formula's value where the table lacks it).
+    fn ln_marginal_terms(&self, s: &Sums, h: Hyper, terms: Option<&Terms>) -> f64 {
         let mut total = 0.0;
         for (k, &[n, mean, m2]) in s.real.iter().enumerate() {
             if n <= 0.0 {
@@ -595,11 +637,13 @@ impl Mixed {
             }
             let psi = h.s * self.psi_base[k];
             let psi_n = psi + m2 + h.r * n / (h.r + n) * mean * mean;
-            total += -0.5 * n * LN_PI - 0.5 * (n / h.r).ln_1p()
-                + ln_gamma(0.5 * (h.nu + n))
-                - ln_gamma(0.5 * h.nu)
-                + 0.5 * h.nu * psi.ln()
-                - 0.5 * (h.nu + n) * psi_n.ln();
+            // Left to right as written in full: the first four terms, then `½ ν ln ψ`.
+            let head = terms.and_then(|t| t.real_m(n)).unwrap_or_else(|| {
+                -0.5 * n * LN_PI - 0.5 * (n / h.r).ln_1p() + ln_gamma(0.5 * (h.nu + n))
+                    - ln_gamma(0.5 * h.nu)
+            });
+            let psi_term = terms.map_or_else(|| 0.5 * h.nu * psi.ln(), |t| t.real_psi(k));
+            total += head + psi_term - 0.5 * (h.nu + n) * psi_n.ln();
         }
         for p in self.parts.iter() {
             if let &Part::Discrete { k, offset, levels } = p {
@@ -608,21 +652,31 @@ impl Mixed {
                     continue;
                 }
                 let l = levels as f64;
-                total += ln_gamma(l * h.beta) - ln_gamma(l * h.beta + n);
+                total += terms
+                    .and_then(|t| t.seen_m(k, n))
+                    .unwrap_or_else(|| ln_gamma(l * h.beta) - ln_gamma(l * h.beta + n));
                 for &c in &s.levels[offset..offset + levels] {
                     if c > 0.0 {
-                        total += ln_gamma(h.beta + c) - ln_gamma(h.beta);
+                        total += terms
+                            .and_then(|t| t.level_m(c))
+                            .unwrap_or_else(|| ln_gamma(h.beta + c) - ln_gamma(h.beta));
                     }
                 }
             }
         }
-        for (&[n, sum, ln_fact], &b) in s.counts.iter().zip(self.count_b.iter()) {
+        for (k, (&[n, sum, ln_fact], &b)) in s.counts.iter().zip(self.count_b.iter()).enumerate() {
             if n <= 0.0 {
                 continue;
             }
             let a = COUNT_SHAPE;
-            total += a * b.ln() - ln_gamma(a) + ln_gamma(a + sum) - (a + sum) * (b + n).ln()
-                - ln_fact;
+            let head = terms.map_or_else(|| a * b.ln() - ln_gamma(a), |t| t.count_m(k));
+            let lg = terms
+                .and_then(|t| t.shape_lg(sum))
+                .unwrap_or_else(|| ln_gamma(a + sum));
+            let ln_b = terms
+                .and_then(|t| t.count_ln_b(k, n))
+                .unwrap_or_else(|| (b + n).ln());
+            total += head + lg - (a + sum) * ln_b - ln_fact;
         }
         total
     }
@@ -642,23 +696,39 @@ impl Mixed {
                     let nu_n = self.nu + n;
                     let psi_n = self.psi[k] + m2 + self.r * n / r_n * mean * mean;
                     let e = v - n * mean / r_n;
-                    let ratio = match self.t_ratio.get(n as usize) {
-                        Some(&t) if n.fract() == 0.0 => t,
-                        _ => ln_gamma(0.5 * (nu_n + 1.0)) - ln_gamma(0.5 * nu_n),
-                    };
-                    -0.5 * LN_PI - 0.5 * (1.0 / r_n).ln_1p() + ratio - 0.5 * psi_n.ln()
+                    // Left to right as written in full: the first three terms.
+                    let head = self.terms.real_p(n).unwrap_or_else(|| {
+                        let ratio = ln_gamma(0.5 * (nu_n + 1.0)) - ln_gamma(0.5 * nu_n);
+                        -0.5 * LN_PI - 0.5 * (1.0 / r_n).ln_1p() + ratio
+                    });
+                    head - 0.5 * psi_n.ln()
                         - 0.5 * (nu_n + 1.0) * (r_n / (r_n + 1.0) * e * e / psi_n).ln_1p()
                 }
                 Part::Discrete { k, offset, levels } => {
-                    (self.beta + s.levels[offset + v as usize]).ln()
-                        - (levels as f64 * self.beta + s.seen[k]).ln()
+                    let c = s.levels[offset + v as usize];
+                    let n = s.seen[k];
+                    let t = &self.terms;
+                    t.level_p(c).unwrap_or_else(|| (self.beta + c).ln())
+                        - t.seen_p(k, n)
+                            .unwrap_or_else(|| (levels as f64 * self.beta + n).ln())
                 }
                 Part::Count(k) => {
                     let [n, sum, _] = s.counts[k];
                     let a = COUNT_SHAPE + sum;
                     let b = self.count_b[k] + n;
-                    ln_gamma(a + v) - ln_gamma(a) - ln_gamma(v + 1.0) + a * (b / (b + 1.0)).ln()
-                        - v * (b + 1.0).ln()
+                    let t = &self.terms;
+                    let (lg_av, lg_a, lg_v) = match (
+                        t.shape_lg(sum + v),
+                        t.shape_lg(sum),
+                        t.fact_lg(v),
+                    ) {
+                        (Some(x), Some(y), Some(z)) => (x, y, z),
+                        _ => (ln_gamma(a + v), ln_gamma(a), ln_gamma(v + 1.0)),
+                    };
+                    let (ln_ratio, ln_b1) = t
+                        .count_p(k, n)
+                        .unwrap_or_else(|| ((b / (b + 1.0)).ln(), (b + 1.0).ln()));
+                    lg_av - lg_a - lg_v + a * ln_ratio - v * ln_b1
                 }
                 // The block's coordinates together: `ln_predictive_new`.
                 Part::Block(_) => 0.0,
@@ -735,10 +805,34 @@ impl Mixed {
     /// full-covariance block, a real column's predictive mean and standard deviation are
     /// those of the block's Student-t predictive. Cost: O(d + levels + d_r³).
     pub fn profile_stat(&self, s: &MixedStat) -> Vec<ColumnProfile> {
+        let nan = vec![f64::NAN; self.block.as_ref().map_or(0, Block::dim)];
+        self.profile_given(s, &nan)
+    }
+
+    /// The posterior profile of a cluster with statistic `s` for row `i` of `new` (a table
+    /// with the kernel's columns, [`crate::data::table::align_to`]): [`Mixed::profile_stat`],
+    /// with the block's real columns conditional on the row's observed real entries (an
+    /// observed one has its value and sd 0). Errors if `new` lacks row `i` or has other
+    /// columns. Cost: as [`Mixed::profile_stat`].
+    pub fn profile_new(&self, new: &TableData, i: usize, s: &MixedStat) -> Result<Vec<ColumnProfile>> {
+        if i >= new.n() || new.d() != self.parts.len() {
+            return Err(Error::DimensionMismatch(format!(
+                "row {i} of a table of {} rows x {} columns for a model of {} columns",
+                new.n(),
+                new.d(),
+                self.parts.len()
+            )));
+        }
+        let x = self.block_coords(&self.centre_new(new, i));
+        Ok(self.profile_given(s, &x))
+    }
+
+    /// [`Mixed::profile`], the block's columns conditional on its coordinates `x` (NaN
+    /// missing).
+    fn profile_given(&self, s: &MixedStat, x: &[f64]) -> Vec<ColumnProfile> {
         let mut out = self.profile(&s.sums);
         if let (Some(b), Some(bs)) = (&self.block, &s.block) {
-            let nan = vec![f64::NAN; b.dim()];
-            let moments = b.conditional_moments(&nan, bs);
+            let moments = b.conditional_moments(x, bs);
             for (p, o) in self.parts.iter().zip(out.iter_mut()) {
                 if let Part::Block(k) = *p {
                     let (mean, sd) = moments[k];
@@ -851,7 +945,7 @@ impl ConjugateKernel for Mixed {
             (Some(b), Some(bs)) => b.nw.ln_marginal(bs),
             _ => 0.0,
         };
-        self.ln_marginal_sums(&s.sums, self.hyper()) + block
+        self.ln_marginal_own(&s.sums) + block
     }
 
     fn ln_marginal_pair(&self, a: &MixedStat, b: &MixedStat) -> f64 {
@@ -861,7 +955,7 @@ impl ConjugateKernel for Mixed {
             (Some(k), Some(x), Some(y)) => k.nw.ln_marginal_pair(x, y),
             _ => 0.0,
         };
-        self.ln_marginal_sums(&sums, self.hyper()) + block
+        self.ln_marginal_own(&sums) + block
     }
 
     fn ln_predictive(&self, i: usize, s: &MixedStat) -> f64 {
@@ -893,6 +987,25 @@ impl ConjugateKernel for Mixed {
                 "{} latent values given to the product kernel without a full-covariance block",
                 values.len()
             ))),
+        }
+    }
+
+    fn latent_points(&self) -> Vec<usize> {
+        self.block
+            .as_ref()
+            .map(Block::latent_rows)
+            .unwrap_or_default()
+    }
+
+    /// The block's missing coordinates at `ξ`, the columns' observed means, as [`Block::new`]
+    /// starts them.
+    fn at_latent_start(&self) -> Result<Option<Self>> {
+        match &self.block {
+            Some(b) if b.has_missing() => Ok(Some(Mixed {
+                block: Some(b.with_latent(&b.start_values())?),
+                ..self.clone()
+            })),
+            _ => Ok(None),
         }
     }
 
@@ -1302,7 +1415,7 @@ impl SvaKernel for Mixed {
             (Some(b), Some(sb)) => b.nw.soft_ln_marginal(sb),
             _ => 0.0,
         };
-        self.ln_marginal_sums(&s.sums, self.hyper()) + block
+        self.ln_marginal_own(&s.sums) + block
     }
 
     fn posterior(&self, s: &SoftMixed) -> MixedPosterior {

@@ -2,6 +2,14 @@
 //! points (SeqInsert in increasing index order at a fixed reference prior) restricted to the
 //! cluster's members, so it is a deterministic function of the member set. Trees are cached
 //! and rebuilt lazily when their cluster changed.
+//!
+//! A kernel with latent values ([`ConjugateKernel::has_latent`]) gets its reference tree from
+//! the latent values' starting values ([`ConjugateKernel::at_latent_start`]), a function of
+//! the observed data and the hyperparameters alone: the tree's shape then survives every
+//! redraw of the latent values ([`TreeCache::latent_changed`]), and only the cluster trees,
+//! whose statistics are those of the current values, are rebuilt. Any fixed tree keeps the
+//! move exact (the proposal needs the trees to be a deterministic function of the member set
+//! for the kernel of the step); the reference only guides the proposals.
 
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
@@ -23,6 +31,7 @@ use crate::tree::{Forest, NodeKey};
 pub(super) struct TreeCache<K: ConjugateKernel> {
     forest: Forest<K>,
     reference: Option<ReferenceTree>,
+    ln_kappa: Vec<f64>,
     owner: Vec<Option<NodeKey>>,
     relevant: Vec<bool>,
     touched: Vec<usize>,
@@ -46,11 +55,11 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// An empty cache over `kernel`'s data whose reference `θ` gives `ln κ(s, u)` as
     /// `ln_kappa(s)`.
     pub(super) fn new(kernel: &K, ln_kappa: impl Fn(usize) -> f64) -> Self {
-        let mut forest = Forest::with_ln_kappa(kernel, ln_kappa);
-        forest.cache_leaves();
+        let ln_kappa: Vec<f64> = (0..=kernel.n_points()).map(ln_kappa).collect();
         TreeCache {
-            forest,
+            forest: Self::empty_forest(kernel, &ln_kappa),
             reference: None,
+            ln_kappa,
             owner: vec![None; kernel.n_points()],
             relevant: Vec::new(),
             touched: Vec::new(),
@@ -58,6 +67,31 @@ impl<K: ConjugateKernel> TreeCache<K> {
             built: Vec::new(),
             leaves: Vec::new(),
         }
+    }
+
+    /// An empty forest at the reference `ln κ` that keeps its leaves. Cost: O(n).
+    fn empty_forest(kernel: &K, ln_kappa: &[f64]) -> Forest<K> {
+        let mut forest = Forest::with_ln_kappa(kernel, |s| ln_kappa[s]);
+        forest.cache_leaves();
+        forest
+    }
+
+    /// Moves the cache onto `kernel`, whose latent values were redrawn: every tree over a
+    /// point with latent values is dropped (its statistics are those of the old values), with
+    /// those points' cached leaves; the other trees, and the reference tree's shape, built
+    /// from the starting values, are kept. Dropped trees are rebuilt lazily as their clusters
+    /// are met. Errors if a tree cannot be deleted (a broken cache). Cost: O(latent points)
+    /// plus the dropped trees' sizes.
+    pub(super) fn latent_changed(&mut self, kernel: &K) -> Result<()> {
+        for i in kernel.latent_points() {
+            if let Some(t) = self.owner[i].take() {
+                if self.forest.node(t).is_some() {
+                    self.forest.delete_tree(t)?;
+                }
+            }
+            self.forest.forget_leaf(i);
+        }
+        Ok(())
     }
 
     /// Number of points of the data set the cache was made for.
@@ -103,10 +137,20 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// children (a node with one marked child is spliced out). Errors if `members` is empty or
     /// holds a point twice or out of range. Cost: the marked nodes (at most `|c| · depth`
     /// pointer steps, no kernel work), `|c|` leaves and `|c| - 1` joins (one pair marginal and
-    /// one statistic merge each); the first call also builds the reference tree.
+    /// one statistic merge each); the first call also builds the reference tree, from the
+    /// kernel's latent starting values when it has latent values (see the module
+    /// documentation).
     pub(super) fn build(&mut self, kernel: &K, members: &[usize]) -> Result<NodeKey> {
         if self.reference.is_none() {
-            self.reference = Some(ReferenceTree::build(&mut self.forest, kernel)?);
+            let reference = match kernel.at_latent_start()? {
+                // In a forest of its own: the cache's leaves hold the current values.
+                Some(start) => {
+                    let mut forest = Forest::with_ln_kappa(&start, |s| self.ln_kappa[s]);
+                    ReferenceTree::build(&mut forest, &start)?
+                }
+                None => ReferenceTree::build(&mut self.forest, kernel)?,
+            };
+            self.reference = Some(reference);
             self.relevant = vec![false; self.reference.as_ref().map_or(0, |r| r.parent.len())];
         }
         let reference = self.reference.as_ref().expect("built above");
@@ -385,5 +429,59 @@ mod tests {
         cache.claim(t, &[0, 1, 3, 4, 5, 6]).unwrap();
         assert!(cache.forest.node(a2).is_none() && cache.forest.node(c).is_none());
         assert!(cache.claim(t, &[0]).is_err());
+    }
+
+    /// After a redraw of the latent values the cache holds the trees a fresh cache over the
+    /// new kernel builds (the reference shape comes from the starting values, whatever was
+    /// drawn), with the statistics of the new values; a tree without latent values is kept.
+    #[test]
+    fn latent_redraws_keep_the_reference_shape_and_refresh_the_statistics() {
+        use crate::data::table::{Column, ColumnType, TableData};
+        use crate::kernel::mixed::Mixed;
+        let nan = f64::NAN;
+        let real = |name: &str, values: &[f64]| Column {
+            name: name.into(),
+            kind: ColumnType::Real,
+            levels: Vec::new(),
+            values: values.to_vec(),
+        };
+        let table = TableData::new(vec![
+            real("x", &[0.0, 0.4, 1.0, 3.0, nan, 3.6, 2.2]),
+            real("y", &[0.1, nan, 1.1, -0.9, -1.2, -1.5, nan]),
+        ])
+        .unwrap();
+        let k0 = Mixed::full(table, None, None, None).unwrap();
+        let all: Vec<usize> = (0..7).collect();
+        let mut rng = crate::rng::SeedPlan::new(3).chain(0);
+        let k1 = k0.redraw_latent(&[&all], &mut rng).unwrap().unwrap();
+        assert_ne!(
+            k1.latent(),
+            k0.latent(),
+            "the redraw moved the missing coordinates"
+        );
+        let prior = Dp::new(1.0).unwrap();
+        let clusters: [&[usize]; 3] = [&all, &[6, 1, 4, 2], &[0, 3, 5]];
+        let mut cache = TreeCache::new(&k0, |s| prior.ln_kappa(s));
+        for members in clusters {
+            cache.tree_for(&k0, members).unwrap();
+        }
+        assert_eq!(k1.latent_points(), [1, 4, 6]);
+        let kept = cache.tree_for(&k0, &[0, 3, 5]).unwrap();
+        cache.latent_changed(&k1).unwrap();
+        assert_eq!(
+            cache.tree_for(&k1, &[0, 3, 5]).unwrap(),
+            kept,
+            "a tree without latent values is kept"
+        );
+        let mut fresh = TreeCache::new(&k1, |s| prior.ln_kappa(s));
+        for members in clusters {
+            let t = cache.tree_for(&k1, members).unwrap();
+            let f = fresh.tree_for(&k1, members).unwrap();
+            assert_eq!(
+                cache.forest.tree_to_newick(t, NewickInfo::LnD).unwrap(),
+                fresh.forest.tree_to_newick(f, NewickInfo::LnD).unwrap()
+            );
+            cache.forest.validate_tree(&k1, &prior, t).unwrap();
+        }
     }
 }

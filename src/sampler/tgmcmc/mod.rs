@@ -35,6 +35,12 @@
 //! are cached per cluster and rebuilt lazily when the cluster changed (an exact check, see
 //! `cache.rs`).
 //!
+//! *Latent values* (the product kernel's block, whose missing coordinates are redrawn once per
+//! sweep): the reference tree is built from their starting values, a function of the observed
+//! data, and kept across redraws; only the trees over rows with latent values are rebuilt.
+//! Within a step the latent values are fixed, so the trees are still a deterministic function
+//! of the member set and everything above holds for the kernel of that step.
+//!
 //! **Anchor selection.** A proposal starts from an unordered anchor pair `{i, j}` drawn with a
 //! state-dependent probability `a({i, j} | Π)` that is evaluated in closed form:
 //!

@@ -524,6 +524,17 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgSams<K> {
         Ok(())
     }
 
+    /// Keeps the reference tree, whose shape comes from the latent starting values
+    /// ([`TreeCache::latent_changed`]), and drops the trees, whose statistics belong to the old
+    /// values. Cost: O(n); the trees are rebuilt as proposals meet their clusters.
+    fn latent_changed(&mut self, kernel: &K, _state: &State<K, P>) -> Result<()> {
+        if let Some(engine) = self.engine.as_mut() {
+            engine.trees.latent_changed(kernel)?;
+            engine.groups = Groups::new(kernel);
+        }
+        Ok(())
+    }
+
     fn step(
         &mut self,
         kernel: &K,
