@@ -571,11 +571,6 @@ fn kernel_update<K: HyperKernel + 'static>(
     Ok(Some(Box::new(KernelHyperMove::new(priors)?)))
 }
 
-/// The number of clusters of canonical labels.
-fn clusters_of(labels: &[usize]) -> usize {
-    labels.iter().max().map_or(0, |m| m + 1)
-}
-
 /// A chain's files as a handler: after each sweep its trace row, its draw (on the doubling
 /// schedule), its best state, and every `checkpoint_every` sweeps its sealed checkpoint; it
 /// also notes whether the number of clusters ever left its start.
@@ -677,8 +672,8 @@ struct Running<'r, 'k, K: ConjugateKernel> {
     dir: PathBuf,
     /// Whether it continues a checkpoint.
     resumed: bool,
-    /// Its starting partition's labels.
-    start: Vec<usize>,
+    /// Its starting partition's canonical labels, compact (held for the whole run).
+    start: Vec<u32>,
     /// How it stopped early (another chain's failure, the interrupt flag), if it did.
     stopped: Option<ChainEnd>,
 }
@@ -756,7 +751,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
                 (chain, trace, draws, BestDraw::default(), None)
             }
         };
-        let start = chain.state().partition.canonical_labels();
+        let start = chain.state().partition.compact_canonical_labels();
         let files = ChainFiles {
             trace,
             draws,
@@ -765,7 +760,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             chain: job.chain,
             path: checkpoint_path,
             last_checkpoint,
-            start_k: clusters_of(&start),
+            start_k: chain.state().partition.n_clusters(),
             k_changed: false,
         };
         Ok(Running {
@@ -843,7 +838,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             never_moved: !resumed
                 && !k_changed
                 && chain.sweeps_done() > 0
-                && state.partition.canonical_labels() == start,
+                && state.partition.compact_canonical_labels() == start,
         };
         load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
         save_json(&dir.join("end.json"), &end)?;
