@@ -1643,7 +1643,13 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     h_s: f64,
     chooser: &mut dyn Chooser,
 ) -> Result<(StepInfo, Option<Change>)> {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    // Both sides at their sizes: on a million points, lists grown by doubling would hold up
+    // to twice their length.
+    let n_b = (0..members.len()).filter(|&j| in_b(j)).count();
+    let (mut a, mut b) = (
+        Vec::with_capacity(members.len() - n_b),
+        Vec::with_capacity(n_b),
+    );
     for (j, &i) in members.iter().enumerate() {
         if in_b(j) {
             b.push(i);
@@ -1705,28 +1711,26 @@ fn sorted_members<K: ParametricKernel>(
     let mut sides = Vec::with_capacity(m);
     if m * 16 >= partition.n() {
         // Chunks of the labels scanned in parallel and concatenated in chunk order: the
-        // same list as one scan, without a serial O(n) pass per proposal.
+        // same list as one scan, without a serial O(n) pass per proposal. Each chunk keeps
+        // its points and sides as two lists (9 bytes a point; pairs would take 16).
         let n = partition.n();
-        let parts: Vec<Vec<(usize, u8)>> = (0..n.div_ceil(SCAN_CHUNK))
+        let parts: Vec<(Vec<usize>, Vec<u8>)> = (0..n.div_ceil(SCAN_CHUNK))
             .into_par_iter()
             .map(|c| {
-                (c * SCAN_CHUNK..((c + 1) * SCAN_CHUNK).min(n))
-                    .filter_map(|i| {
-                        let s = partition.slot_of(i);
-                        if s == slot {
-                            Some((i, 0))
-                        } else if Some(s) == other {
-                            Some((i, 1))
-                        } else {
-                            None
-                        }
-                    })
-                    .collect()
+                let (mut points, mut sides) = (Vec::new(), Vec::new());
+                for i in c * SCAN_CHUNK..((c + 1) * SCAN_CHUNK).min(n) {
+                    let s = partition.slot_of(i);
+                    if s == slot || Some(s) == other {
+                        points.push(i);
+                        sides.push(u8::from(s != slot));
+                    }
+                }
+                (points, sides)
             })
             .collect();
-        for (i, v) in parts.into_iter().flatten() {
-            points.push(i);
-            sides.push(v);
+        for (p, v) in parts {
+            points.extend_from_slice(&p);
+            sides.extend_from_slice(&v);
         }
     } else {
         let mut tagged: Vec<(usize, u8)> = Vec::with_capacity(m);
