@@ -672,7 +672,8 @@ impl NormalWishart {
     }
 
     /// The kernel from its data, the data centred by ξ and the factor of Ψ: tabulates the
-    /// size constants and factors. Cost: O(N + d) `ln Γ` and O(min(N, 2¹⁴)) factors.
+    /// size constants and factors. Cost: O(min(N, 2¹⁶) + d) `ln Γ` and O(min(N, 2¹⁴)) factors;
+    /// memory O(min(N, 2¹⁶)) beside the centred data.
     fn assemble(
         data: Arc<DenseData>,
         centred: Arc<[f64]>,
@@ -1538,7 +1539,7 @@ impl HyperKernel for NormalWishart {
 
     /// `Ψ = s Ψ₀` with the given `r` and `ν`, over the same centred data; the size tables
     /// are made anew. Errors if `h` does not hold three values or one is out of range.
-    /// Cost: O(d³ + N) plus O(N + d) `ln Γ`.
+    /// Cost: O(d³ + N) plus O(min(N, 2¹⁶) + d) `ln Γ`.
     fn with_hyper_values(&self, h: &[f64]) -> Result<Self> {
         if h.len() != 3 {
             return Err(Error::DimensionMismatch(format!(
