@@ -834,7 +834,11 @@ impl<K: ParametricKernel> SubCluster<K> {
             let rng = chain_rng(chooser, "subcluster")?;
             self.launch(kernel, &prior, &s, iters, true, rng, &mut launched)?;
             let ln_q = side_prob(&launched);
-            let n_b = launched.iter().filter(|o| o.1 == 1).count();
+            // The drawn sides alone from here on (1 byte a point, not 24): on a million
+            // points the split's two lists are built without the launch's probabilities.
+            let sides: Vec<u8> = launched.iter().map(|o| o.1).collect();
+            drop(launched);
+            let n_b = sides.iter().filter(|&&v| v == 1).count();
             if n_b == 0 || n_b == n_s {
                 return Ok((REJECTED, None));
             }
@@ -843,7 +847,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 &prior,
                 slot,
                 &s,
-                |j| launched[j].1 == 1,
+                |j| sides[j] == 1,
                 ln_q - (k as f64).ln(),
                 ln_v_gain(&prior, state.partition.n(), k),
                 |a, b| {
@@ -1697,9 +1701,9 @@ fn side_prob(launched: &[([f64; 2], u8)]) -> f64 {
 }
 
 /// The points of the cluster at `slot` (and of the cluster at `other`, if given) in
-/// increasing order, with 0 for a point of `slot` and 1 for one of `other`. A large set is
-/// collected by one scan of the labels (O(n)), a small one by sorting its members
-/// (O(m log m)); both give the same result.
+/// increasing order, with 0 for a point of `slot` and 1 for one of `other` (no sides without
+/// `other`: an empty list). A large set is collected by one scan of the labels (O(n)), a
+/// small one by sorting its members (O(m log m)); both give the same result.
 fn sorted_members<K: ParametricKernel>(
     partition: &Partition<K>,
     slot: Slot,
@@ -1708,7 +1712,7 @@ fn sorted_members<K: ParametricKernel>(
     let size = |s: Slot| partition.cluster(s).expect("live").size();
     let m = size(slot) + other.map_or(0, size);
     let mut points = Vec::with_capacity(m);
-    let mut sides = Vec::with_capacity(m);
+    let mut sides = Vec::with_capacity(if other.is_some() { m } else { 0 });
     if m * 16 >= partition.n() {
         // Chunks of the labels scanned in parallel and concatenated in chunk order: the
         // same list as one scan, without a serial O(n) pass per proposal. Each chunk keeps
@@ -1722,7 +1726,9 @@ fn sorted_members<K: ParametricKernel>(
                     let s = partition.slot_of(i);
                     if s == slot || Some(s) == other {
                         points.push(i);
-                        sides.push(u8::from(s != slot));
+                        if other.is_some() {
+                            sides.push(u8::from(s != slot));
+                        }
                     }
                 }
                 (points, sides)
@@ -1742,7 +1748,9 @@ fn sorted_members<K: ParametricKernel>(
         tagged.par_sort_unstable();
         for (i, v) in tagged {
             points.push(i);
-            sides.push(v);
+            if other.is_some() {
+                sides.push(v);
+            }
         }
     }
     (points, sides)
