@@ -573,7 +573,7 @@ fn kernel_update<K: HyperKernel + 'static>(
 
 /// A chain's files as a handler: after each sweep its trace row, its draw (on the doubling
 /// schedule), its best state, and every `checkpoint_every` sweeps its sealed checkpoint; it
-/// also notes whether the number of clusters ever left its start.
+/// also keeps the start's labels while the number of clusters has not left the start's.
 struct ChainFiles<'r> {
     trace: TraceWriter,
     draws: DrawWriter,
@@ -585,12 +585,17 @@ struct ChainFiles<'r> {
     /// The sweep of the last checkpoint written or resumed from.
     last_checkpoint: Option<u64>,
     start_k: usize,
-    k_changed: bool,
+    /// The starting partition's canonical labels, compact, while every sweep has had the
+    /// start's number of clusters; dropped once one has not (the chain has moved, and on a
+    /// million points the copy would hold 4 MB for nothing).
+    start: Option<Vec<u32>>,
 }
 
 impl<K: ConjugateKernel> Handler<K, Prior> for ChainFiles<'_> {
     fn after_sweep(&mut self, chain: &mut Chain<'_, K, Prior>, sweep: &SweepRecord) -> Result<()> {
-        self.k_changed |= sweep.n_clusters != self.start_k;
+        if sweep.n_clusters != self.start_k {
+            self.start = None;
+        }
         self.trace.observe(sweep, chain.state())?;
         self.draws.observe(sweep, chain.state())?;
         self.best.observe(sweep, chain.state())?;
@@ -672,8 +677,6 @@ struct Running<'r, 'k, K: ConjugateKernel> {
     dir: PathBuf,
     /// Whether it continues a checkpoint.
     resumed: bool,
-    /// Its starting partition's canonical labels, compact (held for the whole run).
-    start: Vec<u32>,
     /// How it stopped early (another chain's failure, the interrupt flag), if it did.
     stopped: Option<ChainEnd>,
 }
@@ -761,7 +764,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             path: checkpoint_path,
             last_checkpoint,
             start_k: chain.state().partition.n_clusters(),
-            k_changed: false,
+            start: Some(start),
         };
         Ok(Running {
             run: job.run,
@@ -771,7 +774,6 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             watcher: Watching(runner.monitor.chain(job.chain, &job.label)),
             dir,
             resumed,
-            start,
             stopped: None,
         })
     }
@@ -824,10 +826,9 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             files,
             dir,
             resumed,
-            start,
             ..
         } = self;
-        let (k_changed, best) = (files.k_changed, files.best);
+        let (start, best) = (files.start, files.best);
         let state = chain.state();
         let end = EndState {
             sweeps: chain.sweeps_done(),
@@ -836,9 +837,8 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             log_joint: state.ln_joint(),
             hyper: chain.hyper(),
             never_moved: !resumed
-                && !k_changed
                 && chain.sweeps_done() > 0
-                && state.partition.compact_canonical_labels() == start,
+                && start.is_some_and(|start| state.partition.compact_canonical_labels() == start),
         };
         load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
         save_json(&dir.join("end.json"), &end)?;
