@@ -198,12 +198,14 @@ impl<K: ConjugateKernel> Partition<K> {
         })
     }
 
-    /// All points in one cluster.
+    /// All points in one cluster. Panics beyond [`MAX_POINTS`] points (use
+    /// [`Partition::from_labels`] for the error instead).
     pub fn single(kernel: &K) -> Self {
         Self::from_labels(kernel, &vec![0u8; kernel.n_points()]).expect("lengths agree")
     }
 
-    /// Every point in its own cluster.
+    /// Every point in its own cluster. Panics beyond [`MAX_POINTS`] points (as
+    /// [`Partition::single`]).
     pub fn singletons(kernel: &K) -> Self {
         let labels: Vec<usize> = (0..kernel.n_points()).collect();
         Self::from_labels(kernel, &labels).expect("lengths agree")
