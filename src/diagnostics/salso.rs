@@ -47,6 +47,7 @@ use crate::exact::{bell_number, SetPartitions, MAX_EXACT_N};
 use crate::rng::{uniform_index, NrmmRng, SeedPlan};
 use crate::simd::multiversion;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// How hard the search tries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -205,8 +206,9 @@ struct Scratch {
 struct Allocation<'a> {
     draws: &'a DrawSet,
     loss: PartitionLoss,
-    /// `f(x)` for `x` below `n + 2` and [`F_TABLE`]; counts beyond are computed.
-    f: Vec<f64>,
+    /// `f(x)` for `x` below `n + 2` and [`F_TABLE`]; counts beyond are computed. One table
+    /// ([`f_table`], 16 MB at its largest) shared by a search's runs and their copies.
+    f: Arc<[f64]>,
     /// Per atom its cluster slot, or [`UNPLACED`].
     labels: Vec<u32>,
     /// Per cluster slot its counts in every column.
@@ -228,11 +230,8 @@ struct Allocation<'a> {
 }
 
 impl<'a> Allocation<'a> {
-    fn empty(draws: &'a DrawSet, loss: PartitionLoss) -> Self {
-        let n = draws.n();
-        let f: Vec<f64> = (0..(n as u32 + 2).min(F_TABLE))
-            .map(|x| loss.f(x))
-            .collect();
+    /// No atom placed yet; `f` is [`f_table`] of `draws` and `loss`.
+    fn empty(draws: &'a DrawSet, loss: PartitionLoss, f: Arc<[f64]>) -> Self {
         Allocation {
             draws,
             loss,
@@ -532,12 +531,27 @@ impl<'a> Allocation<'a> {
     }
 
     /// Canonical labels of a complete allocation's points. Cost O(n).
-    fn canonical(&self) -> Vec<usize> {
-        let points: Vec<u32> = (0..self.draws.n())
-            .map(|i| self.labels[self.draws.atom_of(i)])
-            .collect();
-        crate::data::canonical_labels(&points)
+    /// Each atom's cluster: the partition as the atoms hold it (A numbers, not n).
+    fn into_atom_labels(self) -> Vec<u32> {
+        self.labels
     }
+}
+
+/// `f(x)` of `loss` for the counts `x` a search over `draws` tabulates: below `n + 2` and
+/// [`F_TABLE`].
+fn f_table(draws: &DrawSet, loss: PartitionLoss) -> Arc<[f64]> {
+    (0..(draws.n() as u32 + 2).min(F_TABLE))
+        .map(|x| loss.f(x))
+        .collect()
+}
+
+/// The canonical labels of the points of `draws` whose atoms are in the clusters
+/// `atom_labels`. Cost: O(n log K).
+fn point_labels(draws: &DrawSet, atom_labels: &[u32]) -> Vec<usize> {
+    let points: Vec<u32> = (0..draws.n())
+        .map(|i| atom_labels[draws.atom_of(i)])
+        .collect();
+    crate::data::canonical_labels(&points)
 }
 
 /// The numbers `0..n` in an order drawn uniformly (Fisher-Yates).
@@ -550,16 +564,18 @@ fn shuffled(n: usize, rng: &mut NrmmRng) -> Vec<usize> {
 }
 
 /// One run: a sequential allocation, sweetening, then zealous updates each followed by
-/// sweetening and kept when the loss falls. Returns the expected loss and canonical labels.
+/// sweetening and kept when the loss falls. Returns the expected loss and each atom's cluster
+/// (the points' labels follow from them: [`point_labels`]).
 fn run(
     draws: &DrawSet,
     loss: PartitionLoss,
+    f: &Arc<[f64]>,
     settings: &SearchSettings,
     sequential: bool,
     rng: &mut NrmmRng,
-) -> (f64, Vec<usize>) {
+) -> (f64, Vec<u32>) {
     let mut scratch = Scratch::default();
-    let mut state = Allocation::empty(draws, loss);
+    let mut state = Allocation::empty(draws, loss, Arc::clone(f));
     if sequential {
         let order = shuffled(draws.atoms(), rng);
         state.allocate(&order, &mut scratch);
@@ -616,7 +632,7 @@ fn run(
             break;
         }
     }
-    (state.expected(), state.canonical())
+    (state.expected(), state.into_atom_labels())
 }
 
 /// Most partition-draw pairs scored when every partition is tried: `B_n M`, 4,140 × 1,207
@@ -673,19 +689,23 @@ pub fn search_expected_loss(
     loss.validate()?;
     settings.validate()?;
     let plan = SeedPlan::new(settings.seed);
-    let results: Vec<(f64, Vec<usize>)> = (0..settings.runs)
+    let f = f_table(draws, loss);
+    // Each run keeps its partition by atoms; only the best is spelled out per point (on a
+    // million points, 8 MB a run otherwise).
+    let results: Vec<(f64, Vec<u32>)> = (0..settings.runs)
         .into_par_iter()
         .map(|r| {
             // Stream `r` of a key no chain uses (chains use the chain streams).
             let mut rng = plan.task(u64::MAX, u64::MAX, r as u64);
-            run(draws, loss, settings, r % 2 == 0, &mut rng)
+            run(draws, loss, &f, settings, r % 2 == 0, &mut rng)
         })
         .collect();
-    let (run, (_, labels)) = results
+    let (run, (_, atom_labels)) = results
         .into_iter()
         .enumerate()
         .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0).then(a.0.cmp(&b.0)))
         .expect("at least one run");
+    let labels = point_labels(draws, &atom_labels);
     let expected_loss = draws.expected_loss(loss, &labels)?;
     Ok(LossEstimate {
         loss,
@@ -726,7 +746,8 @@ mod tests {
                 })
                 .collect();
             let set = DrawSet::new(&draws).unwrap();
-            let mut state = Allocation::empty(&set, PartitionLoss::OneMinusAri);
+            let loss = PartitionLoss::OneMinusAri;
+            let mut state = Allocation::empty(&set, loss, f_table(&set, loss));
             state.open_slots(k);
             let i = set.atoms() - 1;
             assert_eq!(set.weight(i), if repeat { 3 } else { 1 });

@@ -23,6 +23,37 @@ pub type Slot = usize;
 /// Points per chunk of [`batch_stat`].
 const BATCH_CHUNK: usize = 1 << 16;
 
+/// A point's slot or its position in a member list, as a [`Partition`] stores them: 4 bytes
+/// instead of 8 per point (a chain over 10⁶ points holds two per point), which bounds a
+/// partition to [`MAX_POINTS`] points.
+type Compact = u32;
+
+/// The label of a point that is in no cluster (between [`Partition::remove`] and an insert).
+const UNASSIGNED: Compact = Compact::MAX;
+
+/// The most points a [`Partition`] holds: slots and positions are stored in 32 bits, with
+/// one value kept for an unassigned point.
+pub const MAX_POINTS: usize = UNASSIGNED as usize;
+
+/// `x` (a slot or a position, below [`MAX_POINTS`] since a partition holds no more points)
+/// as stored.
+#[inline]
+fn compact(x: usize) -> Compact {
+    debug_assert!(x < MAX_POINTS);
+    x as Compact
+}
+
+/// An error unless `n` points fit a [`Partition`].
+fn check_points(n: usize) -> Result<()> {
+    if n > MAX_POINTS {
+        return Err(Error::Usage(format!(
+            "{n} points: a partition holds at most {MAX_POINTS} (its labels are 32-bit); \
+             split the data or subsample it"
+        )));
+    }
+    Ok(())
+}
+
 /// The statistic of `points`, [`ConjugateKernel::stat_of`] of fixed chunks of 65,536
 /// points in parallel, merged in chunk order: the same on any thread count,
 /// and on one chunk exactly `stat_of`. A cluster of a million points is summarised on every
@@ -93,10 +124,12 @@ fn fresh_revision() -> u64 {
 /// Invariants (checked by [`Partition::validate`]): every point is in exactly one live
 /// cluster, `label[i]` is that cluster's slot, `pos[i]` its position in the member list, each
 /// statistic equals the batch statistic of its members, and no live cluster is empty.
+/// Memory: 8 bytes per point for `label` and `pos` (32-bit, see [`MAX_POINTS`]) and 8 for its
+/// entry in a member list, beside the statistics.
 #[derive(Clone, Debug)]
 pub struct Partition<K: ConjugateKernel> {
-    label: Vec<Slot>,
-    pos: Vec<usize>,
+    label: Vec<Compact>,
+    pos: Vec<Compact>,
     slots: Vec<Option<Cluster<K::Stat>>>,
     free: Vec<Slot>,
     n_clusters: usize,
@@ -114,14 +147,35 @@ impl<K: ConjugateKernel> Partition<K> {
                 labels.len()
             )));
         }
-        let canon = crate::data::canonical_labels(labels);
-        let k = canon.iter().copied().max().map_or(0, |m| m + 1);
-        let mut members = vec![Vec::new(); k];
-        let mut pos = vec![0; n];
-        for (i, &c) in canon.iter().enumerate() {
-            pos[i] = members[c].len();
-            members[c].push(i);
-        }
+        check_points(n)?;
+        // Canonical labels as `crate::data::canonical_labels` numbers them, stored compact,
+        // and each member list allocated at its size: no transient copy of the labels at
+        // 8 bytes a point, no member list grown by doubling.
+        let mut number = std::collections::BTreeMap::new();
+        let mut sizes: Vec<usize> = Vec::new();
+        let label: Vec<Compact> = labels
+            .iter()
+            .map(|l| {
+                let next = number.len();
+                let c = *number.entry(*l).or_insert(next);
+                if c == sizes.len() {
+                    sizes.push(0);
+                }
+                sizes[c] += 1;
+                compact(c)
+            })
+            .collect();
+        let k = sizes.len();
+        let mut members: Vec<Vec<usize>> = sizes.iter().map(|&m| Vec::with_capacity(m)).collect();
+        let pos = label
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                let m = &mut members[c as usize];
+                m.push(i);
+                compact(m.len() - 1)
+            })
+            .collect();
         let slots = members
             .into_par_iter()
             .map(|m| {
@@ -135,7 +189,7 @@ impl<K: ConjugateKernel> Partition<K> {
             })
             .collect();
         Ok(Partition {
-            label: canon,
+            label,
             pos,
             slots,
             free: Vec::new(),
@@ -144,12 +198,14 @@ impl<K: ConjugateKernel> Partition<K> {
         })
     }
 
-    /// All points in one cluster.
+    /// All points in one cluster. Panics beyond [`MAX_POINTS`] points (use
+    /// [`Partition::from_labels`] for the error instead).
     pub fn single(kernel: &K) -> Self {
         Self::from_labels(kernel, &vec![0u8; kernel.n_points()]).expect("lengths agree")
     }
 
-    /// Every point in its own cluster.
+    /// Every point in its own cluster. Panics beyond [`MAX_POINTS`] points (as
+    /// [`Partition::single`]).
     pub fn singletons(kernel: &K) -> Self {
         let labels: Vec<usize> = (0..kernel.n_points()).collect();
         Self::from_labels(kernel, &labels).expect("lengths agree")
@@ -200,7 +256,7 @@ impl<K: ConjugateKernel> Partition<K> {
     /// The slot of point `i`'s cluster.
     #[inline]
     pub fn slot_of(&self, i: usize) -> Slot {
-        self.label[i]
+        self.label[i] as Slot
     }
 
     /// The cluster in `slot`, if live.
@@ -244,8 +300,30 @@ impl<K: ConjugateKernel> Partition<K> {
 
     /// Labels `0..K` numbered by canonical key (the cluster of point 0 is 0, the next new
     /// cluster met in index order is 1, ...): the restricted growth string of the partition.
+    /// Cost: O(n).
     pub fn canonical_labels(&self) -> Vec<usize> {
-        crate::data::canonical_labels(&self.label)
+        self.numbered().map(|c| c as usize).collect()
+    }
+
+    /// [`Partition::canonical_labels`] in 32 bits (they fit: [`MAX_POINTS`]), half the memory,
+    /// for a copy held while the partition changes. Cost: O(n).
+    pub fn compact_canonical_labels(&self) -> Vec<u32> {
+        self.numbered().collect()
+    }
+
+    /// Each point's canonical label in index order: slots numbered in order of first
+    /// appearance, through a table indexed by slot.
+    fn numbered(&self) -> impl Iterator<Item = Compact> + '_ {
+        let mut number = vec![UNASSIGNED; self.slots.len()];
+        let mut next = 0;
+        self.label.iter().map(move |&s| {
+            let c = &mut number[s as usize];
+            if *c == UNASSIGNED {
+                *c = next;
+                next += 1;
+            }
+            *c
+        })
     }
 
     /// Cluster sizes in slot order.
@@ -272,11 +350,11 @@ impl<K: ConjugateKernel> Partition<K> {
     /// The point is then unassigned until [`Partition::insert`] or [`Partition::insert_new`].
     pub fn remove(&mut self, kernel: &K, i: usize) -> Slot {
         self.revision = fresh_revision();
-        let s = self.label[i];
+        let s = self.slot_of(i);
         let c = self.slots[s].as_mut().expect("point's cluster is live");
         let p = self.pos[i];
-        c.members.swap_remove(p);
-        if let Some(&moved) = c.members.get(p) {
+        c.members.swap_remove(p as usize);
+        if let Some(&moved) = c.members.get(p as usize) {
             self.pos[moved] = p;
         }
         if c.members.is_empty() {
@@ -287,7 +365,7 @@ impl<K: ConjugateKernel> Partition<K> {
             kernel.remove(&mut c.stat, i);
             c.ln_m = kernel.ln_marginal(&c.stat);
         }
-        self.label[i] = usize::MAX;
+        self.label[i] = UNASSIGNED;
         s
     }
 
@@ -295,11 +373,11 @@ impl<K: ConjugateKernel> Partition<K> {
     pub fn insert(&mut self, kernel: &K, i: usize, slot: Slot) {
         self.revision = fresh_revision();
         let c = self.slots[slot].as_mut().expect("target cluster is live");
-        self.pos[i] = c.members.len();
+        self.pos[i] = compact(c.members.len());
         c.members.push(i);
         kernel.add(&mut c.stat, i);
         c.ln_m = kernel.ln_marginal(&c.stat);
-        self.label[i] = slot;
+        self.label[i] = compact(slot);
     }
 
     /// Moves point `i` to the back of its cluster's member list without touching statistics:
@@ -309,12 +387,12 @@ impl<K: ConjugateKernel> Partition<K> {
     /// out and put back. Cost: O(1).
     pub fn requeue(&mut self, i: usize) {
         // The swap with the last member that a removal and reinsertion amount to.
-        let c = self.slots[self.label[i]].as_mut().expect("live");
+        let c = self.slots[self.label[i] as Slot].as_mut().expect("live");
         let (p, last) = (self.pos[i], c.members.len() - 1);
         let moved = c.members[last];
-        c.members.swap(p, last);
+        c.members.swap(p as usize, last);
         self.pos[moved] = p;
-        self.pos[i] = last;
+        self.pos[i] = compact(last);
     }
 
     /// Puts unassigned point `i` in a new cluster; returns its slot (the most recently freed
@@ -339,7 +417,7 @@ impl<K: ConjugateKernel> Partition<K> {
             }
         };
         self.pos[i] = 0;
-        self.label[i] = slot;
+        self.label[i] = compact(slot);
         self.n_clusters += 1;
         slot
     }
@@ -351,10 +429,14 @@ impl<K: ConjugateKernel> Partition<K> {
         let first = points[0];
         self.remove(kernel, first);
         let new = self.insert_new(kernel, first);
+        // The new member list at its size, and the old one cut to its own (a cluster of a
+        // million points split in six would otherwise keep its whole list's capacity).
+        self.members_mut(new).reserve_exact(points.len() - 1);
         for &i in &points[1..] {
             self.detach_member(slot, i);
             self.attach_member(new, i);
         }
+        self.members_mut(slot).shrink_to_fit();
         self.refresh(kernel, slot);
         self.refresh(kernel, new);
         new
@@ -368,21 +450,27 @@ impl<K: ConjugateKernel> Partition<K> {
         self.free.push(src);
         self.n_clusters -= 1;
         let c = self.slots[dst].as_mut().expect("target cluster is live");
+        c.members.reserve_exact(gone.members.len());
         for &i in &gone.members {
-            self.pos[i] = c.members.len();
+            self.pos[i] = compact(c.members.len());
             c.members.push(i);
-            self.label[i] = dst;
+            self.label[i] = compact(dst);
         }
         kernel.merge(&mut c.stat, &gone.stat);
         c.ln_m = kernel.ln_marginal(&c.stat);
+    }
+
+    /// The member list of the live cluster at `slot`.
+    fn members_mut(&mut self, slot: Slot) -> &mut Vec<usize> {
+        &mut self.slots[slot].as_mut().expect("live").members
     }
 
     /// Unlinks point `i` from the member list of `slot` without touching statistics.
     fn detach_member(&mut self, slot: Slot, i: usize) {
         let c = self.slots[slot].as_mut().expect("live");
         let p = self.pos[i];
-        c.members.swap_remove(p);
-        if let Some(&moved) = c.members.get(p) {
+        c.members.swap_remove(p as usize);
+        if let Some(&moved) = c.members.get(p as usize) {
             self.pos[moved] = p;
         }
     }
@@ -390,9 +478,9 @@ impl<K: ConjugateKernel> Partition<K> {
     /// Links point `i` into the member list of `slot` without touching statistics.
     fn attach_member(&mut self, slot: Slot, i: usize) {
         let c = self.slots[slot].as_mut().expect("live");
-        self.pos[i] = c.members.len();
+        self.pos[i] = compact(c.members.len());
         c.members.push(i);
-        self.label[i] = slot;
+        self.label[i] = compact(slot);
     }
 
     /// Rebuilds the statistic and cached marginal of `slot` from its members.
@@ -414,7 +502,7 @@ impl<K: ConjugateKernel> Partition<K> {
                 return Err(Error::Numerical(format!("cluster in slot {s} is empty")));
             }
             for (p, &i) in c.members.iter().enumerate() {
-                if seen[i] || self.label[i] != s || self.pos[i] != p {
+                if seen[i] || self.slot_of(i) != s || self.pos[i] as usize != p {
                     return Err(Error::Numerical(format!("point {i} is misfiled")));
                 }
                 seen[i] = true;

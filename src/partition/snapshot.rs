@@ -7,7 +7,7 @@
 //! restored partition continues exactly as the original would. Labels and positions follow
 //! from the member lists; statistics are rebuilt from the members.
 
-use super::{fresh_revision, Cluster, Partition, Slot};
+use super::{check_points, compact, fresh_revision, Cluster, Partition, Slot, UNASSIGNED};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 
@@ -51,7 +51,8 @@ impl<K: ConjugateKernel> Partition<K> {
                 snapshot.n
             )));
         }
-        let mut label = vec![usize::MAX; n];
+        check_points(n)?;
+        let mut label = vec![UNASSIGNED; n];
         let mut pos = vec![0; n];
         let mut slots = Vec::with_capacity(snapshot.slots.len());
         let mut n_clusters = 0;
@@ -71,14 +72,14 @@ impl<K: ConjugateKernel> Partition<K> {
                         "partition snapshot: slot {s} holds point {i}, but there are {n} points"
                     )));
                 }
-                if label[i] != usize::MAX {
+                if label[i] != UNASSIGNED {
                     return Err(Error::Usage(format!(
                         "partition snapshot: point {i} is in slots {} and {s}",
                         label[i]
                     )));
                 }
-                label[i] = s;
-                pos[i] = p;
+                label[i] = compact(s);
+                pos[i] = compact(p);
             }
             let stat = kernel.stat_of(members);
             let ln_m = kernel.ln_marginal(&stat);
@@ -89,7 +90,7 @@ impl<K: ConjugateKernel> Partition<K> {
             }));
             n_clusters += 1;
         }
-        if let Some(i) = label.iter().position(|&l| l == usize::MAX) {
+        if let Some(i) = label.iter().position(|&l| l == UNASSIGNED) {
             return Err(Error::Usage(format!(
                 "partition snapshot: point {i} is in no cluster"
             )));

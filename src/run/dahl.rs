@@ -1,6 +1,7 @@
 //! Dahl's least-squares point estimate (Dahl 2006): the draw whose co-clustering matrix is
 //! closest in squared error to the posterior similarity matrix estimated from all draws.
 
+use super::draws::{for_each_draw, kept_sweeps};
 use super::{read_draws, Draw, HyperState};
 use crate::diagnostics::{PairSample, SimilarityMatrix};
 use crate::error::Result;
@@ -56,6 +57,16 @@ impl DrawSource {
     pub fn read(&self) -> Result<Vec<Draw>> {
         read_draws(&self.path, self.after)
     }
+
+    /// How many draws [`DrawSource::read`] gives, without reading their labels.
+    pub fn count(&self) -> Result<usize> {
+        Ok(kept_sweeps(&self.path, self.after)?.len())
+    }
+
+    /// Calls `f` with each draw [`DrawSource::read`] gives, in order, one in memory at a time.
+    pub fn for_each(&self, f: impl FnMut(Draw) -> Result<()>) -> Result<()> {
+        for_each_draw(&self.path, self.after, f)
+    }
 }
 
 /// Co-clustering frequencies for Dahl's estimate: every pair for moderate n, sampled pairs
@@ -83,12 +94,12 @@ impl Similarity {
 
 /// Dahl's least-squares draw among the draws of `sources`: the dense similarity matrix for
 /// moderate n, [`SAMPLED_PAIRS`] random pairs (seeded by `seed`) beyond. Two passes over the
-/// draws files, one chain in memory at a time.
+/// draws files, one draw in memory at a time besides the best so far.
 pub(super) fn dahl(sources: &[DrawSource], seed: u64) -> Result<Option<Estimate>> {
     let mut similarity: Option<Similarity> = None;
     let mut among = 0;
     for source in sources {
-        for d in source.read()? {
+        source.for_each(|d| {
             let s = match &mut similarity {
                 Some(s) => s,
                 None => {
@@ -103,7 +114,8 @@ pub(super) fn dahl(sources: &[DrawSource], seed: u64) -> Result<Option<Estimate>
             };
             s.add(&d.labels)?;
             among += 1;
-        }
+            Ok(())
+        })?;
     }
     let Some(similarity) = similarity else {
         return Ok(None);
@@ -114,12 +126,13 @@ pub(super) fn dahl(sources: &[DrawSource], seed: u64) -> Result<Option<Estimate>
     };
     let mut best: Option<(f64, &DrawSource, Draw)> = None;
     for source in sources {
-        for d in source.read()? {
+        source.for_each(|d| {
             let loss = similarity.loss(&d.labels)?;
             if best.as_ref().is_none_or(|b| loss < b.0) {
                 best = Some((loss, source, d));
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(best.map(|(_, source, d)| Estimate {
         method,

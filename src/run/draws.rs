@@ -18,9 +18,11 @@ use crate::sampler::State;
 use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
 
-/// One recorded partition of a chain.
+/// One recorded partition of a chain, its labels of type `L`: `usize` where draws are read
+/// for use, `u32` (half the memory, the same text in a file) where a chain records or holds
+/// them while it runs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Draw {
+pub struct Draw<L = usize> {
     /// The sweep after which it was recorded.
     pub sweep: u64,
     /// The log joint of the state.
@@ -28,17 +30,28 @@ pub struct Draw {
     /// Hyperparameter values (by column name in the file).
     pub hyper: HyperState,
     /// Canonical labels (`0..K` in order of first appearance).
-    pub labels: Vec<usize>,
+    pub labels: Vec<L>,
 }
 
-impl Draw {
-    /// The draw of `state` after sweep `record`. Cost O(n).
+impl Draw<u32> {
+    /// The draw of `state` after sweep `record`, its labels in 32 bits (4 bytes a point).
+    /// Cost O(n).
     pub fn of<K: ConjugateKernel, P: NrmPrior>(record: &SweepRecord, state: &State<K, P>) -> Self {
         Draw {
             sweep: record.sweep,
             log_joint: record.ln_joint,
             hyper: record.hyper,
-            labels: state.partition.canonical_labels(),
+            labels: state.partition.compact_canonical_labels(),
+        }
+    }
+
+    /// The same draw with `usize` labels. Cost O(n).
+    pub fn widen(self) -> Draw {
+        Draw {
+            sweep: self.sweep,
+            log_joint: self.log_joint,
+            hyper: self.hyper,
+            labels: self.labels.into_iter().map(|l| l as usize).collect(),
         }
     }
 }
@@ -184,61 +197,104 @@ fn kept_prefix(path: &Path, sweep: u64) -> Result<u64> {
 
 /// The draws of a chain after sweep `after` (a burn-in), evenly spaced: those at multiples of
 /// the largest gap between consecutive draws in the file (see the module documentation).
-/// Errors name the file and line of a malformed draw. Cost: two passes over the file.
+/// Errors name the file and line of a malformed draw. Cost: two passes over the file; the
+/// draws all in memory (see [`for_each_draw`] for one at a time).
 pub fn read_draws(path: &Path, after: u64) -> Result<Vec<Draw>> {
-    let open = || {
-        std::fs::File::open(path)
-            .map(std::io::BufReader::new)
-            .map_err(|source| Error::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-    };
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut sweeps = Vec::new();
-    for (k, line) in open()?.lines().enumerate() {
-        let line = line.map_err(io)?;
-        if line.trim().is_empty() {
-            continue;
+    let mut draws = Vec::new();
+    for_each_draw(path, after, |draw| {
+        draws.push(draw);
+        Ok(())
+    })?;
+    Ok(draws)
+}
+
+/// The sweeps of the draws that [`read_draws`] returns, in file order, without building
+/// their labels: how many there are before they are read one at a time. Cost: one pass over
+/// the file.
+pub fn kept_sweeps(path: &Path, after: u64) -> Result<Vec<u64>> {
+    let sweeps = sweeps_of(path)?;
+    let gap = spacing(&sweeps);
+    Ok(sweeps
+        .into_iter()
+        .filter(|&s| s > after && s.is_multiple_of(gap))
+        .collect())
+}
+
+/// Calls `f` with each draw that [`read_draws`] returns, in file order, one draw in memory at
+/// a time: a summary of a million points holds one draw's labels, not a chain's. Errors as
+/// [`read_draws`], or as `f` does. Cost: two passes over the file.
+pub fn for_each_draw(path: &Path, after: u64, mut f: impl FnMut(Draw) -> Result<()>) -> Result<()> {
+    let gap = spacing(&sweeps_of(path)?);
+    draw_lines(path, |k, line| {
+        let sweep = sweep_of(path, k, line)?;
+        if sweep > after && sweep.is_multiple_of(gap) {
+            f(serde_json::from_str(line)
+                .map_err(|e| Error::parse(path, k, format!("not a draw: {e}")))?)?;
         }
-        let s: SweepOnly = serde_json::from_str(&line)
-            .map_err(|e| Error::parse(path, k + 1, format!("not a draw: {e}")))?;
-        sweeps.push(s.sweep);
-    }
-    let gap = sweeps
+        Ok(())
+    })
+}
+
+/// The sweep of every draw in the file, in file order.
+fn sweeps_of(path: &Path) -> Result<Vec<u64>> {
+    let mut sweeps = Vec::new();
+    draw_lines(path, |k, line| {
+        sweeps.push(sweep_of(path, k, line)?);
+        Ok(())
+    })?;
+    Ok(sweeps)
+}
+
+/// The largest gap between consecutive sweeps (at least 1): the spacing of the evenly spaced
+/// draws.
+fn spacing(sweeps: &[u64]) -> u64 {
+    sweeps
         .windows(2)
         .map(|w| w[1].saturating_sub(w[0]))
         .max()
         .unwrap_or(1)
-        .max(1);
-    let mut draws = Vec::new();
-    for (k, line) in open()?.lines().enumerate() {
-        let line = line.map_err(io)?;
-        if line.trim().is_empty() {
-            continue;
+        .max(1)
+}
+
+/// The sweep of the draws line `line` (line number `k` of `path`).
+fn sweep_of(path: &Path, k: usize, line: &str) -> Result<u64> {
+    serde_json::from_str::<SweepOnly>(line)
+        .map(|s| s.sweep)
+        .map_err(|e| Error::parse(path, k, format!("not a draw: {e}")))
+}
+
+/// Calls `f` with the number (from 1) and text of each line of the draws file that is not
+/// blank, reusing one line buffer.
+fn draw_lines(path: &Path, mut f: impl FnMut(usize, &str) -> Result<()>) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut reader = std::fs::File::open(path)
+        .map(std::io::BufReader::new)
+        .map_err(io)?;
+    let mut line = String::new();
+    let mut k = 0;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io)? == 0 {
+            return Ok(());
         }
-        let sweep = serde_json::from_str::<SweepOnly>(&line)
-            .map_err(|e| Error::parse(path, k + 1, format!("not a draw: {e}")))?
-            .sweep;
-        if sweep > after && sweep.is_multiple_of(gap) {
-            draws.push(
-                serde_json::from_str(&line)
-                    .map_err(|e| Error::parse(path, k + 1, format!("not a draw: {e}")))?,
-            );
+        k += 1;
+        let text = line.trim_end_matches(['\n', '\r']);
+        if !text.trim().is_empty() {
+            f(k, text)?;
         }
     }
-    Ok(draws)
 }
 
 /// The best state a chain has visited: the draw with the largest log joint (the MAP estimate
 /// among visited states). Cost per sweep: one comparison, plus O(n) when the best improves.
+/// Memory: 4 bytes a point, the labels in 32 bits.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BestDraw {
     /// The best draw so far, if any sweep has been observed.
-    pub best: Option<Draw>,
+    pub best: Option<Draw<u32>>,
 }
 
 impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for BestDraw {

@@ -107,19 +107,23 @@ pub struct LossSummary {
 /// The draws of `sources` for the search as a [`DrawSet`]: each chain's evenly thinned to its
 /// share of a limit on draws (at most [`MAX_CELLS`] `/ n`, within [`MIN_DRAWS`] and
 /// [`MAX_DRAWS`]), taken into the set's atoms one at a time. Cost: reading the draws files,
-/// one chain in memory at a time, and O(n log K) per draw kept.
+/// one draw in memory at a time, and O(n log K) per draw kept.
 fn thinned_draws(sources: &[DrawSource], n: usize) -> Result<Option<DrawSet>> {
     let limit = (MAX_CELLS / n.max(1)).clamp(MIN_DRAWS, MAX_DRAWS);
     let share = limit.div_ceil(sources.len().max(1));
     let mut builder = DrawSetBuilder::new(n);
     let mut kept = 0;
     for source in sources {
-        let draws = source.read()?;
-        let stride = draws.len().div_ceil(share).max(1);
-        for draw in draws.iter().step_by(stride) {
-            builder.add(&draw.labels)?;
-            kept += 1;
-        }
+        let stride = source.count()?.div_ceil(share).max(1);
+        let mut at = 0;
+        source.for_each(|draw| {
+            if at % stride == 0 {
+                builder.add(&draw.labels)?;
+                kept += 1;
+            }
+            at += 1;
+            Ok(())
+        })?;
     }
     if kept == 0 {
         return Ok(None);

@@ -571,14 +571,9 @@ fn kernel_update<K: HyperKernel + 'static>(
     Ok(Some(Box::new(KernelHyperMove::new(priors)?)))
 }
 
-/// The number of clusters of canonical labels.
-fn clusters_of(labels: &[usize]) -> usize {
-    labels.iter().max().map_or(0, |m| m + 1)
-}
-
 /// A chain's files as a handler: after each sweep its trace row, its draw (on the doubling
 /// schedule), its best state, and every `checkpoint_every` sweeps its sealed checkpoint; it
-/// also notes whether the number of clusters ever left its start.
+/// also keeps the start's labels while the number of clusters has not left the start's.
 struct ChainFiles<'r> {
     trace: TraceWriter,
     draws: DrawWriter,
@@ -590,12 +585,17 @@ struct ChainFiles<'r> {
     /// The sweep of the last checkpoint written or resumed from.
     last_checkpoint: Option<u64>,
     start_k: usize,
-    k_changed: bool,
+    /// The starting partition's canonical labels, compact, while every sweep has had the
+    /// start's number of clusters; dropped once one has not (the chain has moved, and on a
+    /// million points the copy would hold 4 MB for nothing).
+    start: Option<Vec<u32>>,
 }
 
 impl<K: ConjugateKernel> Handler<K, Prior> for ChainFiles<'_> {
     fn after_sweep(&mut self, chain: &mut Chain<'_, K, Prior>, sweep: &SweepRecord) -> Result<()> {
-        self.k_changed |= sweep.n_clusters != self.start_k;
+        if sweep.n_clusters != self.start_k {
+            self.start = None;
+        }
         self.trace.observe(sweep, chain.state())?;
         self.draws.observe(sweep, chain.state())?;
         self.best.observe(sweep, chain.state())?;
@@ -677,8 +677,6 @@ struct Running<'r, 'k, K: ConjugateKernel> {
     dir: PathBuf,
     /// Whether it continues a checkpoint.
     resumed: bool,
-    /// Its starting partition's labels.
-    start: Vec<usize>,
     /// How it stopped early (another chain's failure, the interrupt flag), if it did.
     stopped: Option<ChainEnd>,
 }
@@ -756,7 +754,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
                 (chain, trace, draws, BestDraw::default(), None)
             }
         };
-        let start = chain.state().partition.canonical_labels();
+        let start = chain.state().partition.compact_canonical_labels();
         let files = ChainFiles {
             trace,
             draws,
@@ -765,8 +763,8 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             chain: job.chain,
             path: checkpoint_path,
             last_checkpoint,
-            start_k: clusters_of(&start),
-            k_changed: false,
+            start_k: chain.state().partition.n_clusters(),
+            start: Some(start),
         };
         Ok(Running {
             run: job.run,
@@ -776,7 +774,6 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             watcher: Watching(runner.monitor.chain(job.chain, &job.label)),
             dir,
             resumed,
-            start,
             stopped: None,
         })
     }
@@ -829,10 +826,9 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             files,
             dir,
             resumed,
-            start,
             ..
         } = self;
-        let (k_changed, best) = (files.k_changed, files.best);
+        let (start, best) = (files.start, files.best);
         let state = chain.state();
         let end = EndState {
             sweeps: chain.sweeps_done(),
@@ -841,9 +837,8 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             log_joint: state.ln_joint(),
             hyper: chain.hyper(),
             never_moved: !resumed
-                && !k_changed
                 && chain.sweeps_done() > 0
-                && state.partition.canonical_labels() == start,
+                && start.is_some_and(|start| state.partition.compact_canonical_labels() == start),
         };
         load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
         save_json(&dir.join("end.json"), &end)?;

@@ -133,7 +133,9 @@ pub fn score_run(run: &RunDir, labels: &Path) -> Result<RunScore> {
         let best_path = dir.join("best.json");
         let best = if best_path.is_file() {
             let best: BestDraw = load_json(&best_path)?;
-            best.best.map(|b| scored(&model, &b.labels)).transpose()?
+            best.best
+                .map(|b| scored(&model, &b.widen().labels))
+                .transpose()?
         } else {
             None
         };

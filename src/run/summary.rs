@@ -318,7 +318,7 @@ fn read_chain(
     chain: u64,
     burn_in: Option<u64>,
     warnings: &mut Vec<String>,
-) -> Result<(ChainSummary, ChainSeries, Option<Draw>)> {
+) -> Result<(ChainSummary, ChainSeries, Option<Draw<u32>>)> {
     let dir = chain_dir(&run.dir, chain);
     let trace_path = dir.join("trace.csv");
     if !trace_path.is_file() {
@@ -387,7 +387,7 @@ fn read_chain(
     // A finished chain wrote its best state; an interrupted one saved it with its checkpoint.
     let best_path = dir.join("best.json");
     let checkpoint_path = dir.join("checkpoint.json");
-    let best: Option<Draw> = if best_path.is_file() {
+    let best: Option<Draw<u32>> = if best_path.is_file() {
         load_json::<BestDraw>(&best_path)?.best
     } else if checkpoint_path.is_file() {
         load_json::<ChainFile>(&checkpoint_path)?.best.best
@@ -620,6 +620,7 @@ impl Summary {
             .into_iter()
             .filter(|(_, _, b)| !b.log_joint.is_nan())
             .max_by(|a, b| a.2.log_joint.total_cmp(&b.2.log_joint))
+            .map(|(run, chain, d)| (run, chain, d.widen()))
             .map(|(run, chain, d)| Estimate {
                 method: "best state visited".to_string(),
                 run,

@@ -128,7 +128,12 @@ pub fn run(a: RunArgs) -> Result<Status> {
             let settled = pilot::settle(&model, s.seed, Some(&crate::interrupt::REQUESTED))?;
             phase.finish();
             match settled {
-                Settled::Scaled(settled) => *settled,
+                // The model it replaces goes now: its kernel's per-point caches are as large
+                // as the data and would otherwise stay for the whole run.
+                Settled::Scaled(settled) => {
+                    drop(model);
+                    *settled
+                }
                 // The header says the scaled defaults stay; the reason is the library's to give.
                 Settled::NotDue | Settled::Kept(_) => model,
                 Settled::Interrupted => {

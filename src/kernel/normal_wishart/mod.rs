@@ -541,6 +541,12 @@ pub struct NormalWishart {
     psi_scale: f64,
 }
 
+/// At most this many sizes have their size constants of `ln m` and of the predictive
+/// tabulated (1 MB for both); larger sizes, which only large data sets reach, have them
+/// computed per call by the same expressions, so to the bit. A table over every size of a
+/// million points would take 16 MB.
+const SIZE_TABLE_SIZES: usize = 1 << 16;
+
 /// At most this many sizes have their [`SizeFactors`] tabulated (the rest are computed per
 /// call): the table pays where clusters are small and updates frequent, and stays small
 /// (under 1.5 MB) on large data sets.
@@ -666,7 +672,8 @@ impl NormalWishart {
     }
 
     /// The kernel from its data, the data centred by ξ and the factor of Ψ: tabulates the
-    /// size constants and factors. Cost: O(N + d) `ln Γ` and O(min(N, 2¹⁴)) factors.
+    /// size constants and factors. Cost: O(min(N, 2¹⁶) + d) `ln Γ` and O(min(N, 2¹⁴)) factors;
+    /// memory O(min(N, 2¹⁶)) beside the centred data.
     fn assemble(
         data: Arc<DenseData>,
         centred: Arc<[f64]>,
@@ -676,7 +683,8 @@ impl NormalWishart {
         (psi_base, ln_det_psi_base, psi_scale): (Arc<[f64]>, f64, f64),
     ) -> Self {
         let d = hyper.dim();
-        let (marg_const, pred_const) = size_tables(&hyper, ln_det_psi, data.n() + 1);
+        let (marg_const, pred_const) =
+            size_tables(&hyper, ln_det_psi, (data.n() + 1).min(SIZE_TABLE_SIZES));
         let factors = (0..=(data.n() + 1).min(FACTOR_TABLE_SIZES))
             .map(|n| SizeFactors::at(&hyper, n))
             .collect();
@@ -794,7 +802,9 @@ impl NormalWishart {
     fn marg_const(&self, n: usize) -> f64 {
         match self.marg_const.get(n) {
             Some(&c) => c,
-            None => marg_const_direct(&self.hyper, self.ln_det_psi, n),
+            None => marg_const_at(&self.hyper, self.ln_det_psi, n, |m| {
+                half_ln_gamma(self.hyper.nu, self.d - 1, m)
+            }),
         }
     }
 
@@ -812,7 +822,9 @@ impl NormalWishart {
     fn pred_const(&self, n: usize) -> f64 {
         match self.pred_const.get(n) {
             Some(&c) => c,
-            None => pred_const_direct(&self.hyper, n),
+            None => pred_const_at(&self.hyper, n, |m| {
+                half_ln_gamma(self.hyper.nu, self.d - 1, m)
+            }),
         }
     }
 
@@ -1405,51 +1417,48 @@ fn welford_scatter_add(mean: &[f64], m2: &mut [f64], y: &[f64], f: &SizeFactors,
 ///
 /// Only half-integer shifts of ν/2 occur, `g(m) = ln Γ((ν + m)/2)` for `m = 1-d ..= max_n+1`,
 /// so those N + d + 1 values are computed once and every `ln Γ_d(ν_n/2) - ln Γ_d(ν/2) =
-/// Σ_{i<d} [g(n - i) - g(-i)]` is a sum of table entries (no recurrence, no drift).
+/// Σ_{i<d} [g(n - i) - g(-i)]` is a sum of table entries (no recurrence, no drift). A size
+/// beyond the table gets the same sum of the same `g` computed per call
+/// ([`half_ln_gamma`]), so the same value to the bit.
 fn size_tables(hyper: &NwHyper, ln_det_psi: f64, max_n: usize) -> (Vec<f64>, Vec<f64>) {
+    let offset = hyper.dim() - 1;
+    let g: Vec<f64> = (0..max_n + 2 + offset)
+        .map(|k| half_ln_gamma(hyper.nu, offset, k as isize - offset as isize))
+        .collect();
+    let gi = |m: isize| g[(m + offset as isize) as usize];
+    let marg = (0..=max_n)
+        .map(|n| marg_const_at(hyper, ln_det_psi, n, gi))
+        .collect();
+    let pred = (0..=max_n).map(|n| pred_const_at(hyper, n, gi)).collect();
+    (marg, pred)
+}
+
+/// `g(m) = ln Γ((ν + m)/2)` as [`size_tables`] tabulates it, `offset = d - 1` (the entry
+/// `k = m + offset` of its table).
+fn half_ln_gamma(nu: f64, offset: usize, m: isize) -> f64 {
+    let k = (m + offset as isize) as usize;
+    ln_gamma(0.5 * (nu + k as f64 - offset as f64))
+}
+
+/// The marginal's size constant for `n` points from `g` (see [`size_tables`]).
+fn marg_const_at(hyper: &NwHyper, ln_det_psi: f64, n: usize, gi: impl Fn(isize) -> f64) -> f64 {
     let d = hyper.dim();
     let (r, nu) = (hyper.r, hyper.nu);
     let df = d as f64;
     let ln_pi = std::f64::consts::PI.ln();
-    let offset = d - 1;
-    let g: Vec<f64> = (0..max_n + 2 + offset)
-        .map(|k| ln_gamma(0.5 * (nu + k as f64 - offset as f64)))
-        .collect();
-    let gi = |m: isize| g[(m + offset as isize) as usize];
-    let marg = (0..=max_n)
-        .map(|n| {
-            let nf = n as f64;
-            let mv: f64 = (0..d as isize).map(|i| gi(n as isize - i) - gi(-i)).sum();
-            -0.5 * nf * df * ln_pi - 0.5 * df * (nf / r).ln_1p() + 0.5 * nu * ln_det_psi + mv
-        })
-        .collect();
-    let pred = (0..=max_n)
-        .map(|n| {
-            let rn = r + n as f64;
-            -0.5 * df * ln_pi - 0.5 * df * (1.0 / rn).ln_1p() + gi(n as isize + 1)
-                - gi(n as isize + 1 - d as isize)
-        })
-        .collect();
-    (marg, pred)
-}
-
-/// The marginal's size constant computed directly (sizes beyond the table).
-fn marg_const_direct(hyper: &NwHyper, ln_det_psi: f64, n: usize) -> f64 {
-    let (d, r, nu) = (hyper.dim() as f64, hyper.r, hyper.nu);
     let nf = n as f64;
-    -0.5 * nf * d * std::f64::consts::PI.ln() - 0.5 * d * (nf / r).ln_1p()
-        + 0.5 * nu * ln_det_psi
-        + ln_mv_gamma_ratio(hyper.dim(), 0.5 * (nu + nf), 0.5 * nu)
+    let mv: f64 = (0..d as isize).map(|i| gi(n as isize - i) - gi(-i)).sum();
+    -0.5 * nf * df * ln_pi - 0.5 * df * (nf / r).ln_1p() + 0.5 * nu * ln_det_psi + mv
 }
 
-/// The predictive's size constant computed directly (sizes beyond the table).
-fn pred_const_direct(hyper: &NwHyper, n: usize) -> f64 {
-    let (d, r, nu) = (hyper.dim() as f64, hyper.r, hyper.nu);
-    let rn = r + n as f64;
-    let nu_n = nu + n as f64;
-    -0.5 * d * std::f64::consts::PI.ln() - 0.5 * d * (1.0 / rn).ln_1p()
-        + ln_gamma(0.5 * (nu_n + 1.0))
-        - ln_gamma(0.5 * (nu_n + 1.0 - d))
+/// The predictive's size constant for `n` points from `g` (see [`size_tables`]).
+fn pred_const_at(hyper: &NwHyper, n: usize, gi: impl Fn(isize) -> f64) -> f64 {
+    let d = hyper.dim();
+    let df = d as f64;
+    let ln_pi = std::f64::consts::PI.ln();
+    let rn = hyper.r + n as f64;
+    -0.5 * df * ln_pi - 0.5 * df * (1.0 / rn).ln_1p() + gi(n as isize + 1)
+        - gi(n as isize + 1 - d as isize)
 }
 
 /// The Normal-Wishart kernel's hyperparameters for hyperpriors: the multiplier `s` of the
@@ -1530,7 +1539,7 @@ impl HyperKernel for NormalWishart {
 
     /// `Ψ = s Ψ₀` with the given `r` and `ν`, over the same centred data; the size tables
     /// are made anew. Errors if `h` does not hold three values or one is out of range.
-    /// Cost: O(d³ + N) plus O(N + d) `ln Γ`.
+    /// Cost: O(d³ + N) plus O(min(N, 2¹⁶) + d) `ln Γ`.
     fn with_hyper_values(&self, h: &[f64]) -> Result<Self> {
         if h.len() != 3 {
             return Err(Error::DimensionMismatch(format!(
@@ -1719,6 +1728,25 @@ mod tests {
         NormalWishart::new(Arc::new(data), hyper).unwrap()
     }
 
+    /// The marginal's size constant by the multivariate gamma function, independently.
+    fn marg_const_direct(hyper: &NwHyper, ln_det_psi: f64, n: usize) -> f64 {
+        let (d, r, nu) = (hyper.dim() as f64, hyper.r, hyper.nu);
+        let nf = n as f64;
+        -0.5 * nf * d * std::f64::consts::PI.ln() - 0.5 * d * (nf / r).ln_1p()
+            + 0.5 * nu * ln_det_psi
+            + crate::math::ln_mv_gamma_ratio(hyper.dim(), 0.5 * (nu + nf), 0.5 * nu)
+    }
+
+    /// The predictive's size constant, independently.
+    fn pred_const_direct(hyper: &NwHyper, n: usize) -> f64 {
+        let (d, r, nu) = (hyper.dim() as f64, hyper.r, hyper.nu);
+        let rn = r + n as f64;
+        let nu_n = nu + n as f64;
+        -0.5 * d * std::f64::consts::PI.ln() - 0.5 * d * (1.0 / rn).ln_1p()
+            + ln_gamma(0.5 * (nu_n + 1.0))
+            - ln_gamma(0.5 * (nu_n + 1.0 - d))
+    }
+
     #[test]
     fn size_tables_equal_direct_formulas() {
         let k = small_kernel();
@@ -1728,12 +1756,14 @@ mod tests {
             let direct = pred_const_direct(&k.hyper, n);
             assert!((k.pred_const[n] - direct).abs() < 1e-12 * direct.abs().max(1.0));
         }
-        // Beyond the table the direct form is used.
+        // Beyond the table the same sum is computed per call: the value the table would
+        // hold, to the bit, and the formula's within rounding.
         let beyond = k.marg_const.len() + 3;
-        assert_eq!(
-            k.marg_const(beyond),
-            marg_const_direct(&k.hyper, k.ln_det_psi, beyond)
-        );
+        let (marg, pred) = size_tables(&k.hyper, k.ln_det_psi, beyond);
+        assert_eq!(k.marg_const(beyond).to_bits(), marg[beyond].to_bits());
+        assert_eq!(k.pred_const(beyond).to_bits(), pred[beyond].to_bits());
+        let direct = marg_const_direct(&k.hyper, k.ln_det_psi, beyond);
+        assert!((k.marg_const(beyond) - direct).abs() < 1e-12 * direct.abs().max(1.0));
     }
 
     /// Every factor, from the table or computed beyond it, is to the bit the expression the

@@ -834,7 +834,11 @@ impl<K: ParametricKernel> SubCluster<K> {
             let rng = chain_rng(chooser, "subcluster")?;
             self.launch(kernel, &prior, &s, iters, true, rng, &mut launched)?;
             let ln_q = side_prob(&launched);
-            let n_b = launched.iter().filter(|o| o.1 == 1).count();
+            // The drawn sides alone from here on (1 byte a point, not 24): on a million
+            // points the split's two lists are built without the launch's probabilities.
+            let sides: Vec<u8> = launched.iter().map(|o| o.1).collect();
+            drop(launched);
+            let n_b = sides.iter().filter(|&&v| v == 1).count();
             if n_b == 0 || n_b == n_s {
                 return Ok((REJECTED, None));
             }
@@ -843,7 +847,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 &prior,
                 slot,
                 &s,
-                |j| launched[j].1 == 1,
+                |j| sides[j] == 1,
                 ln_q - (k as f64).ln(),
                 ln_v_gain(&prior, state.partition.n(), k),
                 |a, b| {
@@ -1643,7 +1647,13 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     h_s: f64,
     chooser: &mut dyn Chooser,
 ) -> Result<(StepInfo, Option<Change>)> {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    // Both sides at their sizes: on a million points, lists grown by doubling would hold up
+    // to twice their length.
+    let n_b = (0..members.len()).filter(|&j| in_b(j)).count();
+    let (mut a, mut b) = (
+        Vec::with_capacity(members.len() - n_b),
+        Vec::with_capacity(n_b),
+    );
     for (j, &i) in members.iter().enumerate() {
         if in_b(j) {
             b.push(i);
@@ -1691,9 +1701,9 @@ fn side_prob(launched: &[([f64; 2], u8)]) -> f64 {
 }
 
 /// The points of the cluster at `slot` (and of the cluster at `other`, if given) in
-/// increasing order, with 0 for a point of `slot` and 1 for one of `other`. A large set is
-/// collected by one scan of the labels (O(n)), a small one by sorting its members
-/// (O(m log m)); both give the same result.
+/// increasing order, with 0 for a point of `slot` and 1 for one of `other` (no sides without
+/// `other`: an empty list). A large set is collected by one scan of the labels (O(n)), a
+/// small one by sorting its members (O(m log m)); both give the same result.
 fn sorted_members<K: ParametricKernel>(
     partition: &Partition<K>,
     slot: Slot,
@@ -1702,31 +1712,31 @@ fn sorted_members<K: ParametricKernel>(
     let size = |s: Slot| partition.cluster(s).expect("live").size();
     let m = size(slot) + other.map_or(0, size);
     let mut points = Vec::with_capacity(m);
-    let mut sides = Vec::with_capacity(m);
+    let mut sides = Vec::with_capacity(if other.is_some() { m } else { 0 });
     if m * 16 >= partition.n() {
         // Chunks of the labels scanned in parallel and concatenated in chunk order: the
-        // same list as one scan, without a serial O(n) pass per proposal.
+        // same list as one scan, without a serial O(n) pass per proposal. Each chunk keeps
+        // its points and sides as two lists (9 bytes a point; pairs would take 16).
         let n = partition.n();
-        let parts: Vec<Vec<(usize, u8)>> = (0..n.div_ceil(SCAN_CHUNK))
+        let parts: Vec<(Vec<usize>, Vec<u8>)> = (0..n.div_ceil(SCAN_CHUNK))
             .into_par_iter()
             .map(|c| {
-                (c * SCAN_CHUNK..((c + 1) * SCAN_CHUNK).min(n))
-                    .filter_map(|i| {
-                        let s = partition.slot_of(i);
-                        if s == slot {
-                            Some((i, 0))
-                        } else if Some(s) == other {
-                            Some((i, 1))
-                        } else {
-                            None
+                let (mut points, mut sides) = (Vec::new(), Vec::new());
+                for i in c * SCAN_CHUNK..((c + 1) * SCAN_CHUNK).min(n) {
+                    let s = partition.slot_of(i);
+                    if s == slot || Some(s) == other {
+                        points.push(i);
+                        if other.is_some() {
+                            sides.push(u8::from(s != slot));
                         }
-                    })
-                    .collect()
+                    }
+                }
+                (points, sides)
             })
             .collect();
-        for (i, v) in parts.into_iter().flatten() {
-            points.push(i);
-            sides.push(v);
+        for (p, v) in parts {
+            points.extend_from_slice(&p);
+            sides.extend_from_slice(&v);
         }
     } else {
         let mut tagged: Vec<(usize, u8)> = Vec::with_capacity(m);
@@ -1738,7 +1748,9 @@ fn sorted_members<K: ParametricKernel>(
         tagged.par_sort_unstable();
         for (i, v) in tagged {
             points.push(i);
-            sides.push(v);
+            if other.is_some() {
+                sides.push(v);
+            }
         }
     }
     (points, sides)
