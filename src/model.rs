@@ -449,18 +449,28 @@ impl Model {
             }
             other => (other, None),
         };
-        let mut model = Self::build_all_columns(spec, data)?;
-        if let Some((columns, whole)) = reduced {
-            model.fingerprint = whole;
-            model.columns = Some(columns);
+        match reduced {
+            Some((columns, whole)) => Self::assemble(spec, data, whole, Some(columns)),
+            None => Self::build_all_columns(spec, data),
         }
-        Ok(model)
     }
 
     /// [`Model::build`] over every column of `data`, constant or not: the model of a pilot's
     /// subsample, whose kernel must keep the whole model's columns. Cost: as
     /// [`Model::build`].
     pub fn build_all_columns(spec: &ModelSpec, data: Dataset) -> Result<Model> {
+        let fingerprint = crate::data::Fingerprint::of(&data);
+        Self::assemble(spec, data, fingerprint, None)
+    }
+
+    /// The model `spec` over `data` (the columns `columns` of the data `fingerprint` names,
+    /// or all of them).
+    fn assemble(
+        spec: &ModelSpec,
+        data: Dataset,
+        fingerprint: crate::data::Fingerprint,
+        columns: Option<KeptColumns>,
+    ) -> Result<Model> {
         let prior = spec.build_prior()?;
         let choice = spec.kernel_for(&data);
         choice.kind.check_settings(&spec.kernel_settings(), &data)?;
@@ -471,7 +481,6 @@ impl Model {
                 choice.kind.name()
             )));
         }
-        let fingerprint = crate::data::Fingerprint::of(&data);
         let resolved = ModelSpec {
             kernel: Some(choice.kind),
             beta: Some(spec.beta.unwrap_or(DEFAULT_BETA)),
@@ -487,7 +496,7 @@ impl Model {
             prior,
             fingerprint,
             kernel_note: choice.reason,
-            columns: None,
+            columns,
         })
     }
 

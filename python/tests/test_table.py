@@ -66,16 +66,15 @@ def test_a_complete_numeric_frame_is_still_real_vectors(blobs):
     np.testing.assert_array_equal(m.labels_, small().fit(X).labels_)
 
 
-def test_impute_fills_every_missing_entry_keeping_dtypes_and_categories(frame):
-    m = small().fit(frame)
-    table, entries = m.impute()
+def check_filled(m, given, table, entries):
+    """`table` is `given` with every missing entry filled, dtypes and labels kept, and
+    `entries` lists each filled entry with its probability (levels) or mean and sd (reals)."""
     assert not table.isna().any().any()
-    assert list(table.index) == list(frame.index) and list(table.columns) == list(frame.columns)
-    assert (table.dtypes == frame.dtypes).all()
-    assert list(table["size"].cat.categories) == ["small", "large", "huge", "unseen"]
-    observed = frame.notna()
-    pd.testing.assert_frame_equal(table[observed], frame[observed])
-    assert len(entries) == int(frame.isna().sum().sum())
+    assert list(table.index) == list(given.index) and list(table.columns) == list(given.columns)
+    assert (table.dtypes == given.dtypes).all()
+    observed = given.notna()
+    pd.testing.assert_frame_equal(table[observed], given[observed])
+    assert len(entries) == int(given.isna().sum().sum())
     assert set(entries.columns) == {"row", "column", "value", "probability", "mean", "sd"}
     for e in entries.itertuples():
         assert table.loc[e.row, e.column] == e.value
@@ -83,6 +82,13 @@ def test_impute_fills_every_missing_entry_keeping_dtypes_and_categories(frame):
             assert np.isnan(e.probability) and e.sd > 0 and e.value == e.mean
         else:
             assert 0 < e.probability <= 1 and np.isnan(e.mean)
+
+
+def test_impute_fills_every_missing_entry_keeping_dtypes_and_categories(frame):
+    m = small().fit(frame)
+    table, entries = m.impute()
+    check_filled(m, frame, table, entries)
+    assert list(table["size"].cat.categories) == ["small", "large", "huge", "unseen"]
     # A level is filled by its most probable level: at least the share of a uniform guess.
     levels = entries[entries.column == "colour"]
     assert (levels.probability >= 1 / 3).all()
@@ -94,19 +100,8 @@ def test_impute_fills_new_rows_matched_by_name(frame):
     new.iloc[0, :] = np.nan  # a row with nothing observed
     new.iloc[1, [0, 2]] = np.nan
     table, entries = m.impute(new)
-    assert not table.isna().any().any()
-    assert list(table.index) == list(new.index) and list(table.columns) == list(new.columns)
-    assert (table.dtypes == new.dtypes).all()
-    observed = new.notna()
-    pd.testing.assert_frame_equal(table[observed], new[observed])
-    assert len(entries) == int(new.isna().sum().sum())
+    check_filled(m, new, table, entries)
     assert set(entries["row"]) <= set(new.index)
-    for e in entries.itertuples():
-        assert table.loc[e.row, e.column] == e.value
-        if m.column_types_[e.column] == "real":
-            assert np.isnan(e.probability) and e.sd > 0 and e.value == e.mean
-        else:
-            assert 0 < e.probability <= 1 and np.isnan(e.mean)
     # Columns in another order fill the same entries; the training table is still the default.
     again, _ = m.impute(new[new.columns[::-1]])
     pd.testing.assert_frame_equal(again[new.columns], table)

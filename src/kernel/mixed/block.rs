@@ -93,19 +93,7 @@ impl Block {
             var.push(observed.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (m - 1.0));
         }
         // The table with each missing entry at its column's mean, centred.
-        let mut values = Vec::with_capacity(n * d);
-        let mut missing = Vec::new();
-        for i in 0..n {
-            for (k, &j) in cols.iter().enumerate() {
-                match table.value(i, j) {
-                    Some(v) => values.push(v),
-                    None => {
-                        missing.push((i, k));
-                        values.push(xi[k]);
-                    }
-                }
-            }
-        }
+        let (values, missing) = filled(table, cols, &xi);
         let mut cov = vec![0.0; d * d];
         for row in values.chunks_exact(d) {
             for a in 0..d {
@@ -164,11 +152,7 @@ impl Block {
         let factor = scaled_share(d) * (nu - d as f64 - 1.0);
         let psi = c.iter().map(|v| factor * v).collect();
         let hyper = NwHyper::new(xi, psi, r.unwrap_or(SCALED_R), nu)?;
-        let nw = NormalWishart::new(Arc::new(DenseData::new(n, d, values)?), hyper)?;
-        Ok(Block {
-            nw,
-            missing: Arc::new(missing),
-        })
+        Self::over(n, values, missing, hyper)
     }
 
     /// The block over explicit hyperparameters (`hyper`'s dimension the number of real
@@ -181,22 +165,16 @@ impl Block {
                 hyper.dim()
             )));
         }
-        let mut values = Vec::with_capacity(n * d);
-        let mut missing = Vec::new();
-        for i in 0..n {
-            for (k, &j) in cols.iter().enumerate() {
-                match table.value(i, j) {
-                    Some(v) => values.push(v),
-                    None => {
-                        missing.push((i, k));
-                        values.push(hyper.xi()[k]);
-                    }
-                }
-            }
-        }
-        let nw = NormalWishart::new(Arc::new(DenseData::new(n, d, values)?), hyper)?;
+        let (values, missing) = filled(table, cols, hyper.xi());
+        Self::over(n, values, missing, hyper)
+    }
+
+    /// The block over `n` rows of filled values (row-major, `hyper`'s dimension per row) whose
+    /// entries `missing` (row, coordinate) are latent. Cost: the kernel's construction.
+    fn over(n: usize, values: Vec<f64>, missing: Vec<(usize, usize)>, hyper: NwHyper) -> Result<Self> {
+        let data = DenseData::new(n, hyper.dim(), values)?;
         Ok(Block {
-            nw,
+            nw: NormalWishart::new(Arc::new(data), hyper)?,
             missing: Arc::new(missing),
         })
     }
@@ -648,6 +626,26 @@ fn forward(l: &[f64], d: usize, b: &mut [f64]) {
         let s: f64 = (0..i).map(|k| l[i * d + k] * b[k]).sum();
         b[i] = (b[i] - s) / l[i * d + i];
     }
+}
+
+
+/// The real columns `cols` of `table` as a row-major matrix with each missing entry at its
+/// column's `fill` value, and the missing entries as (row, coordinate). Cost: O(N d).
+fn filled(table: &TableData, cols: &[usize], fill: &[f64]) -> (Vec<f64>, Vec<(usize, usize)>) {
+    let mut values = Vec::with_capacity(table.n() * cols.len());
+    let mut missing = Vec::new();
+    for i in 0..table.n() {
+        for (k, &j) in cols.iter().enumerate() {
+            match table.value(i, j) {
+                Some(v) => values.push(v),
+                None => {
+                    missing.push((i, k));
+                    values.push(fill[k]);
+                }
+            }
+        }
+    }
+    (values, missing)
 }
 
 #[cfg(test)]
