@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The imputation benchmark of impute_benchmark.py (the same masked entries: seed 0, 10 % of
-the observed entries) with lace (pylace) fitted on each masked table: 8 states, 500
+the observed entries; with `--masks N` the masks of seeds 0..N-1, scores averaged over them
+with their range in brackets) with lace (pylace) fitted on each masked table: 8 states, 500
 iterations, its own column types. Needs pylace and pandas:
 
     python3 -m venv VENV && VENV/bin/pip install pylace pandas
-    VENV/bin/python benches/impute/lace_benchmark.py DIR_OF_TABLES [NAME ...]
+    VENV/bin/python benches/impute/lace_benchmark.py [--masks N] DIR_OF_TABLES [NAME ...]
 
 Entries are scored as impute_benchmark.py scores them: a masked entry of a column whose
 values are not all numbers, or that nrmm reads as binary or categorical, by accuracy (lace's
@@ -12,6 +13,7 @@ value equal to the truth, numerically for numbers); the others by RMSE divided b
 column's standard deviation among the entries left, averaged over columns.
 """
 
+import argparse
 import csv
 import math
 import os
@@ -62,22 +64,39 @@ def bench(path, levels_columns, seed=0, share=0.1):
                 sd = math.sqrt(sum((v - mean) ** 2 for v in left) / (len(left) - 1))
                 sq.setdefault(j, []).append(((float(g) - float(w)) ** 2, sd))
     seconds = time.time() - start
-    acc = f"{hits / n_cat:.3f}" if n_cat else "-"
+    scores = {"seconds": seconds}
+    if n_cat:
+        scores["accuracy"] = hits / n_cat
     if sq:
         nrmse = [math.sqrt(sum(e for e, _ in v) / len(v)) / v[0][1] for v in sq.values()]
-        rmse = f"{sum(nrmse) / len(nrmse):.3f}"
-    else:
-        rmse = "-"
-    return f"| {os.path.basename(path)[:-4]} (lace) | {acc} | {rmse} | {seconds:.1f} |"
+        scores["rmse"] = sum(nrmse) / len(nrmse)
+    return scores
+
+
+def mean_range(scores, key):
+    """A score's mean over masks, with its range when there are several."""
+    got = [s[key] for s in scores if key in s]
+    if not got:
+        return "-"
+    return f"{sum(got) / len(got):.3f}" + (
+        f" [{min(got):.3f}..{max(got):.3f}]" if len(got) > 1 else "")
 
 
 # The columns nrmm reads as binary or categorical although they hold numbers.
 LEVELS = {"zoo": {"legs"}, "airquality": {"Month"}}
 
 if __name__ == "__main__":
-    d = sys.argv[1]
-    names = sys.argv[2:] or sorted(n[:-4] for n in os.listdir(d) if n.endswith(".csv"))
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--masks", type=int, default=1, help="masks per table (seeds 0, 1, ...)")
+    p.add_argument("dir")
+    p.add_argument("names", nargs="*")
+    a = p.parse_args()
+    names = a.names or sorted(n[:-4] for n in os.listdir(a.dir) if n.endswith(".csv"))
     print("| table | accuracy | RMSE / sd | seconds |")
     print("|---|---|---|---|")
     for name in names:
-        print(bench(os.path.join(d, name + ".csv"), LEVELS.get(name, set())), flush=True)
+        path = os.path.join(a.dir, name + ".csv")
+        scores = [bench(path, LEVELS.get(name, set()), seed=m) for m in range(a.masks)]
+        seconds = sum(s["seconds"] for s in scores) / len(scores)
+        print(f"| {name} (lace) | {mean_range(scores, 'accuracy')} | "
+              f"{mean_range(scores, 'rmse')} | {seconds:.1f} |", flush=True)
