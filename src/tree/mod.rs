@@ -708,6 +708,31 @@ impl<K: ConjugateKernel> Forest<K> {
         Ok(())
     }
 
+    /// The `k`-th point under `top` from the left (from 0): `points(top)[k]`, found by a
+    /// descent on the subtrees' sizes without listing them. Errors if `top` does not exist or
+    /// `k` is not below its size. Cost: O(depth).
+    pub fn nth_point(&self, top: NodeKey, k: usize) -> Result<usize> {
+        let mut node = self.get(top, "nth_point")?;
+        if k >= node.size {
+            return Err(Error::param(
+                "nth_point",
+                k,
+                &format!("an index below the subtree's size {}", node.size),
+            ));
+        }
+        let mut k = k;
+        while let Some([l, r]) = node.children {
+            let left = &self.nodes[l];
+            node = if k < left.size {
+                left
+            } else {
+                k -= left.size;
+                &self.nodes[r]
+            };
+        }
+        Ok(node.point.expect("a leaf holds a point"))
+    }
+
     /// Writes the leaves under `top` into `out` (cleared first) in breadth-first order, the
     /// order in which the reference's local move queues them (MATH §4.4). The breadth-first
     /// walk runs inside `out` itself, which is then filtered to the leaves. Cost: O(size),

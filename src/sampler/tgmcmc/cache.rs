@@ -1,7 +1,10 @@
 //! Canonical trees (MATH §5.4 V3): the tree of a cluster is a fixed reference tree over all
 //! points (SeqInsert in increasing index order at a fixed reference prior) restricted to the
 //! cluster's members, so it is a deterministic function of the member set. Trees are cached
-//! and rebuilt lazily when their cluster changed.
+//! and, when their cluster changed, repaired from the old tree that holds most of its points
+//! ([`TreeCache::repair`]: the subtrees over unchanged parts are kept, the joins along the
+//! changed points' paths made anew) or, when too much changed, built afresh; either way the
+//! tree is the same, node for node and bit for bit.
 //!
 //! A kernel with latent values ([`ConjugateKernel::has_latent`]) gets its reference tree from
 //! the latent values' starting values ([`ConjugateKernel::at_latent_start`]), a function of
@@ -26,7 +29,9 @@ use crate::tree::{Forest, NodeKey};
 /// Claiming a tree deletes every tree that owned one of its points before; such a tree can
 /// never be valid again, since one of its points is owned elsewhere. So the arena holds at
 /// most one leaf per point in claimed trees, plus the one unclaimed proposal tree a move may
-/// be holding.
+/// be holding. A repair uses its old tree up: the parts it keeps move into the new tree, the
+/// rest is deleted, and the old tree's key is then gone or, when the new tree took it whole,
+/// a node inside the new tree, whose claim takes its points' ownership.
 #[derive(Clone, Debug)]
 pub(super) struct TreeCache<K: ConjugateKernel> {
     forest: Forest<K>,
@@ -739,7 +744,8 @@ mod tests {
 
     /// Random partitions in sequence (points moving between clusters, clusters split and
     /// merged), every cluster's tree asked of a cache that repairs and of one that only
-    /// builds: the two are the same tree node for node and bit for bit, the repairing cache
+    /// builds: the two are the same tree node for node and bit for bit (and each point is
+    /// found by its rank, [`Forest::nth_point`]), the repairing cache
     /// holds nothing else, and it repaired at least 10 trees. With `redraw`, the
     /// kernel's latent values are redrawn between partitions.
     fn repaired_trees_match_fresh_builds<K: ConjugateKernel>(
@@ -810,6 +816,12 @@ mod tests {
                 let f = fresh.build(&kernel, members).unwrap();
                 same_tree(&cache.forest, t, &fresh.forest, f);
                 cache.forest.validate_tree(&kernel, &prior, t).unwrap();
+                let mut points = Vec::new();
+                cache.forest.points(t, &mut points).unwrap();
+                for (k, &p) in points.iter().enumerate() {
+                    assert_eq!(cache.forest.nth_point(t, k).unwrap(), p);
+                }
+                assert!(cache.forest.nth_point(t, points.len()).is_err());
                 nodes += 2 * members.len() - 1;
             }
             for members in &clusters {
