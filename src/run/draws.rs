@@ -224,9 +224,15 @@ pub fn kept_sweeps(path: &Path, after: u64) -> Result<Vec<u64>> {
 /// a time: a summary of a million points holds one draw's labels, not a chain's. Errors as
 /// [`read_draws`], or as `f` does. Cost: two passes over the file.
 pub fn for_each_draw(path: &Path, after: u64, mut f: impl FnMut(Draw) -> Result<()>) -> Result<()> {
-    let gap = spacing(&sweeps_of(path)?);
+    let sweeps = sweeps_of(path)?;
+    let gap = spacing(&sweeps);
+    // The first pass read the sweep of every line there was; a line written since is read.
+    let mut known = sweeps.iter();
     draw_lines(path, |k, line| {
-        let sweep = sweep_of(path, k, line)?;
+        let sweep = match known.next() {
+            Some(&sweep) => sweep,
+            None => sweep_of(path, k, line)?,
+        };
         if sweep > after && sweep.is_multiple_of(gap) {
             f(serde_json::from_str(line)
                 .map_err(|e| Error::parse(path, k, format!("not a draw: {e}")))?)?;
@@ -256,11 +262,29 @@ fn spacing(sweeps: &[u64]) -> u64 {
         .max(1)
 }
 
-/// The sweep of the draws line `line` (line number `k` of `path`).
+/// The sweep of the draws line `line` (line number `k` of `path`): read from the line's start
+/// when it is a whole line as [`DrawWriter`] writes it ([`written_sweep`]), without reading
+/// its labels; parsed as JSON otherwise. A line is checked in full where it is read as a draw.
 fn sweep_of(path: &Path, k: usize, line: &str) -> Result<u64> {
+    if let Some(sweep) = written_sweep(line) {
+        return Ok(sweep);
+    }
     serde_json::from_str::<SweepOnly>(line)
         .map(|s| s.sweep)
         .map_err(|e| Error::parse(path, k, format!("not a draw: {e}")))
+}
+
+/// The sweep of a draws line that starts as [`DrawWriter`] writes one, `{"sweep":` and the
+/// sweep's digits (no sign, no leading zero, fitting a `u64`) and a comma, and ends as a whole
+/// line does, with the labels' `]}` (a line cut short falls back to the JSON parser and its
+/// error). The same value the JSON parser reads. Cost: O(digits).
+fn written_sweep(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("{\"sweep\":")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let ok = rest.as_bytes().get(digits) == Some(&b',')
+        && (digits == 1 || !rest.starts_with('0'))
+        && line.ends_with("]}");
+    ok.then(|| rest[..digits].parse().ok()).flatten()
 }
 
 /// Calls `f` with the number (from 1) and text of each line of the draws file that is not
@@ -391,6 +415,24 @@ mod tests {
             std::fs::read_to_string(&a).unwrap(),
             std::fs::read_to_string(&b).unwrap()
         );
+        // The sweep read from a line's start is the JSON parser's, line for line.
+        for line in std::fs::read_to_string(&a).unwrap().lines() {
+            let parsed = serde_json::from_str::<SweepOnly>(line).unwrap().sweep;
+            assert_eq!(written_sweep(line), Some(parsed));
+        }
+        for odd in [
+            "{\"sweep\":01,\"labels\":[]}",
+            "{\"sweep\":-1,\"labels\":[]}",
+            "{\"sweep\":99999999999999999999,\"labels\":[]}",
+            "{\"sweep\":1,\"labels\":[0,",
+            "{\"sweep\":1}",
+            "{ \"sweep\":1,\"labels\":[]}",
+        ] {
+            assert_eq!(written_sweep(odd), None, "{odd}");
+        }
+        std::fs::write(&b, "{\"sweep\":3,\"log_joint\":0.0,\"labels\":[0,\n").unwrap();
+        let e = read_draws(&b, 0).unwrap_err().to_string();
+        assert!(e.contains("b.jsonl:1"), "a line cut short is an error: {e}");
         std::fs::write(&b, "{\"sweep\":1}\nnot json\n").unwrap();
         let e = read_draws(&b, 0).unwrap_err().to_string();
         assert!(e.contains("b.jsonl:"), "{e}");

@@ -708,6 +708,31 @@ impl<K: ConjugateKernel> Forest<K> {
         Ok(())
     }
 
+    /// The `k`-th point under `top` from the left (from 0): `points(top)[k]`, found by a
+    /// descent on the subtrees' sizes without listing them. Errors if `top` does not exist or
+    /// `k` is not below its size. Cost: O(depth).
+    pub fn nth_point(&self, top: NodeKey, k: usize) -> Result<usize> {
+        let mut node = self.get(top, "nth_point")?;
+        if k >= node.size {
+            return Err(Error::param(
+                "nth_point",
+                k,
+                &format!("an index below the subtree's size {}", node.size),
+            ));
+        }
+        let mut k = k;
+        while let Some([l, r]) = node.children {
+            let left = &self.nodes[l];
+            node = if k < left.size {
+                left
+            } else {
+                k -= left.size;
+                &self.nodes[r]
+            };
+        }
+        Ok(node.point.expect("a leaf holds a point"))
+    }
+
     /// Writes the leaves under `top` into `out` (cleared first) in breadth-first order, the
     /// order in which the reference's local move queues them (MATH §4.4). The breadth-first
     /// walk runs inside `out` itself, which is then filtered to the leaves. Cost: O(size),
@@ -1022,6 +1047,59 @@ impl<K: ConjugateKernel> Forest<K> {
             self.remove_node(k);
         }
         self.scratch_keys = order;
+        Ok(())
+    }
+
+    /// Takes the subtrees under `keep` out of the tree under the parentless node `root` as
+    /// loose trees, unchanged (keys, statistics, cached values and stamps), and deletes the
+    /// rest of the tree (unregistering it if it was registered); points whose live leaf the
+    /// deleted nodes held are left without one. For a cache that repairs a tree into another
+    /// one from its unchanged parts ([`Forest::join`] then puts them together).
+    ///
+    /// `keep` must be nodes of `root`'s tree, none under another. `root` itself may be the
+    /// only entry (the whole tree is kept). Errors, before changing anything, if `root` has a
+    /// parent, a kept node does not exist, or a kept node other than `root` has no parent.
+    /// Cost: O(|keep|) plus the deleted nodes.
+    pub(crate) fn take_subtrees(&mut self, root: NodeKey, keep: &[NodeKey]) -> Result<()> {
+        self.check_parentless(root, "take_subtrees")?;
+        for &k in keep {
+            let parent = self.get(k, "take_subtrees")?.parent;
+            if (k == root) != (parent.is_none()) || (k == root && keep.len() > 1) {
+                return Err(Error::param(
+                    "take_subtrees",
+                    format!("{k:?}"),
+                    "the root alone, or nodes below the root none under another",
+                ));
+            }
+        }
+        if keep.contains(&root) {
+            return Ok(());
+        }
+        for &k in keep {
+            self.set_parent(k, None);
+        }
+        self.unregister(root);
+        // Only the root and the kept nodes are parentless in the tree now: the walk stops
+        // at the kept ones.
+        let mut stack = std::mem::take(&mut self.scratch_keys);
+        stack.clear();
+        stack.push(root);
+        while let Some(k) = stack.pop() {
+            let node = &self.nodes[k];
+            if k != root && node.parent.is_none() {
+                continue;
+            }
+            if let Some(children) = node.children {
+                stack.extend(children);
+            }
+            if let Some(p) = node.point {
+                if self.live_leaf[p] == Some(k) {
+                    self.set_live_leaf(p, None);
+                }
+            }
+            self.remove_node(k);
+        }
+        self.scratch_keys = stack;
         Ok(())
     }
 

@@ -1,7 +1,10 @@
 //! Canonical trees (MATH §5.4 V3): the tree of a cluster is a fixed reference tree over all
 //! points (SeqInsert in increasing index order at a fixed reference prior) restricted to the
 //! cluster's members, so it is a deterministic function of the member set. Trees are cached
-//! and rebuilt lazily when their cluster changed.
+//! and, when their cluster changed, repaired from the old tree that holds most of its points
+//! ([`TreeCache::repair`]: the subtrees over unchanged parts are kept, the joins along the
+//! changed points' paths made anew) or, when too much changed, built afresh; either way the
+//! tree is the same, node for node and bit for bit.
 //!
 //! A kernel with latent values ([`ConjugateKernel::has_latent`]) gets its reference tree from
 //! the latent values' starting values ([`ConjugateKernel::at_latent_start`]), a function of
@@ -26,7 +29,9 @@ use crate::tree::{Forest, NodeKey};
 /// Claiming a tree deletes every tree that owned one of its points before; such a tree can
 /// never be valid again, since one of its points is owned elsewhere. So the arena holds at
 /// most one leaf per point in claimed trees, plus the one unclaimed proposal tree a move may
-/// be holding.
+/// be holding. A repair uses its old tree up: the parts it keeps move into the new tree, the
+/// rest is deleted, and the old tree's key is then gone or, when the new tree took it whole,
+/// a node inside the new tree, whose claim takes its points' ownership.
 #[derive(Clone, Debug)]
 pub(super) struct TreeCache<K: ConjugateKernel> {
     forest: Forest<K>,
@@ -38,16 +43,58 @@ pub(super) struct TreeCache<K: ConjugateKernel> {
     stack: Vec<(usize, bool)>,
     built: Vec<NodeKey>,
     leaves: Vec<NodeKey>,
+    repair: Repair,
+}
+
+/// Scratch space of [`TreeCache::repair`], kept between calls so that a repair allocates
+/// nothing: marks on reference nodes (`DIRTY`, `ADDED`) and on points (members of the new
+/// set), the points of the old tree, the walk's stack, the program it writes and the nodes
+/// it takes from the old tree.
+#[derive(Clone, Debug, Default)]
+struct Repair {
+    marks: Vec<u8>,
+    member: Vec<bool>,
+    marked: Vec<usize>,
+    old_points: Vec<usize>,
+    stack: Vec<Visit>,
+    program: Vec<Step>,
+    taken: Vec<NodeKey>,
+}
+
+/// A reference node below a point of the symmetric difference.
+const DIRTY: u8 = 1;
+/// A reference node below a point of the new set that the old tree lacks.
+const ADDED: u8 = 2;
+
+/// One entry of the repair's walk over the reference tree: open reference node `v`, whose
+/// points in the old tree are under the old tree's node `old` (`None`: it has none there),
+/// or close an internal node whose children's subtrees start at height `mark` of the stack
+/// of built subtrees.
+#[derive(Clone, Copy, Debug)]
+enum Visit {
+    Open { v: usize, old: Option<NodeKey> },
+    Close { mark: usize },
+}
+
+/// One instruction of a repair's program, run on a stack of subtrees: push a subtree taken
+/// from the old tree, push a new leaf, or join the two topmost subtrees (left, right).
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Take(NodeKey),
+    Leaf(usize),
+    Join,
 }
 
 /// The fixed reference tree over all points, as index links (no statistics): node `v` is a
-/// leaf of `point[v]` or has `children[v]`; `leaf[i]` is the node of point `i`.
+/// leaf of `point[v]` or has `children[v]`; `leaf[i]` is the node of point `i`. Nodes are
+/// numbered in preorder, so the subtree of `v` is the nodes `v..end[v]`.
 #[derive(Clone, Debug)]
 struct ReferenceTree {
     parent: Vec<Option<usize>>,
     children: Vec<Option<[usize; 2]>>,
     point: Vec<Option<usize>>,
     leaf: Vec<usize>,
+    end: Vec<usize>,
     root: usize,
 }
 
@@ -66,6 +113,7 @@ impl<K: ConjugateKernel> TreeCache<K> {
             stack: Vec::new(),
             built: Vec::new(),
             leaves: Vec::new(),
+            repair: Repair::default(),
         }
     }
 
@@ -117,15 +165,47 @@ impl<K: ConjugateKernel> TreeCache<K> {
             .then_some(t)
     }
 
-    /// The canonical tree of the cluster `members` (any order), from the cache or built and
-    /// claimed. Cost: O(|c|) when cached; otherwise a build (see [`TreeCache::build`]).
+    /// The canonical tree of the cluster `members` (any order), from the cache, or else
+    /// repaired from the claimed tree holding most of them ([`TreeCache::repair`]) when it
+    /// differs from `members` in at most half as many points as `members` has, or else built
+    /// ([`TreeCache::build`]); a new tree is claimed. Cost: O(|c|) when cached; otherwise a
+    /// repair or a build.
     pub(super) fn tree_for(&mut self, kernel: &K, members: &[usize]) -> Result<NodeKey> {
         if let Some(t) = self.valid_tree(members) {
             return Ok(t);
         }
-        let t = self.build(kernel, members)?;
+        let t = match self.repair_source(members) {
+            Some(old) => self.repair(kernel, members, old)?,
+            None => self.build(kernel, members)?,
+        };
         self.claim(t, members)?;
         Ok(t)
+    }
+
+    /// The claimed tree that a repair of `members`' tree starts from: the owner of most of
+    /// `members` (Boyer-Moore's majority vote, then a count), if it exists and differs from
+    /// `members` in at most `|members| / 2` points. Cost: O(|c|), no kernel work.
+    fn repair_source(&self, members: &[usize]) -> Option<NodeKey> {
+        let (mut candidate, mut votes) = (None, 0usize);
+        for &i in members {
+            let o = *self.owner.get(i)?;
+            if votes == 0 {
+                candidate = o;
+                votes = 1;
+            } else if o == candidate {
+                votes += 1;
+            } else {
+                votes -= 1;
+            }
+        }
+        let t = candidate?;
+        let node = self.forest.node(t)?;
+        let shared = members
+            .iter()
+            .filter(|&&i| self.owner[i] == Some(t))
+            .count();
+        let differ = (members.len() - shared) + (node.size() - shared);
+        (node.parent().is_none() && differ <= members.len() / 2).then_some(t)
     }
 
     /// Builds the canonical tree of `members` (any order) as an unclaimed loose tree, leaving
@@ -230,6 +310,194 @@ impl<K: ConjugateKernel> TreeCache<K> {
             .ok_or_else(|| Error::Empty("a canonical tree needs at least one point".into()))
     }
 
+    /// Repairs the claimed tree `old` into the canonical tree of `members` (any order), as an
+    /// unclaimed loose tree: the same tree [`TreeCache::build`] makes, node for node and bit
+    /// for bit, made from `old`'s unchanged parts. `old` is used up: its other nodes are
+    /// deleted (a subsequent [`TreeCache::claim`] takes its points' ownership).
+    ///
+    /// The subtree of a canonical tree at a reference node `v` depends only on the member set's
+    /// points under `v`, and is made by the same joins in the same order whatever the rest
+    /// is. So every reference node with no point of the symmetric difference
+    /// `members △ points(old)` under it (a *clean* node) has the same subtree in both trees,
+    /// and is taken from `old` whole. The ancestors of the difference's points (the *dirty*
+    /// nodes) are marked by walking up from each leaf until a marked ancestor; a walk from the
+    /// root through the dirty nodes then follows `old` alongside (the node of `old` holding its
+    /// points under `v`: a join at `v` hands its children to `v`'s children, any other node
+    /// goes down whole to the side of its points) and writes a program: take `old`'s node at
+    /// each clean node below a dirty one, make a leaf for each added point, join where both
+    /// children of a dirty node produced a subtree. The program runs after `old`'s other nodes
+    /// are deleted, in the order of [`TreeCache::build`]'s post-order walk.
+    ///
+    /// Errors if `members` is empty, holds a point twice or out of range, or `old` is not a
+    /// claimed tree. Cost: O(|c| + |old|) marks without kernel work, and the dirty nodes:
+    /// at most `|Δ| · depth` pointer steps, the joins along them (one pair marginal each),
+    /// and a leaf per added point.
+    pub(super) fn repair(
+        &mut self,
+        kernel: &K,
+        members: &[usize],
+        old: NodeKey,
+    ) -> Result<NodeKey> {
+        if members.is_empty() {
+            return Err(Error::Empty(
+                "a canonical tree needs at least one point".into(),
+            ));
+        }
+        if self.forest.node(old).is_none_or(|n| n.parent().is_some()) {
+            return Err(Error::param(
+                "repaired tree",
+                format!("{old:?}"),
+                "a claimed canonical tree",
+            ));
+        }
+        let reference = self.reference.as_ref().expect("a claimed tree exists");
+        let rep = &mut self.repair;
+        rep.marks.resize(reference.parent.len(), 0);
+        rep.member.resize(self.owner.len(), false);
+        let mut bad = None;
+        for &i in members {
+            match rep.member.get_mut(i) {
+                Some(m) if !*m => *m = true,
+                _ => {
+                    bad = Some(i);
+                    break;
+                }
+            }
+        }
+        // The difference, each point marking its ancestors.
+        let mark = |rep_marks: &mut Vec<u8>, marked: &mut Vec<usize>, p: usize, bits: u8| {
+            let mut v = reference.leaf[p];
+            loop {
+                if rep_marks[v] & bits == bits {
+                    break;
+                }
+                if rep_marks[v] == 0 {
+                    marked.push(v);
+                }
+                rep_marks[v] |= bits;
+                match reference.parent[v] {
+                    Some(u) => v = u,
+                    None => break,
+                }
+            }
+        };
+        if bad.is_none() {
+            self.forest.points(old, &mut rep.old_points)?;
+            for &p in &rep.old_points {
+                if !rep.member[p] {
+                    mark(&mut rep.marks, &mut rep.marked, p, DIRTY);
+                }
+            }
+            for &i in members {
+                if self.owner[i] != Some(old) {
+                    mark(&mut rep.marks, &mut rep.marked, i, DIRTY | ADDED);
+                }
+            }
+        }
+        for &i in members {
+            if let Some(m) = rep.member.get_mut(i) {
+                *m = false;
+            }
+        }
+        if let Some(i) = bad {
+            for &v in &rep.marked {
+                rep.marks[v] = 0;
+            }
+            rep.marked.clear();
+            return Err(Error::param(
+                "canonical tree member",
+                i,
+                "distinct points of the data set",
+            ));
+        }
+        // The walk, writing the program; the stack height of built subtrees is simulated.
+        rep.program.clear();
+        rep.taken.clear();
+        rep.stack.clear();
+        rep.stack.push(Visit::Open {
+            v: reference.root,
+            old: Some(old),
+        });
+        let mut height = 0;
+        while let Some(visit) = rep.stack.pop() {
+            let (v, at) = match visit {
+                Visit::Close { mark } => {
+                    if height - mark == 2 {
+                        rep.program.push(Step::Join);
+                        height -= 1;
+                    }
+                    continue;
+                }
+                Visit::Open { v, old } => (v, old),
+            };
+            let bits = rep.marks[v];
+            if bits & DIRTY == 0 {
+                if let Some(k) = at {
+                    rep.program.push(Step::Take(k));
+                    rep.taken.push(k);
+                    height += 1;
+                }
+                continue;
+            }
+            if let Some(p) = reference.point[v] {
+                if bits & ADDED != 0 {
+                    rep.program.push(Step::Leaf(p));
+                    height += 1;
+                }
+                continue;
+            }
+            if at.is_none() && bits & ADDED == 0 {
+                continue;
+            }
+            let [l, r] = reference.children[v].expect("an internal node");
+            let (at_l, at_r) = match at {
+                None => (None, None),
+                Some(k) => {
+                    let node = self.forest.node(k).expect("a node of the old tree");
+                    let min = |c: NodeKey| self.forest.node(c).expect("a child").min_point();
+                    match node.children() {
+                        Some([a, b])
+                            if reference.holds(l, min(a)) && reference.holds(r, min(b)) =>
+                        {
+                            (Some(a), Some(b))
+                        }
+                        _ if reference.holds(l, node.min_point()) => (Some(k), None),
+                        _ => (None, Some(k)),
+                    }
+                }
+            };
+            rep.stack.push(Visit::Close { mark: height });
+            rep.stack.push(Visit::Open { v: r, old: at_r });
+            rep.stack.push(Visit::Open { v: l, old: at_l });
+        }
+        for &v in &rep.marked {
+            rep.marks[v] = 0;
+        }
+        rep.marked.clear();
+        if height != 1 {
+            return Err(Error::Usage(format!(
+                "a repair of a canonical tree made {height} trees instead of one (a broken cache)"
+            )));
+        }
+        self.forest.take_subtrees(old, &rep.taken)?;
+        self.built.clear();
+        for &step in &rep.program {
+            let t = match step {
+                Step::Take(k) => k,
+                Step::Leaf(p) => self.forest.make_leaf(kernel, p)?,
+                Step::Join => {
+                    let b = self.built.pop().expect("right subtree built");
+                    let a = self.built.pop().expect("left subtree built");
+                    self.forest.join(kernel, a, b)?
+                }
+            };
+            self.built.push(t);
+        }
+        self.built
+            .pop()
+            .ok_or_else(|| Error::Empty("a canonical tree needs at least one point".into()))
+    }
+
     /// Makes the loose tree `t`, built over exactly `members`, the cached tree of that
     /// member set: deletes every tree that owned one of its points, then takes ownership and
     /// makes its leaves the live ones. Cost: O(|c|) plus the deleted trees' sizes.
@@ -243,7 +511,8 @@ impl<K: ConjugateKernel> TreeCache<K> {
         }
         for &i in members {
             if let Some(prev) = self.owner[i] {
-                if prev != t && self.forest.node(prev).is_some() {
+                // A tree that a repair took whole into `t` is a subtree of `t` now.
+                if prev != t && self.forest.node(prev).is_some_and(|n| n.parent().is_none()) {
                     self.forest.delete_tree(prev)?;
                 }
             }
@@ -307,6 +576,7 @@ impl ReferenceTree {
             children: vec![None; keys.len()],
             point: vec![None; keys.len()],
             leaf: vec![0; n],
+            end: vec![0; keys.len()],
             root: 0,
         };
         for (v, &k) in keys.iter().enumerate() {
@@ -318,8 +588,20 @@ impl ReferenceTree {
                 tree.leaf[p] = v;
             }
         }
+        // Children come after their parent in preorder, so a backward pass sees them first.
+        for v in (0..keys.len()).rev() {
+            tree.end[v] = match tree.children[v] {
+                Some([_, r]) => tree.end[r],
+                None => v + 1,
+            };
+        }
         forest.delete_tree(root)?;
         Ok(tree)
+    }
+
+    /// Whether point `p` is under node `v`. Cost: O(1).
+    fn holds(&self, v: usize, p: usize) -> bool {
+        (v..self.end[v]).contains(&self.leaf[p])
     }
 }
 
@@ -429,6 +711,189 @@ mod tests {
         cache.claim(t, &[0, 1, 3, 4, 5, 6]).unwrap();
         assert!(cache.forest.node(a2).is_none() && cache.forest.node(c).is_none());
         assert!(cache.claim(t, &[0]).is_err());
+    }
+
+    /// Whether the trees under `a` in `fa` and under `b` in `fb` are the same tree: the same
+    /// shape and points, and every cached value and statistic equal bit for bit (a
+    /// statistic's `Debug` text prints each number exactly).
+    fn same_tree<K: ConjugateKernel>(fa: &Forest<K>, a: NodeKey, fb: &Forest<K>, b: NodeKey) {
+        let (x, y) = (fa.node(a).unwrap(), fb.node(b).unwrap());
+        assert_eq!(x.point(), y.point());
+        assert_eq!((x.size(), x.min_point()), (y.size(), y.min_point()));
+        let bits = |n: &crate::tree::Node<K::Stat>| {
+            [
+                n.ln_kappa(),
+                n.ln_marginal(),
+                n.ln_h(),
+                n.ln_d(),
+                n.ln_phi(),
+            ]
+            .map(f64::to_bits)
+        };
+        assert_eq!(bits(x), bits(y), "cached values of node {}", x.min_point());
+        assert_eq!(format!("{:?}", x.stat()), format!("{:?}", y.stat()));
+        match (x.children(), y.children()) {
+            (None, None) => {}
+            (Some([l1, r1]), Some([l2, r2])) => {
+                same_tree(fa, l1, fb, l2);
+                same_tree(fa, r1, fb, r2);
+            }
+            _ => panic!("a leaf against an internal node at point {}", x.min_point()),
+        }
+    }
+
+    /// Random partitions in sequence (points moving between clusters, clusters split and
+    /// merged), every cluster's tree asked of a cache that repairs and of one that only
+    /// builds: the two are the same tree node for node and bit for bit (and each point is
+    /// found by its rank, [`Forest::nth_point`]), the repairing cache
+    /// holds nothing else, and it repaired at least 10 trees. With `redraw`, the
+    /// kernel's latent values are redrawn between partitions.
+    fn repaired_trees_match_fresh_builds<K: ConjugateKernel>(
+        kernel: &K,
+        redraw: impl Fn(&K, &[Vec<usize>], &mut crate::rng::NrmmRng) -> Option<K>,
+        seed: u64,
+    ) {
+        use crate::rng::uniform_index;
+        let n = kernel.n_points();
+        let prior = Dp::new(1.0).unwrap();
+        let mut rng = crate::rng::SeedPlan::new(seed).chain(0);
+        let mut kernel = kernel.clone();
+        let mut cache = TreeCache::new(&kernel, |s| prior.ln_kappa(s));
+        let mut labels: Vec<usize> = (0..n).map(|i| i % 3).collect();
+        let (mut repairs, mut builds) = (0, 0);
+        for round in 0..60 {
+            match round % 4 {
+                // A few points move.
+                0 | 1 => {
+                    for _ in 0..1 + uniform_index(&mut rng, 4) {
+                        let i = uniform_index(&mut rng, n);
+                        labels[i] = uniform_index(&mut rng, 6);
+                    }
+                }
+                // A cluster splits in two.
+                2 => {
+                    let c = labels[uniform_index(&mut rng, n)];
+                    let fresh = labels.iter().max().unwrap() + 1;
+                    for l in labels.iter_mut().filter(|l| **l == c) {
+                        if uniform_index(&mut rng, 3) == 0 {
+                            *l = fresh;
+                        }
+                    }
+                }
+                // Two clusters merge.
+                _ => {
+                    let (a, b) = (labels[uniform_index(&mut rng, n)], labels[0]);
+                    for l in labels.iter_mut().filter(|l| **l == a) {
+                        *l = b;
+                    }
+                }
+            }
+            let mut clusters: Vec<Vec<usize>> = Vec::new();
+            let mut ids: Vec<usize> = labels.clone();
+            ids.sort_unstable();
+            ids.dedup();
+            for id in ids {
+                let mut members: Vec<usize> = (0..n).filter(|&i| labels[i] == id).collect();
+                if uniform_index(&mut rng, 2) == 0 {
+                    members.reverse();
+                }
+                clusters.push(members);
+            }
+            if let Some(k) = redraw(&kernel, &clusters, &mut rng) {
+                kernel = k;
+                cache.latent_changed(&kernel).unwrap();
+            }
+            let mut fresh = TreeCache::new(&kernel, |s| prior.ln_kappa(s));
+            let mut nodes = 0;
+            for members in &clusters {
+                if cache.valid_tree(members).is_none() {
+                    match cache.repair_source(members) {
+                        Some(_) => repairs += 1,
+                        None => builds += 1,
+                    }
+                }
+                let t = cache.tree_for(&kernel, members).unwrap();
+                let f = fresh.build(&kernel, members).unwrap();
+                same_tree(&cache.forest, t, &fresh.forest, f);
+                cache.forest.validate_tree(&kernel, &prior, t).unwrap();
+                let mut points = Vec::new();
+                cache.forest.points(t, &mut points).unwrap();
+                for (k, &p) in points.iter().enumerate() {
+                    assert_eq!(cache.forest.nth_point(t, k).unwrap(), p);
+                }
+                assert!(cache.forest.nth_point(t, points.len()).is_err());
+                nodes += 2 * members.len() - 1;
+            }
+            for members in &clusters {
+                let t = cache
+                    .valid_tree(members)
+                    .expect("every cluster's tree is cached");
+                assert_eq!(cache.forest.root_of(t).unwrap(), t);
+                for &i in members {
+                    assert_eq!(
+                        cache
+                            .forest
+                            .root_of(cache.forest.leaf_of(i).unwrap())
+                            .unwrap(),
+                        t
+                    );
+                }
+            }
+            assert_eq!(
+                cache.forest.n_nodes(),
+                nodes,
+                "the cache holds the clusters' trees only"
+            );
+        }
+        assert!(repairs >= 10, "{repairs} repairs, {builds} builds");
+    }
+
+    #[test]
+    fn repaired_trees_are_the_trees_a_fresh_build_makes() {
+        let mut rng = crate::rng::SeedPlan::new(11).chain(0);
+        let n = 48;
+        let values: Vec<f64> = (0..2 * n)
+            .map(|v| (v / 2 % 4) as f64 * 1.5 + crate::rng::uniform_open01(&mut rng))
+            .collect();
+        let data = crate::data::DenseData::new(n, 2, values).unwrap();
+        let hyper = NwHyper::from_data(&data).unwrap();
+        let k = NormalWishart::new(Arc::new(data), hyper).unwrap();
+        for seed in 0..4 {
+            repaired_trees_match_fresh_builds(&k, |_, _, _| None, seed);
+        }
+    }
+
+    #[test]
+    fn repaired_trees_with_latent_values_are_the_trees_a_fresh_build_makes() {
+        use crate::data::table::{Column, ColumnType, TableData};
+        use crate::kernel::mixed::Mixed;
+        let mut rng = crate::rng::SeedPlan::new(12).chain(0);
+        let n = 40;
+        let mut column = |name: &str, shift: f64| {
+            let values = (0..n)
+                .map(|i| match uniform_index(&mut rng, 8) {
+                    0 => f64::NAN,
+                    _ => (i % 3) as f64 * shift + crate::rng::uniform_open01(&mut rng),
+                })
+                .collect::<Vec<f64>>();
+            Column {
+                name: name.into(),
+                kind: ColumnType::Real,
+                levels: Vec::new(),
+                values,
+            }
+        };
+        use crate::rng::uniform_index;
+        let table = TableData::new(vec![column("x", 2.0), column("y", -1.0)]).unwrap();
+        let k = Mixed::full(table, None, None, None).unwrap();
+        assert!(k.has_latent());
+        let redraw = |k: &Mixed, clusters: &[Vec<usize>], rng: &mut crate::rng::NrmmRng| {
+            let groups: Vec<&[usize]> = clusters.iter().map(Vec::as_slice).collect();
+            (uniform_index(rng, 3) == 0).then(|| k.redraw_latent(&groups, rng).unwrap().unwrap())
+        };
+        for seed in 0..3 {
+            repaired_trees_match_fresh_builds(&k, redraw, seed);
+        }
     }
 
     /// After a redraw of the latent values the cache holds the trees a fresh cache over the

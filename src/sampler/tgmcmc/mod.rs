@@ -32,8 +32,11 @@
 //! updates; clusters that Gibbs scans change between proposals are rebuilt often, so this is
 //! the dominant cost of the exact sampler. The top of a restricted tree separates the parts of
 //! `c` that the reference tree keeps apart, which is what the split route looks for. Trees
-//! are cached per cluster and rebuilt lazily when the cluster changed (an exact check, see
-//! `cache.rs`).
+//! are cached per cluster and, when the cluster changed (an exact check, see `cache.rs`),
+//! repaired lazily from the old tree: a canonical tree's subtree at a reference node depends
+//! only on the members under that node, so only the joins along the reference paths of the
+//! points that came or went are made anew (`O(|Δ| depth)` instead of `|c| - 1` joins), and
+//! the tree is the one a build makes, bit for bit.
 //!
 //! *Latent values* (the product kernel's block, whose missing coordinates are redrawn once per
 //! sweep): the reference tree is built from their starting values, a function of the observed

@@ -83,8 +83,9 @@ struct Engine<K: ConjugateKernel> {
 ///
 /// Cost per proposal: `O(|c_i ∪ c_j|)` predictive evaluations; `O(K)` pair marginals for the
 /// merge route's weights or, past the first stage, the split's reverse; a canonical tree
-/// build (`O(|c| depth)` pair evaluations) when a split route meets a changed cluster or a
-/// merge passes the first stage.
+/// repair (`O(|Δ| depth)` pair evaluations for `Δ` the points that came or went) or build
+/// (`|c| - 1`) when a split route meets a changed cluster, a build when a merge passes the
+/// first stage.
 #[derive(Clone, Debug)]
 pub struct TgSams<K: ConjugateKernel> {
     split_prob: f64,
@@ -95,8 +96,6 @@ pub struct TgSams<K: ConjugateKernel> {
     partners: Vec<Slot>,
     ln_w: Vec<f64>,
     ln_w2: Vec<f64>,
-    left: Vec<usize>,
-    right: Vec<usize>,
     rest: Vec<usize>,
     forced: Vec<usize>,
     order: Vec<usize>,
@@ -122,8 +121,6 @@ impl<K: ConjugateKernel> TgSams<K> {
             partners: Vec::new(),
             ln_w: Vec::new(),
             ln_w2: Vec::new(),
-            left: Vec::new(),
-            right: Vec::new(),
             rest: Vec::new(),
             forced: Vec::new(),
             order: Vec::new(),
@@ -274,13 +271,14 @@ impl<K: ConjugateKernel> TgSams<K> {
                 .node(v)
                 .and_then(|node| node.children())
                 .ok_or_else(|| Error::Numerical("SampleSub returned a leaf".into()))?;
-            forest.points(l, &mut self.left)?;
-            forest.points(r, &mut self.right)?;
-            let i = self.left[chooser.choose_uniform(self.left.len())];
-            let j = self.right[chooser.choose_uniform(self.right.len())];
-            let ln_prob = ls - (n2 as f64).ln() + ln_p_v
-                - (self.left.len() as f64).ln()
-                - (self.right.len() as f64).ln();
+            // Uniform picks among the children's points, left to right, by descents on the
+            // subtrees' sizes: O(depth) instead of listing O(|c|) points.
+            let (n_l, n_r) = [l, r]
+                .map(|c| forest.node(c).map_or(0, |n| n.size()))
+                .into();
+            let i = forest.nth_point(l, chooser.choose_uniform(n_l))?;
+            let j = forest.nth_point(r, chooser.choose_uniform(n_r))?;
+            let ln_prob = ls - (n2 as f64).ln() + ln_p_v - (n_l as f64).ln() - (n_r as f64).ln();
             Ok(Some(AnchorDraw { i, j, ln_prob }))
         } else {
             let c = self.slots[chooser.choose_uniform(k)];
