@@ -51,6 +51,27 @@ impl SeedPlan {
         rng.set_stream(task);
         rng
     }
+
+    /// The stream of replica `replica` of chain `chain`'s tempering ladder: replica `r ≥ 1`
+    /// (the `r`-th hotter than the chain) draws its moves from it, replica 0 the ladder's swap
+    /// decisions (the chain's own replica, at `β = 1`, keeps [`SeedPlan::chain`]).
+    ///
+    /// The key mixes `(seed, chain)` through SplitMix64 with a tag of its own, so it is
+    /// unrelated to every chain and task key; the replica selects the ChaCha stream.
+    pub fn replica(&self, chain: u64, replica: u64) -> NrmmRng {
+        let mut key = [0u8; 32];
+        let mut state = self.seed ^ 0xbb67_ae85_84ca_a73b;
+        for (block, word) in [chain, !chain, chain.rotate_left(29), 0x7465_6d70]
+            .into_iter()
+            .enumerate()
+        {
+            state = splitmix64(state ^ word.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            key[block * 8..block * 8 + 8].copy_from_slice(&state.to_le_bytes());
+        }
+        let mut rng = ChaCha8Rng::from_seed(key);
+        rng.set_stream(replica);
+        rng
+    }
 }
 
 fn splitmix64(mut z: u64) -> u64 {

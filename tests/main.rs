@@ -74,6 +74,8 @@ mod suite;
 mod sva_cli;
 mod sva_fit;
 mod sva_soft;
+mod tempering_cli;
+mod tempering_exact;
 mod tgmcmc_cli;
 mod tgmcmc_exact;
 mod tgmcmc_paper_golden;

@@ -451,6 +451,7 @@ pub fn settings(kind: SamplerKind, n: usize) -> SamplerSettings {
             proposals: MoveSettings::default_proposals_for(kind, n),
             ..MoveSettings::default()
         },
+        temperatures: Vec::new(),
     }
 }
 

@@ -15,6 +15,7 @@ mod scratch;
 pub mod settings;
 pub mod soft;
 pub mod sweep_cache;
+pub mod tempered;
 
 // The registered kernels' modules (`src/kernel/<name>/`).
 crate::registered_kernels!(declare_kernel_modules!);
@@ -29,6 +30,7 @@ pub use registry::{AnyKernel, Kernel, KernelKind};
 pub use settings::{KernelSettings, NwDefaults, RealColumns};
 pub use soft::SvaKernel;
 pub use sweep_cache::{EntryTerms, SweepCache};
+pub use tempered::Tempered;
 
 /// What a predictive evaluation leaves behind for adding the same point to the same
 /// statistic ([`ConjugateKernel::ln_predictive_probed`], [`ConjugateKernel::add_probed`]).

@@ -346,6 +346,45 @@ impl<K: ConjugateKernel> Partition<K> {
         total
     }
 
+    /// Exchanges the clusterings of `self` and `other`, two partitions of the same data under
+    /// kernels with the same statistics (a kernel and its [`crate::kernel::Tempered`] copy, or
+    /// two tempered copies): labels, members and statistics change places, and each cached
+    /// `ln m(X_c)` is recomputed by its partition's own kernel (`kernel` for `self`,
+    /// `other_kernel` for `other`), as an insert would have left it. Both get fresh
+    /// revisions. The swap move of parallel tempering. Cost: O(1) moves and one `ln_marginal`
+    /// per cluster.
+    pub fn exchange<K2: ConjugateKernel<Stat = K::Stat>>(
+        &mut self,
+        kernel: &K,
+        other: &mut Partition<K2>,
+        other_kernel: &K2,
+    ) {
+        std::mem::swap(&mut self.label, &mut other.label);
+        std::mem::swap(&mut self.pos, &mut other.pos);
+        std::mem::swap(&mut self.slots, &mut other.slots);
+        std::mem::swap(&mut self.free, &mut other.free);
+        std::mem::swap(&mut self.n_clusters, &mut other.n_clusters);
+        self.revision = fresh_revision();
+        other.revision = fresh_revision();
+        for c in self.slots.iter_mut().flatten() {
+            c.ln_m = kernel.ln_marginal(&c.stat);
+        }
+        for c in other.slots.iter_mut().flatten() {
+            c.ln_m = other_kernel.ln_marginal(&c.stat);
+        }
+    }
+
+    /// `Σ_c ln m(X_c)` under `kernel`, which shares the partition's statistics (the
+    /// untempered kernel of a [`crate::kernel::Tempered`] partition): the log likelihood
+    /// that tempering scales. Cost: one `ln_marginal` per cluster.
+    pub fn ln_likelihood_under<K2: ConjugateKernel<Stat = K::Stat>>(&self, kernel: &K2) -> f64 {
+        self.slots
+            .iter()
+            .flatten()
+            .map(|c| kernel.ln_marginal(&c.stat))
+            .sum()
+    }
+
     /// Removes point `i` from its cluster, freeing the slot if it empties; returns the slot.
     /// The point is then unassigned until [`Partition::insert`] or [`Partition::insert_new`].
     pub fn remove(&mut self, kernel: &K, i: usize) -> Slot {

@@ -191,9 +191,11 @@ pub fn check_sampler(
             partition: Partition::single(k),
             prior: prior.clone(),
         };
-        let rng = crate::rng::SeedPlan::new(seed).chain(0);
-        let schedule = sampler.schedule(model.spec.resamples_hyper(), prior)?;
-        let mut chain = Chain::new(k, state, rng, schedule);
+        let plan = crate::rng::SeedPlan::new(seed);
+        let resample = model.spec.resamples_hyper();
+        let schedule = sampler.schedule(resample, prior)?;
+        let chain = Chain::new(k, state, plan.chain(0), schedule);
+        let mut chain = super::ladder::temper(chain, sampler, resample, prior, plan, 0)?;
         let burn_in = sweeps / 10;
         let mut empirical = EmpiricalPartitions::new(n)?;
         // Reserve for the usual run lengths only; a huge count grows the series as it goes.

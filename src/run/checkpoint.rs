@@ -57,6 +57,15 @@ pub struct ChainCheckpoint<P> {
     /// coordinates drawn inside the sweep); empty for kernels without any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latent: Vec<f64>,
+    /// The hot replicas of a tempered chain ([`super::Ladder`]); `None` for a chain without
+    /// `temperatures`.
+    #[serde(default = "no_ladder", skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<super::LadderCheckpoint<P>>,
+}
+
+/// The ladder of a checkpoint written without one.
+fn no_ladder<P>() -> Option<super::LadderCheckpoint<P>> {
+    None
 }
 
 /// Writes `bytes` to `path` atomically: to a temporary file in the same directory, flushed to

@@ -243,6 +243,7 @@ pub fn plan(
                 sampler: SamplerSettings {
                     kind,
                     moves: moves.clone(),
+                    temperatures: Vec::new(),
                 },
                 seed,
                 chains: 1,

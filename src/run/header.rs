@@ -100,6 +100,17 @@ pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
             String::new()
         }
     };
+    let mix = match (s.temperatures.len(), mix.is_empty()) {
+        (0, _) => mix,
+        (r, true) => format!(
+            "tempered: {r} replicas per chain at β = {}",
+            betas(&s.temperatures)
+        ),
+        (r, false) => format!(
+            "{mix}; tempered: {r} replicas per chain at β = {}",
+            betas(&s.temperatures)
+        ),
+    };
     let chosen = by_size.then(|| format!("chosen for n = {}", f.n));
     let mix = match (chosen, mix.is_empty()) {
         (None, true) => String::new(),
@@ -133,4 +144,12 @@ pub fn header(model: &Model, spec: &SamplerSpec, by_size: bool) -> String {
         plural(spec.chains, "chain"),
         spec.seed
     )
+}
+
+/// A ladder's inverse temperatures as the header shows them: `1, 0.7, 0.49`.
+fn betas(b: &[f64]) -> String {
+    b.iter()
+        .map(|b| format!("{}", (b * 1e4).round() / 1e4))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -17,6 +17,7 @@ pub mod estimates;
 pub mod executor;
 pub mod header;
 pub mod hyper;
+pub mod ladder;
 pub mod modes;
 pub mod pilot;
 pub mod progress;
@@ -39,6 +40,7 @@ pub use checkpoint::{
 };
 pub use draws::{read_draws, BestDraw, Draw, DrawStride, DrawWriter};
 pub use hyper::HyperState;
+pub use ladder::{Ladder, LadderCheckpoint};
 pub use record::{chain_dir, DataSource, RunDir, RunRecord};
 pub use runner::{ChainEnd, ChainMonitor, Monitor, Outcome, Runner};
 pub use spec::{
@@ -48,7 +50,7 @@ pub use summary::Summary;
 pub use trace::{first_reaching, TraceColumns, TraceWriter};
 
 use crate::error::{Error, Result};
-use crate::kernel::{ConjugateKernel, KernelHyper};
+use crate::kernel::{ConjugateKernel, KernelHyper, Tempered};
 use crate::partition::Partition;
 use crate::prior::NrmPrior;
 use crate::rng::NrmmRng;
@@ -97,6 +99,7 @@ pub struct Chain<'k, K: ConjugateKernel, P: NrmPrior> {
     sweep: u64,
     seconds: f64,
     kernel_update: Option<Box<dyn KernelUpdate<K>>>,
+    ladder: Option<Ladder<K, P>>,
 }
 
 impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
@@ -115,6 +118,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             sweep: 0,
             seconds: 0.0,
             kernel_update: None,
+            ladder: None,
         }
     }
 
@@ -123,6 +127,36 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
     pub fn with_kernel_update(mut self, update: Box<dyn KernelUpdate<K>>) -> Self {
         self.kernel_update = Some(update);
         self
+    }
+
+    /// The chain with the hot replicas of `ladder` swept after each of its sweeps and swapped
+    /// with it (parallel tempering, [`ladder`]); the chain's own state stays the `β = 1`
+    /// replica's, the only one reported. Give it before the first sweep. Errors for a chain
+    /// that resamples its kernel's hyperparameters or draws latent values, which the ladder
+    /// does not temper.
+    pub fn with_ladder(mut self, ladder: Ladder<K, P>) -> Result<Self> {
+        if self.kernel_update.is_some() {
+            return Err(Error::Usage(
+                "tempering (`temperatures`) with kernel hyperpriors: the kernel's \
+                 hyperparameters would have to move with the swapped states; run one without \
+                 the other"
+                    .into(),
+            ));
+        }
+        if self.kernel.has_latent() {
+            return Err(Error::Usage(
+                "tempering (`temperatures`): the kernel draws missing real entries inside the \
+                 sweep, a step the ladder does not temper"
+                    .into(),
+            ));
+        }
+        self.ladder = Some(ladder);
+        Ok(self)
+    }
+
+    /// The chain's tempering ladder, if it has one.
+    pub fn ladder(&self) -> Option<&Ladder<K, P>> {
+        self.ladder.as_ref()
     }
 
     /// The kernel the chain is on now (the one it was given, or that kernel rebuilt at the
@@ -186,6 +220,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             aux,
             kernel_hyper: self.kernel_hyper().map(|h| h.values()).unwrap_or_default(),
             latent: self.kernel.latent(),
+            ladder: self.ladder.as_mut().map(Ladder::checkpoint).transpose()?,
         })
     }
 
@@ -206,6 +241,45 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
     /// checkpoint's hyperparameter values before the partition and the moves' states are.
     /// Errors if the checkpoint has such values and no update is given, or the reverse.
     pub fn resume_with(
+        kernel: &'k K,
+        checkpoint: ChainCheckpoint<P>,
+        schedule: Vec<Scheduled<K, P>>,
+        kernel_update: Option<Box<dyn KernelUpdate<K>>>,
+    ) -> Result<Self> {
+        if checkpoint.ladder.is_some() {
+            return Err(Error::Usage(
+                "checkpoint: it holds a tempering ladder, but the chain resumed has none (its \
+                 `temperatures`)"
+                    .into(),
+            ));
+        }
+        Self::resume_parts(kernel, checkpoint, schedule, kernel_update)
+    }
+
+    /// [`Chain::resume`] of a tempered chain: its ladder at inverse temperatures `betas`
+    /// rebuilt from the checkpoint with fresh `hot` schedules (one per hot replica, those it
+    /// ran). Errors if the checkpoint holds no ladder or another one.
+    pub fn resume_tempered(
+        kernel: &'k K,
+        mut checkpoint: ChainCheckpoint<P>,
+        schedule: Vec<Scheduled<K, P>>,
+        betas: &[f64],
+        hot: Vec<Vec<Scheduled<Tempered<K>, P>>>,
+    ) -> Result<Self> {
+        let Some(saved) = checkpoint.ladder.take() else {
+            return Err(Error::Usage(
+                "checkpoint: it holds no tempering ladder, but the chain resumed has \
+                 `temperatures`"
+                    .into(),
+            ));
+        };
+        let chain = Self::resume_parts(kernel, checkpoint, schedule, None)?;
+        let ladder = Ladder::resume(&*chain.kernel, betas, saved, hot)?;
+        chain.with_ladder(ladder)
+    }
+
+    /// The chain of a checkpoint, its ladder aside.
+    fn resume_parts(
         kernel: &'k K,
         checkpoint: ChainCheckpoint<P>,
         mut schedule: Vec<Scheduled<K, P>>,
@@ -274,6 +348,7 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             sweep: checkpoint.sweep,
             seconds: checkpoint.seconds,
             kernel_update,
+            ladder: None,
         })
     }
 
@@ -292,6 +367,10 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
         }
         self.redraw_latent()?;
         self.update_kernel()?;
+        if let Some(ladder) = &mut self.ladder {
+            ladder.sweep()?;
+            moves.extend(ladder.swap(&self.kernel, &mut self.state, self.sweep));
+        }
         self.seconds += start.elapsed().as_secs_f64();
         self.sweep += 1;
         let ln_joint = self.state.ln_joint();

@@ -206,7 +206,10 @@ fn check_checkpoint(
             dir.join("run.json").display()
         )));
     }
-    if !same_prior(&file.state.prior, prior) {
+    let replicas = file.state.ladder.iter().flat_map(|l| &l.replicas);
+    if !same_prior(&file.state.prior, prior)
+        || replicas.into_iter().any(|r| !same_prior(&r.prior, prior))
+    {
         return Err(Error::Usage(format!(
             "{} is damaged: its prior does not fit the run's model",
             path.display()

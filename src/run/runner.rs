@@ -30,6 +30,7 @@
 
 use super::draws::{BestDraw, DrawWriter};
 use super::executor::{Executor, Handler, Stop, StopFlag, StopReason};
+use super::ladder::{hot_schedules, Ladder};
 use super::record::{chain_dir, DataSource, RunDir, RunRecord, CHECKPOINT_FORMAT};
 use super::resume::{load_checkpoint, ChainFile, EndState};
 use super::spec::{AutoBudget, Budget, SamplerSpec};
@@ -41,7 +42,7 @@ use super::{
 };
 use crate::data::load;
 use crate::error::{Error, Result};
-use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel};
+use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel, Tempered};
 use crate::model::{Model, ModelSpec};
 use crate::prior::{NrmPrior, Prior};
 use crate::sampler::{KernelHyperMove, KernelUpdate, State};
@@ -345,6 +346,34 @@ fn warn_of_slow_sweeps<K: ConjugateKernel>(kernel: &K, runner: &Runner<'_>) {
     }
 }
 
+/// A chain's moves: its own schedule and its hot replicas' ([`hot_schedules`]).
+type ChainMoves<K> = (
+    Vec<Scheduled<K, Prior>>,
+    Vec<Vec<Scheduled<Tempered<K>, Prior>>>,
+);
+
+/// Errors, before anything is written, when a run's chains cannot be tempered: the model
+/// resamples the kernel's hyperparameters, or the kernel draws latent values.
+fn check_temperable<K: ConjugateKernel>(kernel: &K, model: &ModelSpec) -> Result<()> {
+    if model.kernel_hyperpriors {
+        return Err(Error::Usage(
+            "tempering (`temperatures`) with `kernel_hyperpriors`: the kernel's \
+             hyperparameters would have to move with the swapped states; run one without the \
+             other"
+                .into(),
+        ));
+    }
+    if kernel.has_latent() {
+        return Err(Error::Usage(
+            "tempering (`temperatures`): the kernel draws missing real entries inside the \
+             sweep (the mixed block over rows with missing values), a step the ladder does \
+             not temper; run without `temperatures`, or with independent real columns"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// One chain to run.
 struct Job<'r> {
     /// The run it belongs to (its index in the launch).
@@ -404,8 +433,14 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
             check_target(&r.dir, r.replace)?;
         }
         starts.push(spec.init.resolve(n, spec.sampler.kind)?);
+        if !spec.sampler.temperatures.is_empty() {
+            check_temperable(kernel, model)?;
+        }
         for c in spec.chain_indices() {
-            schedules.push(spec.sampler.schedule::<K>(model.resamples_hyper(), prior)?);
+            schedules.push((
+                spec.sampler.schedule::<K>(model.resamples_hyper(), prior)?,
+                hot_schedules::<K>(&spec.sampler, model.resamples_hyper(), prior)?,
+            ));
             let checkpoint = if r.resume {
                 let note = |line: &str| r.monitor.note(line);
                 load_checkpoint(&r.dir, &r.record, c, prior, &note)?
@@ -434,7 +469,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
             warn_of_slow_sweeps(kernel, r);
         }
     }
-    let jobs: Vec<(Job<'_>, Vec<Scheduled<K, Prior>>)> = checkpoints
+    let jobs: Vec<(Job<'_>, ChainMoves<K>)> = checkpoints
         .into_iter()
         .zip(schedules)
         .map(|((run, chain, checkpoint), moves)| {
@@ -689,9 +724,10 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
         model: &ModelSpec,
         runner: &'r Runner<'_>,
         job: Job<'_>,
-        mut moves: Vec<Scheduled<K, Prior>>,
+        (mut moves, hot): ChainMoves<K>,
     ) -> Result<Self> {
         let record = &runner.record;
+        let betas = &record.spec.sampler.temperatures;
         let spec = &record.spec;
         let dir = chain_dir(&runner.dir, job.chain);
         create_dir(&dir)?;
@@ -728,8 +764,12 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
                 let trace = TraceWriter::resume(&trace_path, spec.thin, sweep)?;
                 let draws =
                     DrawWriter::resume(&draws_path, spec.draws_per_chain, file.draws, sweep)?;
-                let update = kernel_update(kernel, model)?;
-                let chain = Chain::resume_with(kernel, file.state, moves, update)?;
+                let chain = if betas.is_empty() {
+                    let update = kernel_update(kernel, model)?;
+                    Chain::resume_with(kernel, file.state, moves, update)?
+                } else {
+                    Chain::resume_tempered(kernel, file.state, moves, betas, hot)?
+                };
                 (chain, trace, draws, file.best, Some(sweep))
             }
             None => {
@@ -744,10 +784,14 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
                     partition,
                     prior: prior.clone(),
                 };
-                let rng = crate::rng::SeedPlan::new(spec.seed).chain(job.chain);
-                let mut chain = Chain::new(kernel, state, rng, moves);
+                let plan = crate::rng::SeedPlan::new(spec.seed);
+                let mut chain = Chain::new(kernel, state, plan.chain(job.chain), moves);
                 if let Some(update) = kernel_update(kernel, model)? {
                     chain = chain.with_kernel_update(update);
+                }
+                if !betas.is_empty() {
+                    let ladder = Ladder::new(kernel, betas, chain.state(), hot, plan, job.chain)?;
+                    chain = chain.with_ladder(ladder)?;
                 }
                 let trace = TraceWriter::create(&trace_path, spec.thin)?;
                 let draws = DrawWriter::create(&draws_path, spec.thin, spec.draws_per_chain)?;

@@ -2,7 +2,7 @@
 
 use super::spec::{SamplerKind, SamplerSettings};
 use crate::error::{Error, Result};
-use crate::kernel::ParametricKernel;
+use crate::kernel::{ConjugateKernel, ParametricKernel};
 use crate::prior::{NrmPrior, Prior};
 use crate::sampler::dpmm::{
     Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions,
@@ -49,6 +49,86 @@ impl SamplerSettings {
     ) -> Result<Vec<Scheduled<K, Prior>>> {
         self.validate()?;
         self.check_prior(initial)?;
+        if let Some(moves) = self.collapsed_moves::<K>(resample_hyper, initial)? {
+            return Ok(moves);
+        }
+        let m = &self.moves;
+        let once = |mv| Scheduled { mv, repeats: 1 };
+        let mut moves: Vec<Scheduled<K, Prior>> = Vec::new();
+        match self.kind {
+            SamplerKind::TgmcmcPaper => {
+                return Ok(tgmcmc_paper_schedule(
+                    m.global_moves,
+                    m.depth.unwrap_or(2),
+                    resample_hyper,
+                ))
+            }
+            SamplerKind::Subcluster => {
+                moves.push(once(Box::new(SubCluster::new(SubClusterOptions {
+                    launch_iters: m.launch_scans,
+                    proposals: m.proposals,
+                }))))
+            }
+            SamplerKind::SubclusterDpmm => {
+                moves.push(once(Box::new(SubCluster::dpmm(DpmmOptions::default()))))
+            }
+            SamplerKind::Direct => moves.push(once(Box::<Direct<K>>::default())),
+            SamplerKind::QuasiDirect => moves.push(once(Box::<QuasiDirect<K>>::default())),
+            SamplerKind::QuasiCollapsed => moves.push(once(Box::new(QuasiCollapsed::new()))),
+            SamplerKind::Gibbs
+            | SamplerKind::Tgmcmc
+            | SamplerKind::JainNeal
+            | SamplerKind::Sams => {
+                unreachable!("collapsed samplers are scheduled above")
+            }
+        }
+        if resample_hyper {
+            moves.push(once(Box::new(HyperMove)));
+        }
+        Ok(moves)
+    }
+
+    /// Whether the sampler's moves reach the data only through a [`ConjugateKernel`]'s
+    /// marginals and predictives (gibbs, jain-neal, sams, tgmcmc), so that they run on a
+    /// tempered kernel ([`crate::kernel::Tempered`]) and target the tempered posterior.
+    pub fn collapsed(&self) -> bool {
+        matches!(
+            self.kind,
+            SamplerKind::Gibbs | SamplerKind::Tgmcmc | SamplerKind::JainNeal | SamplerKind::Sams
+        )
+    }
+
+    /// [`SamplerSettings::schedule`] over any conjugate kernel, for the collapsed samplers
+    /// ([`SamplerSettings::collapsed`]): the schedule of a tempered replica. Errors, naming
+    /// the samplers that take tempering, for a sampler that draws component parameters.
+    pub fn collapsed_schedule<K: ConjugateKernel + 'static>(
+        &self,
+        resample_hyper: bool,
+        initial: &Prior,
+    ) -> Result<Vec<Scheduled<K, Prior>>> {
+        self.validate()?;
+        self.check_prior(initial)?;
+        self.collapsed_moves::<K>(resample_hyper, initial)?
+            .ok_or_else(|| self.refuse_tempering())
+    }
+
+    /// The error of a sampler that cannot be tempered.
+    pub(crate) fn refuse_tempering(&self) -> Error {
+        Error::Usage(format!(
+            "sampler {}: tempering (`temperatures`) raises the marginal likelihood to a power, \
+             which only the collapsed samplers' moves see alone; it is taken by gibbs, \
+             jain-neal, sams and tgmcmc",
+            self.kind.name()
+        ))
+    }
+
+    /// The moves of a collapsed sampler (see [`SamplerSettings::schedule`]); `None` for the
+    /// others.
+    fn collapsed_moves<K: ConjugateKernel + 'static>(
+        &self,
+        resample_hyper: bool,
+        initial: &Prior,
+    ) -> Result<Option<Vec<Scheduled<K, Prior>>>> {
         let m = &self.moves;
         let scan = match m.gibbs_subset {
             Some(k) => GibbsScan::Subset(k),
@@ -78,26 +158,8 @@ impl SamplerSettings {
                     m.gibbs_sweeps,
                     resample_hyper,
                 )
+                .map(Some)
             }
-            SamplerKind::TgmcmcPaper => {
-                return Ok(tgmcmc_paper_schedule(
-                    m.global_moves,
-                    m.depth.unwrap_or(2),
-                    resample_hyper,
-                ))
-            }
-            SamplerKind::Subcluster => {
-                moves.push(once(Box::new(SubCluster::new(SubClusterOptions {
-                    launch_iters: m.launch_scans,
-                    proposals: m.proposals,
-                }))))
-            }
-            SamplerKind::SubclusterDpmm => {
-                moves.push(once(Box::new(SubCluster::dpmm(DpmmOptions::default()))))
-            }
-            SamplerKind::Direct => moves.push(once(Box::<Direct<K>>::default())),
-            SamplerKind::QuasiDirect => moves.push(once(Box::<QuasiDirect<K>>::default())),
-            SamplerKind::QuasiCollapsed => moves.push(once(Box::new(QuasiCollapsed::new()))),
             SamplerKind::JainNeal | SamplerKind::Sams => {
                 let mv: Box<dyn Move<K, Prior>> = match self.kind {
                     SamplerKind::Sams => Box::new(Sams::new()),
@@ -114,10 +176,11 @@ impl SamplerSettings {
                     });
                 }
             }
+            _ => return Ok(None),
         }
         if resample_hyper {
             moves.push(once(Box::new(HyperMove)));
         }
-        Ok(moves)
+        Ok(Some(moves))
     }
 }

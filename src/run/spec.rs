@@ -249,6 +249,11 @@ pub struct SamplerSettings {
     /// Its moves.
     #[serde(flatten)]
     pub moves: MoveSettings,
+    /// Parallel tempering: the inverse temperatures of each chain's ladder, its own `1`
+    /// first, strictly decreasing (MATH §6.6, [`super::ladder`]); empty (the default) for
+    /// chains without hot replicas. Collapsed samplers only (gibbs, jain-neal, sams, tgmcmc).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub temperatures: Vec<f64>,
 }
 
 impl SamplerSettings {
@@ -257,6 +262,7 @@ impl SamplerSettings {
         SamplerSettings {
             kind,
             moves: MoveSettings::default(),
+            temperatures: Vec::new(),
         }
     }
 
@@ -268,6 +274,12 @@ impl SamplerSettings {
         let m = &self.moves;
         if m.gibbs_subset == Some(0) {
             return Err(Error::param("gibbs_subset", 0, "at least 1"));
+        }
+        if !self.temperatures.is_empty() {
+            super::ladder::check_betas(&self.temperatures)?;
+            if !self.collapsed() {
+                return Err(self.refuse_tempering());
+            }
         }
         match self.kind {
             SamplerKind::JainNeal | SamplerKind::Sams

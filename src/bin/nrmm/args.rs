@@ -9,6 +9,7 @@ use nrmm::prior::KPrior;
 use nrmm::run::spec::SweepCount;
 use nrmm::run::{DataSource, MoveSettings, SamplerKind, SamplerSettings, Start};
 use nrmm::Choice;
+use nrmm::Result;
 use std::path::PathBuf;
 
 /// Bayesian nonparametric mixture models on normalized random measures.
@@ -331,18 +332,50 @@ pub struct SamplerArgs {
     /// How its moves are set.
     #[command(flatten)]
     pub moves: MoveArgs,
+    /// Parallel tempering: each chain becomes a ladder of R replicas (2 to 16), the chain
+    /// itself at inverse temperature 1 and R - 1 hotter copies whose likelihood is raised to
+    /// β = B^(r/(R-1)) (B: --temper-min), swept by the same moves and swapping states with
+    /// their neighbours after every sweep; only the chain's own (β = 1) draws are reported,
+    /// and the trace gets each adjacent pair's swap acceptance (swap_0_1_*, ...). Collapsed
+    /// samplers only (gibbs, jain-neal, sams, tgmcmc), without --kernel-hyperpriors. Each
+    /// sweep costs about R times an untempered one.
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub temper: Option<usize>,
+    /// The hottest inverse temperature B of --temper's geometric ladder, in (0, 1).
+    #[arg(long, value_name = "B", requires = "temper", default_value_t = TEMPER_MIN, allow_negative_numbers = true)]
+    pub temper_min: f64,
+    /// Parallel tempering with an explicit ladder of inverse temperatures, comma-separated,
+    /// starting at 1 and strictly decreasing (1,0.8,0.6); as --temper otherwise.
+    #[arg(
+        long,
+        value_name = "B0,B1,...",
+        value_delimiter = ',',
+        conflicts_with = "temper",
+        allow_negative_numbers = true
+    )]
+    pub temperatures: Option<Vec<f64>>,
 }
+
+/// The default hottest inverse temperature of `--temper`.
+pub const TEMPER_MIN: f64 = 0.5;
 
 impl SamplerArgs {
     /// The library's sampler settings for `n` points: the sampler asked for, else the one
     /// chosen by size ([`SamplerKind::for_data`]), with its default moves
-    /// ([`MoveArgs::settings_for`]).
-    pub fn settings(&self, n: usize) -> SamplerSettings {
+    /// ([`MoveArgs::settings_for`]) and the tempering ladder asked for. Errors name the flag
+    /// of an invalid ladder.
+    pub fn settings(&self, n: usize) -> Result<SamplerSettings> {
         let kind = self.sampler.unwrap_or_else(|| SamplerKind::for_data(n));
-        SamplerSettings {
+        let temperatures = match (&self.temperatures, self.temper) {
+            (Some(betas), _) => betas.clone(),
+            (None, Some(r)) => nrmm::run::ladder::geometric_betas(r, self.temper_min)?,
+            (None, None) => Vec::new(),
+        };
+        Ok(SamplerSettings {
             kind,
             moves: self.moves.settings_for(kind, n),
-        }
+            temperatures,
+        })
     }
 }
 

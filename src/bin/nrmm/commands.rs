@@ -211,7 +211,7 @@ pub fn check_exact(a: CheckExactArgs) -> Result<()> {
     let model = build(&a.data, &a.model, Builtin::SetB)?;
     let c = check_sampler(
         &model,
-        &a.sampler.settings(model.n_points()),
+        &a.sampler.settings(model.n_points()).map_err(flags)?,
         a.sweeps,
         a.seed,
     )

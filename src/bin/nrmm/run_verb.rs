@@ -28,7 +28,7 @@ fn budget_flags(a: &RunArgs, n: usize, d: usize) -> Result<Option<Budget>> {
 fn new_spec(a: &RunArgs, n: usize, d: usize) -> Result<SamplerSpec> {
     let budget = budget_flags(a, n, d)?;
     Ok(SamplerSpec {
-        sampler: a.sampler.settings(n),
+        sampler: a.sampler.settings(n).map_err(flags)?,
         seed: a.seed,
         chain_offset: a.chain_offset,
         chains: a.chains,
