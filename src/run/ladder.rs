@@ -69,7 +69,8 @@ pub fn check_betas(betas: &[f64]) -> Result<()> {
         ));
     }
     let decreasing = betas.windows(2).all(|w| w[1] < w[0]);
-    if betas[0] != 1.0 || !decreasing || !(betas[betas.len() - 1] > 0.0) {
+    let hottest = betas[betas.len() - 1];
+    if betas[0] != 1.0 || !decreasing || hottest.is_nan() || hottest <= 0.0 {
         return Err(Error::param(
             "temperatures",
             list(),
@@ -417,6 +418,9 @@ fn swap_pairs<K: ConjugateKernel, P: NrmPrior>(
     infos
 }
 
+/// The moves of one hot replica, in schedule order, over its tempered kernel.
+pub type HotSchedule<K> = Vec<Scheduled<Tempered<K>, Prior>>;
+
 /// The schedules of the hot replicas of `settings.temperatures` (one per replica below the
 /// first; none without tempering): the sampler's moves over the tempered kernel, their trees
 /// built at `initial` as the chain's are.
@@ -424,7 +428,7 @@ pub fn hot_schedules<K: ConjugateKernel + 'static>(
     settings: &SamplerSettings,
     resample_hyper: bool,
     initial: &Prior,
-) -> Result<Vec<Vec<Scheduled<Tempered<K>, Prior>>>> {
+) -> Result<Vec<HotSchedule<K>>> {
     let hot = settings.temperatures.len().saturating_sub(1);
     (0..hot)
         .map(|_| settings.collapsed_schedule::<Tempered<K>>(resample_hyper, initial))
