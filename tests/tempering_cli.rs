@@ -1,4 +1,4 @@
-//! Parallel tempering on the command line (`--temper`, `--temper-min`, `--temperatures`):
+//! Parallel tempering on the command line (`--temper`, `--temper-ratio`, `--temperatures`):
 //! the run records its ladder and traces each adjacent pair's swaps; the same seed gives the
 //! same chains on one thread and on two, and a tempered run resumed from its checkpoints is
 //! the unbroken run; `check-exact` of a tempered sampler sits at the noise floor; and the
@@ -54,8 +54,8 @@ fn tempered_runs_are_reproducible_and_resume_exactly() {
         "2",
         "--temper",
         "3",
-        "--temper-min",
-        "0.3",
+        "--temper-ratio",
+        "0.5",
         "--checkpoint-every",
         "40",
     ];
@@ -89,7 +89,7 @@ fn tempered_runs_are_reproducible_and_resume_exactly() {
     let betas: Vec<f64> = serde_json::from_value(v["sampler"]["temperatures"].clone()).unwrap();
     assert_eq!(betas.len(), 3);
     assert_eq!(betas[0], 1.0);
-    assert!((betas[2] - 0.3).abs() < 1e-15, "{betas:?}");
+    assert_eq!(betas, [1.0, 0.5, 0.25]);
     // Swaps happen, and are recorded for the pair of each sweep's parity.
     let (trace, _, _) = outputs(Path::new(&straight), 0);
     let header: Vec<&str> = trace[0].split(',').collect();
@@ -148,7 +148,10 @@ fn tempering_refuses_what_it_cannot_temper() {
         &["subcluster", "tgmcmc"],
     );
     fail(&["--temper", "1"], &["--temper"]);
-    fail(&["--temper", "3", "--temper-min", "1.5"], &["--temper-min"]);
+    fail(
+        &["--temper", "3", "--temper-ratio", "1.5"],
+        &["--temper-ratio"],
+    );
     fail(
         &["--temperatures", "1,0.5,0.7"],
         &["--temperatures", "decreasing"],

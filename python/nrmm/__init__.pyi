@@ -46,6 +46,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
     nw_nu: float | None
     nw_defaults: Literal["pooled", "scaled", "reference"]
     sampler_options: Mapping[str, int | None] | None
+    temperatures: Sequence[float] | None
     thin: int
     draws_per_chain: int
     run_dir: str | PathLike[str] | None
@@ -93,6 +94,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         nw_nu: float | None = None,
         nw_defaults: Literal["pooled", "scaled", "reference"] = "pooled",
         sampler_options: Mapping[str, int | None] | None = None,
+        temperatures: Sequence[float] | None = None,
         thin: int = 1,
         draws_per_chain: int = 256,
         run_dir: str | PathLike[str] | None = None,

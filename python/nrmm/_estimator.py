@@ -86,6 +86,16 @@ def _optional_float(name, value):
     return float(value)
 
 
+def _temperatures(value):
+    """A ladder of inverse temperatures as a list of floats (the library checks the ladder)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ValueError(f"invalid temperatures = {value!r}: expected a sequence of numbers")
+    ladder = list(value)
+    if not all(isinstance(b, numbers.Real) and not isinstance(b, bool) for b in ladder):
+        raise ValueError(f"invalid temperatures = {value!r}: expected a sequence of numbers")
+    return [float(b) for b in ladder]
+
+
 def _optional_str(name, value):
     if value is None:
         return None
@@ -197,6 +207,15 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         Move settings: ``proposals``, ``launch_scans``, ``gibbs_sweeps``, ``gibbs_subset``,
         ``global_moves``, ``depth``. Without ``proposals``, one split-merge proposal per 100
         points (between 1 and 100) per sweep, as on the command line.
+    temperatures : sequence of float, default=None
+        Parallel tempering (the command line's ``--temperatures``): the inverse temperatures
+        of each chain's ladder, 1 first and strictly decreasing (``[1, 0.9, 0.8]``). Each
+        chain then sweeps hotter copies whose likelihood is raised to those powers and swaps
+        states with them after every sweep; only the chain's own (1) draws are reported, and
+        the traces get each adjacent pair's swaps (``swap_0_1_accepted``, ...). Collapsed
+        samplers only ("gibbs", "jain-neal", "sams", "tgmcmc"), without
+        ``kernel_hyperpriors``; a sweep costs about one untempered sweep per replica. None:
+        no tempering.
     thin : int, default=1
         Every ``thin``-th sweep is traced and may be kept as a draw.
     draws_per_chain : int, default=256
@@ -294,6 +313,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         nw_nu=None,
         nw_defaults="pooled",
         sampler_options=None,
+        temperatures=None,
         thin=1,
         draws_per_chain=256,
         run_dir=None,
@@ -326,6 +346,7 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         self.nw_nu = nw_nu
         self.nw_defaults = nw_defaults
         self.sampler_options = sampler_options
+        self.temperatures = temperatures
         self.thin = thin
         self.draws_per_chain = draws_per_chain
         self.run_dir = run_dir
@@ -379,6 +400,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
             raise ValueError(
                 f"unknown sampler_options {unknown}: expected some of {list(MOVE_OPTIONS)}"
             )
+        if self.temperatures is not None:
+            options["temperatures"] = _temperatures(self.temperatures)
         budget = _budget(self.sweeps, self.seconds, self.max_sweeps)
         spec = {
             "sampler": {**({} if self.sampler is None else {"sampler": self.sampler}), **options},

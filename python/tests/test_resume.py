@@ -71,3 +71,22 @@ def test_ctrl_c_stops_every_chain_cleanly_and_the_run_resumes(blobs, tmp_path):
     )
     m.resume(X, sweeps=done + 20)
     assert m.n_iter_ == done + 20
+
+
+def test_a_tempered_run_swaps_and_resumes_as_the_run_that_never_stopped(blobs, tmp_path):
+    X, _ = blobs
+    ladder = dict(temperatures=[1.0, 0.8, 0.6])
+    straight = settings(tmp_path / "straight", sweeps=60, **ladder).fit(X)
+    resumed = settings(tmp_path / "resumed", sweeps=30, **ladder).fit(X)
+    resumed.resume(X, sweeps=60)
+    np.testing.assert_array_equal(straight.draws_, resumed.draws_)
+    for a, b in zip(straight.traces_, resumed.traces_):
+        a, b = without_seconds(a), without_seconds(b)
+        assert {"swap_0_1_accepted", "swap_1_2_accepted"} <= set(a)
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    assert sum(int(np.sum(t["swap_0_1_accepted"])) for t in straight.traces_) > 0
+    with pytest.raises(ValueError, match="temperatures"):
+        settings(tmp_path / "bad", temperatures=[1.0, 1.2]).fit(X)
+    with pytest.raises(ValueError, match="temperatures"):
+        settings(tmp_path / "bad", temperatures="1,0.5").fit(X)

@@ -18,7 +18,7 @@
 //! the untempered joint, which the wrapper would not temper ([`Tempered::new`] errors). The
 //! samplers that draw component parameters (the sub-cluster and direct samplers) weigh points
 //! by densities given parameters, not by marginals; they are refused by the ladder's schedule
-//! (`SamplerSettings::tempered_schedule`).
+//! (`SamplerSettings::collapsed_schedule`).
 
 use super::sweep_cache::{EntryTerms, SweepCache, BLOCK};
 use super::{ConjugateKernel, Probe};

@@ -80,10 +80,9 @@ pub fn check_betas(betas: &[f64]) -> Result<()> {
     Ok(())
 }
 
-/// The geometric ladder of `replicas` inverse temperatures from 1 down to `beta_min`:
-/// `β_r = beta_min^{r / (R - 1)}`. Errors unless `2 ≤ replicas ≤` [`MAX_REPLICAS`] and
-/// `0 < beta_min < 1`.
-pub fn geometric_betas(replicas: usize, beta_min: f64) -> Result<Vec<f64>> {
+/// The geometric ladder of `replicas` inverse temperatures, each `ratio` times the one before:
+/// `β_r = ratio^r`. Errors unless `2 ≤ replicas ≤` [`MAX_REPLICAS`] and `0 < ratio < 1`.
+pub fn geometric_betas(replicas: usize, ratio: f64) -> Result<Vec<f64>> {
     if !(2..=MAX_REPLICAS).contains(&replicas) {
         return Err(Error::param(
             "temper",
@@ -91,23 +90,14 @@ pub fn geometric_betas(replicas: usize, beta_min: f64) -> Result<Vec<f64>> {
             &format!("between 2 and {MAX_REPLICAS} replicas"),
         ));
     }
-    if !(beta_min > 0.0 && beta_min < 1.0) {
+    if !(ratio > 0.0 && ratio < 1.0) {
         return Err(Error::param(
-            "temper_min",
-            beta_min,
-            "an inverse temperature strictly between 0 and 1",
+            "temper_ratio",
+            ratio,
+            "a ratio of inverse temperatures strictly between 0 and 1",
         ));
     }
-    let last = (replicas - 1) as f64;
-    Ok((0..replicas)
-        .map(|r| {
-            if r == 0 {
-                1.0
-            } else {
-                beta_min.powf(r as f64 / last)
-            }
-        })
-        .collect())
+    Ok((0..replicas).map(|r| ratio.powi(r as i32)).collect())
 }
 
 /// One hot replica: its tempered kernel, state, stream and moves.
@@ -418,8 +408,8 @@ fn swap_pairs<K: ConjugateKernel, P: NrmPrior>(
     infos
 }
 
-/// The moves of one hot replica, in schedule order, over its tempered kernel.
-pub type HotSchedule<K> = Vec<Scheduled<Tempered<K>, Prior>>;
+/// The schedules of a ladder's hot replicas, one per replica, hottest last.
+pub type HotSchedules<K> = Vec<Vec<Scheduled<Tempered<K>, Prior>>>;
 
 /// The schedules of the hot replicas of `settings.temperatures` (one per replica below the
 /// first; none without tempering): the sampler's moves over the tempered kernel, their trees
@@ -428,7 +418,7 @@ pub fn hot_schedules<K: ConjugateKernel + 'static>(
     settings: &SamplerSettings,
     resample_hyper: bool,
     initial: &Prior,
-) -> Result<Vec<HotSchedule<K>>> {
+) -> Result<HotSchedules<K>> {
     let hot = settings.temperatures.len().saturating_sub(1);
     (0..hot)
         .map(|_| settings.collapsed_schedule::<Tempered<K>>(resample_hyper, initial))

@@ -30,7 +30,7 @@
 
 use super::draws::{BestDraw, DrawWriter};
 use super::executor::{Executor, Handler, Stop, StopFlag, StopReason};
-use super::ladder::{hot_schedules, Ladder};
+use super::ladder::{hot_schedules, HotSchedules, Ladder};
 use super::record::{chain_dir, DataSource, RunDir, RunRecord, CHECKPOINT_FORMAT};
 use super::resume::{load_checkpoint, ChainFile, EndState};
 use super::spec::{AutoBudget, Budget, SamplerSpec};
@@ -42,7 +42,7 @@ use super::{
 };
 use crate::data::load;
 use crate::error::{Error, Result};
-use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel, Tempered};
+use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel};
 use crate::model::{Model, ModelSpec};
 use crate::prior::{NrmPrior, Prior};
 use crate::sampler::{KernelHyperMove, KernelUpdate, State};
@@ -347,10 +347,7 @@ fn warn_of_slow_sweeps<K: ConjugateKernel>(kernel: &K, runner: &Runner<'_>) {
 }
 
 /// A chain's moves: its own schedule and its hot replicas' ([`hot_schedules`]).
-type ChainMoves<K> = (
-    Vec<Scheduled<K, Prior>>,
-    Vec<Vec<Scheduled<Tempered<K>, Prior>>>,
-);
+type ChainMoves<K> = (Vec<Scheduled<K, Prior>>, HotSchedules<K>);
 
 /// Errors, before anything is written, when a run's chains cannot be tempered: the model
 /// resamples the kernel's hyperparameters, or the kernel draws latent values.

@@ -334,16 +334,18 @@ pub struct SamplerArgs {
     pub moves: MoveArgs,
     /// Parallel tempering: each chain becomes a ladder of R replicas (2 to 16), the chain
     /// itself at inverse temperature 1 and R - 1 hotter copies whose likelihood is raised to
-    /// β = B^(r/(R-1)) (B: --temper-min), swept by the same moves and swapping states with
+    /// β = ρ^r (ρ: --temper-ratio), swept by the same moves and swapping states with
     /// their neighbours after every sweep; only the chain's own (β = 1) draws are reported,
     /// and the trace gets each adjacent pair's swap acceptance (swap_0_1_*, ...). Collapsed
     /// samplers only (gibbs, jain-neal, sams, tgmcmc), without --kernel-hyperpriors. Each
     /// sweep costs about R times an untempered one.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub temper: Option<usize>,
-    /// The hottest inverse temperature B of --temper's geometric ladder, in (0, 1).
-    #[arg(long, value_name = "B", requires = "temper", default_value_t = TEMPER_MIN, allow_negative_numbers = true)]
-    pub temper_min: f64,
+    /// The ratio ρ of neighbouring inverse temperatures of --temper's ladder, in (0, 1): a
+    /// swap is accepted often when 1 - ρ is about 1 / sd(log likelihood) (0.9 keeps about
+    /// half the swaps between the first two replicas on breast cancer, 569 × 30).
+    #[arg(long, value_name = "RHO", requires = "temper", default_value_t = TEMPER_RATIO, allow_negative_numbers = true)]
+    pub temper_ratio: f64,
     /// Parallel tempering with an explicit ladder of inverse temperatures, comma-separated,
     /// starting at 1 and strictly decreasing (1,0.8,0.6); as --temper otherwise.
     #[arg(
@@ -356,8 +358,8 @@ pub struct SamplerArgs {
     pub temperatures: Option<Vec<f64>>,
 }
 
-/// The default hottest inverse temperature of `--temper`.
-pub const TEMPER_MIN: f64 = 0.5;
+/// The default ratio of neighbouring inverse temperatures of `--temper`.
+pub const TEMPER_RATIO: f64 = 0.9;
 
 impl SamplerArgs {
     /// The library's sampler settings for `n` points: the sampler asked for, else the one
@@ -368,7 +370,7 @@ impl SamplerArgs {
         let kind = self.sampler.unwrap_or_else(|| SamplerKind::for_data(n));
         let temperatures = match (&self.temperatures, self.temper) {
             (Some(betas), _) => betas.clone(),
-            (None, Some(r)) => nrmm::run::ladder::geometric_betas(r, self.temper_min)?,
+            (None, Some(r)) => nrmm::run::ladder::geometric_betas(r, self.temper_ratio)?,
             (None, None) => Vec::new(),
         };
         Ok(SamplerSettings {

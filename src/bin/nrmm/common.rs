@@ -36,7 +36,7 @@ pub fn flag(name: &str) -> Option<String> {
         | "resume" | "out" | "hyperpriors" | "kernel_hyperpriors" | "epsilon"
         | "prune_threshold" | "merge_threshold" | "check_interval" | "heldout" | "data"
         | "header" | "skip_columns" | "types" | "data_parallel" | "block" | "seeds"
-        | "samplers" | "loss_a" | "mixed_real" | "temper" | "temper_min" | "temperatures" => {
+        | "samplers" | "loss_a" | "mixed_real" | "temper" | "temper_ratio" | "temperatures" => {
             format!("--{}", name.replace('_', "-"))
         }
         _ => return None,
