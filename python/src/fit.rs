@@ -232,6 +232,9 @@ pub fn fit<'py>(
             if let Some(cb) = &callback {
                 if last != Some(status) && callback_error.is_none() {
                     if let Err(e) = cb.bind(py).call1(status) {
+                        // An error in the callback (a Ctrl-C that landed in it too) ends
+                        // the run at the chains' next sweep, not at the end of the budget.
+                        stop.store(true, Ordering::Relaxed);
                         callback_error = Some(e);
                     }
                 }
@@ -243,10 +246,12 @@ pub fn fit<'py>(
         cb.call1((py.None(),))?;
     }
     let outcome = outcome.map_err(rename).py_err()?;
-    if let Some(e) = callback_error {
-        return Err(e);
-    }
-    if interrupted || outcome.interrupted() {
+    let callback_interrupted = match callback_error {
+        Some(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => true,
+        Some(e) => return Err(e),
+        None => false,
+    };
+    if interrupted || callback_interrupted || outcome.interrupted() {
         let resumable = if spec.checkpoint_every.is_some() {
             format!(
                 "resume(X) continues it from its checkpoints in {}",
@@ -325,12 +330,16 @@ fn with_pilot(
         return Ok(Some(model));
     }
     let stop = AtomicBool::new(false);
-    let (settled, _) = watched(
+    let (settled, interrupted) = watched(
         py,
         &stop,
         || pilot::settle(&model, seed, Some(&stop)),
         |_| {},
     );
+    // A Ctrl-C that came as the pilot ended still stops the fit.
+    if interrupted {
+        return Ok(None);
+    }
     Ok(match settled.map_err(rename).py_err()? {
         Settled::Scaled(m) => Some(*m),
         Settled::NotDue | Settled::Kept(_) => Some(model),

@@ -52,10 +52,30 @@ def test_resume_refuses_other_data(blobs, tmp_path):
 
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT to itself")
-def test_ctrl_c_stops_every_chain_cleanly_and_the_run_resumes(blobs, tmp_path):
+def sampling_started(monkeypatch):
+    """An event set at the fit's first progress report, once the chains sample (a Ctrl-C
+    sent before that lands in the pilot, which has nothing to resume)."""
+    started = threading.Event()
+
+    def report(done, total=None, n_clusters=None):
+        if done is not None:
+            started.set()
+
+    monkeypatch.setattr(nrmm._estimator, "make_progress", lambda enabled: report)
+    return started
+
+
+def test_ctrl_c_stops_every_chain_cleanly_and_the_run_resumes(blobs, tmp_path, monkeypatch):
     X, _ = blobs
     m = settings(tmp_path / "run", seconds=60.0, sweeps=None, checkpoint_every=5)
-    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    sampling = sampling_started(monkeypatch)
+
+    def interrupt():
+        assert sampling.wait(60), "sampling did not start"
+        time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt)
     timer.start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt, match="resume"):
@@ -90,3 +110,22 @@ def test_a_tempered_run_swaps_and_resumes_as_the_run_that_never_stopped(blobs, t
         settings(tmp_path / "bad", temperatures=[1.0, 1.2]).fit(X)
     with pytest.raises(ValueError, match="temperatures"):
         settings(tmp_path / "bad", temperatures="1,0.5").fit(X)
+
+
+def test_ctrl_c_inside_the_progress_callback_stops_the_run_too(blobs, tmp_path, monkeypatch):
+    X, _ = blobs
+    m = settings(tmp_path / "run", seconds=60.0, sweeps=None, checkpoint_every=5)
+    calls = []
+
+    def report(done, total=None, n_clusters=None):
+        calls.append(done)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(nrmm._estimator, "make_progress", lambda enabled: report)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt, match="resume"):
+        m.fit(X)
+    assert time.monotonic() - started < 30, "the chains stopped at their next sweep"
+    for c in (0, 1):
+        assert (tmp_path / "run" / f"chain-{c}" / "checkpoint.json").is_file()
