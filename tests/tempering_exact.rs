@@ -17,7 +17,7 @@ use nrmm::prior::NrmPrior;
 use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Move, Sams, TgSams};
 
 use crate::exact_check::{
-    bb_kernel, diag_kernel, gibbs_type_priors, md_kernel, nw_kernel, priors, TOL,
+    assert_exact, bb_kernel, diag_kernel, gibbs_type_priors, md_kernel, nw_kernel, priors, TOL,
 };
 
 /// The inverse temperature of the checks.
@@ -61,21 +61,7 @@ where
     let pi = tempered_posterior(inner, BETA, prior);
     let t = transition_matrix(&kernel, prior, mv).unwrap();
     let name = mv.name();
-    assert!(
-        t.row_sum_error() < TOL,
-        "{name}: rows off by {}",
-        t.row_sum_error()
-    );
-    assert!(
-        t.invariance_error(&pi) < TOL,
-        "{name}: |π_β K - π_β| = {}",
-        t.invariance_error(&pi)
-    );
-    assert!(
-        t.detailed_balance_error(&pi) < TOL,
-        "{name}: detailed balance off by {}",
-        t.detailed_balance_error(&pi)
-    );
+    assert_exact(name, &t, &pi);
     let moved: f64 = (1..t.n_states()).map(|j| t.get(0, j)).sum();
     assert!(moved > 1e-3, "{name}: the single cluster never changes");
     let cold = tempered_posterior(inner, 1.0, prior);

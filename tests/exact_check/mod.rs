@@ -43,23 +43,28 @@ pub fn check<K: ConjugateKernel, P: NrmPrior, M: Move<K, P>>(
 ) -> TransitionMatrix {
     let pi = posterior(kernel, prior);
     let t = transition_matrix(kernel, prior, mv).unwrap();
-    let name = mv.name();
+    assert_exact(mv.name(), &t, &pi);
+    t
+}
+
+/// Asserts that the transition matrix `t` of the move `name` is stochastic, leaves `pi`
+/// invariant and is in detailed balance with it, to [`TOL`].
+pub fn assert_exact(name: &str, t: &TransitionMatrix, pi: &[f64]) {
     assert!(
         t.row_sum_error() < TOL,
         "{name}: rows sum off by {}",
         t.row_sum_error()
     );
     assert!(
-        t.invariance_error(&pi) < TOL,
+        t.invariance_error(pi) < TOL,
         "{name}: |πK - π| = {}",
-        t.invariance_error(&pi)
+        t.invariance_error(pi)
     );
     assert!(
-        t.detailed_balance_error(&pi) < TOL,
+        t.detailed_balance_error(pi) < TOL,
         "{name}: detailed balance off by {}",
-        t.detailed_balance_error(&pi)
+        t.detailed_balance_error(pi)
     );
-    t
 }
 
 /// The first `n` points of data set B (MATH §5.3).
