@@ -1,6 +1,7 @@
 //! A model assembled at run time from user settings: a conjugate kernel over a data set and
 //! an NRM prior (the command line's shared model flags).
 
+use crate::data::table::ColumnType;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::diagonal::full_covariance_problem;
@@ -383,21 +384,10 @@ impl KeptColumns {
 
     /// One line for the user: which columns were left out and why (1-based, the first ten).
     pub fn note(&self) -> String {
-        let out = self.left_out();
-        let mut named: Vec<String> = out.iter().take(10).map(|j| (j + 1).to_string()).collect();
-        if out.len() > 10 {
-            named.push(format!("{} more", out.len() - 10));
-        }
-        let list = match named.len() {
-            1 => format!("column {} is", named[0]),
-            _ => {
-                let last = named.pop().unwrap_or_default();
-                format!("columns {} and {last} are", named.join(", "))
-            }
-        };
         format!(
-            "{list} constant: left out of the model, which sees the other {} of {} columns (a \
+            "{} constant: left out of the model, which sees the other {} of {} columns (a \
              column with one value cannot tell clusters apart)",
+            columns_are(&self.left_out()),
             self.kept.len(),
             self.of
         )
@@ -409,6 +399,26 @@ impl KeptColumns {
     pub fn select(&self, new: &crate::data::DenseData) -> Result<crate::data::DenseData> {
         crate::kernel::settings::check_dense_new(self.of, new)?;
         new.select_columns(&self.kept)
+    }
+}
+
+/// "column 3 is" or "columns 1, 2 and 5 are" for the 0-based columns `columns` (the first
+/// ten named, then how many more).
+fn columns_are(columns: &[usize]) -> String {
+    let mut named: Vec<String> = columns
+        .iter()
+        .take(10)
+        .map(|j| (j + 1).to_string())
+        .collect();
+    if columns.len() > 10 {
+        named.push(format!("{} more", columns.len() - 10));
+    }
+    match named.len() {
+        1 => format!("column {} is", named[0]),
+        _ => {
+            let last = named.pop().unwrap_or_default();
+            format!("columns {} and {last} are", named.join(", "))
+        }
     }
 }
 
@@ -424,7 +434,30 @@ impl Model {
     /// given (a pilot's `psi`, recorded with its run, is over the kept columns) ([`KeptColumns`]);
     /// the fingerprint is the whole data's. Data whose every column is constant are refused
     /// (there is nothing to cluster).
+    ///
+    /// A matrix of numbers with a column of exactly two values, given no kernel (or the
+    /// product kernel) and no Gaussian scale, is modelled as a table whose two-valued columns
+    /// are binary ([`crate::data::table::with_binary_columns`]), with the product kernel, and
+    /// the kernel note says so.
     pub fn build(spec: &ModelSpec, data: Dataset) -> Result<Model> {
+        let as_table = matches!(spec.kernel, None | Some(KernelKind::Mixed))
+            && spec.nw_xi.is_none()
+            && spec.nw_psi.is_none();
+        if let (true, Dataset::Dense(x)) = (as_table, &data) {
+            if let Some(table) = crate::data::table::with_binary_columns(x)? {
+                let binary: Vec<usize> = (0..table.d())
+                    .filter(|&j| table.columns()[j].kind == ColumnType::Binary)
+                    .collect();
+                let mut model = Self::build_all_columns(spec, Dataset::Table(table))?;
+                model.kernel_note = Some(format!(
+                    "{} binary (two values each): the product kernel (`kernel` mixed) models \
+                     them as yes/no answers and the other columns as real numbers (give \
+                     `kernel` nw to model every column as real)",
+                    columns_are(&binary)
+                ));
+                return Ok(model);
+            }
+        }
         let gaussian = matches!(spec.kernel, None | Some(KernelKind::Nw | KernelKind::Diag));
         // A scale a pilot chose is over the kept columns; one given is over all of them.
         let given = spec.nw_xi.is_some() || (spec.nw_psi.is_some() && spec.pilot.is_none());

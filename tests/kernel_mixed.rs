@@ -404,6 +404,62 @@ fn the_command_line_runs_npy_arrays_with_nan() {
     assert_ne!(labels[0], labels[20]);
 }
 
+/// A matrix of numbers with yes/no columns coded 1/0 runs the product kernel with those
+/// columns binary and says so (the header names each column's type); `--kernel nw` keeps
+/// every column real; `predict` takes new rows as a matrix of numbers, and a value the run
+/// never saw in a binary column is refused naming it.
+#[test]
+fn a_matrix_with_two_valued_columns_models_them_as_binary() {
+    let dir = TempDir::new("matrix-binary");
+    let mut rows = String::new();
+    for i in 0..60 {
+        let first = i < 30;
+        let x = if first { 0.0 } else { 8.0 } + ((i * 37) % 11) as f64 / 10.0;
+        let answers = [first == (i % 7 != 0), first == (i % 5 != 0), !first];
+        let coded: Vec<&str> = answers.iter().map(|&a| if a { "1" } else { "0" }).collect();
+        rows.push_str(&format!("{x} {}\n", coded.join(" ")));
+    }
+    let data = dir.write("x.txt", &rows);
+    let out = dir.arg("run");
+    let run = nrmm(&[
+        "run", "--data", &data, "--sweeps", "60", "--chains", "2", "--seed", "3", "--out", &out,
+    ]);
+    let err = text(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert!(
+        err.contains("columns 2, 3 and 4 are binary (two values each)"),
+        "{err}"
+    );
+    assert!(err.contains("1 real; 2 binary (0, 1)"), "{err}");
+    let estimate = std::fs::read_to_string(format!("{out}/estimate.txt")).unwrap();
+    let labels: Vec<&str> = estimate.lines().collect();
+    assert!(labels[..30].iter().all(|l| *l == labels[0]), "{estimate}");
+    assert!(labels[30..].iter().all(|l| *l == labels[30]), "{estimate}");
+    assert_ne!(labels[0], labels[30]);
+    let new = dir.write("new.txt", "0.5 1 1 0\n8.5 0 0 1\n");
+    let csv = ok(&["predict", "--run", &out, "--data", &new]);
+    let predicted: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(predicted, [labels[0], labels[30]], "{csv}");
+    let bad = dir.write("bad.txt", "0.5 1 2 0\n");
+    fails_no_stdout(
+        &["predict", "--run", &out, "--data", &bad],
+        1,
+        &["bad.txt", "column \"3\""],
+    );
+    let gaussian = dir.arg("nw");
+    let run = nrmm(&[
+        "run", "--data", &data, "--kernel", "nw", "--sweeps", "20", "--chains", "1", "--seed", "3",
+        "--out", &gaussian,
+    ]);
+    let err = text(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert!(!err.contains("binary"), "{err}");
+}
+
 /// `nrmm predict` on a table's run takes new rows with their columns in another order, missing
 /// entries and only some of the levels (so typed differently on their own), matched to the run's
 /// columns and levels by name, and assigns each row to its group; a level the run's table lacks

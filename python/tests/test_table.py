@@ -156,6 +156,18 @@ def test_an_array_with_kernel_mixed_is_a_table():
     assert m.predict(X[:4]).shape == (4,)
 
 
+def test_an_array_with_yes_no_columns_coded_1_0_models_them_as_binary():
+    rng = np.random.default_rng(3)
+    g = np.repeat([0, 1], 30)
+    answers = (rng.random((60, 2)) < np.where(g == 0, 0.9, 0.1)[:, None]).astype(float)
+    X = np.column_stack([rng.normal(6 * g, 1.0), answers])
+    m = small().fit(X)
+    assert m.kernel_ == "mixed"
+    assert m.column_types_ == {"1": "real", "2": "binary", "3": "binary"}
+    np.testing.assert_array_equal(m.predict(X), m.labels_)
+    assert small(kernel="nw").fit(X).column_types_ is None
+
+
 def test_impute_refuses_a_fit_on_real_vectors(blobs):
     with pytest.raises(ValueError, match="table"):
         small().fit(blobs[0]).impute()

@@ -287,6 +287,61 @@ impl TableData {
     }
 }
 
+/// A complete matrix of numbers as a table when some column holds exactly two distinct
+/// values: those columns (and constant ones) typed binary, as [`ColumnType::infer`] types
+/// them in a text table, with their levels named by the numbers in increasing order; every
+/// other column real, whatever its values (a matrix's integer columns stay numbers). Columns
+/// are named by their number from 1. `None` when no column holds two values, and the matrix
+/// stays a matrix; errors as [`TableData::new`] does. A Gaussian on a column of two values fits clusters whose variance in it
+/// collapses, which a Bernoulli does not. Cost: O(N d) with at most three distinct values
+/// kept per column.
+pub fn with_binary_columns(x: &super::DenseData) -> Result<Option<TableData>> {
+    // Up to three distinct values per column, in increasing order: two is binary.
+    let distinct = |j: usize| {
+        let mut seen: Vec<f64> = Vec::with_capacity(3);
+        for i in 0..x.n() {
+            let v = x.row(i)[j];
+            if !seen.contains(&v) {
+                seen.push(v);
+                if seen.len() > 2 {
+                    break;
+                }
+            }
+        }
+        seen.sort_by(f64::total_cmp);
+        seen
+    };
+    let values: Vec<Vec<f64>> = (0..x.d()).map(distinct).collect();
+    if !values.iter().any(|v| v.len() == 2) {
+        return Ok(None);
+    }
+    let columns = values
+        .iter()
+        .enumerate()
+        .map(|(j, levels)| {
+            let column = (0..x.n()).map(|i| x.row(i)[j]);
+            if levels.len() <= 2 {
+                Column {
+                    name: (j + 1).to_string(),
+                    kind: ColumnType::Binary,
+                    levels: levels.iter().map(|v| format!("{v}")).collect(),
+                    values: column
+                        .map(|v| if v == levels[0] { 0.0 } else { 1.0 })
+                        .collect(),
+                }
+            } else {
+                Column {
+                    name: (j + 1).to_string(),
+                    kind: ColumnType::Real,
+                    levels: Vec::new(),
+                    values: column.collect(),
+                }
+            }
+        })
+        .collect();
+    TableData::new(columns).map(Some)
+}
+
 /// New rows `new` (a table, or a matrix of numbers taken column by column) as a table with the
 /// columns, types and level codes of `training`, for prediction: columns matched by name (a
 /// matrix's by position), levels by name (a number read as a level by its text, so that a
@@ -903,6 +958,32 @@ mod tests {
         assert_eq!(t.value(0, 2), Some(1.0));
         assert_eq!(t.value(3, 2), None);
         assert_eq!(t.columns()[4].levels, ["blue", "green", "red"]);
+    }
+
+    #[test]
+    fn a_matrix_types_its_two_valued_columns_binary_and_nothing_else() {
+        let x = crate::data::DenseData::new(
+            4,
+            4,
+            vec![
+                1.5, 2.0, 0.0, 7.0, //
+                2.5, -1.0, 3.0, 7.0, //
+                3.5, 2.0, 4.0, 7.0, //
+                4.5, 2.0, 0.0, 7.0,
+            ],
+        )
+        .unwrap();
+        let t = with_binary_columns(&x).unwrap().unwrap();
+        let kinds: Vec<ColumnType> = t.columns().iter().map(|c| c.kind).collect();
+        use ColumnType::{Binary, Real};
+        assert_eq!(kinds, [Real, Binary, Real, Binary]);
+        assert_eq!(t.columns()[1].levels, ["-1", "2"]);
+        assert_eq!(t.columns()[1].values, [1.0, 0.0, 1.0, 1.0]);
+        assert_eq!(t.columns()[3].levels, ["7"]);
+        assert_eq!(t.columns()[2].values, [0.0, 3.0, 4.0, 0.0]);
+        assert_eq!(t.columns()[0].name, "1");
+        let plain = crate::data::DenseData::new(3, 2, vec![1.0, 5.0, 2.0, 5.0, 3.0, 5.0]).unwrap();
+        assert!(with_binary_columns(&plain).unwrap().is_none());
     }
 
     #[test]

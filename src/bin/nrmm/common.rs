@@ -69,6 +69,13 @@ pub fn build_model(
     Ok((built, loaded.columns))
 }
 
+/// The model a run recorded, over its data, rebuilt for `predict`, `impute` and `diagnose`:
+/// [`build_model`] without its notes, which the run announced already.
+pub fn rebuild_model(run: &nrmm::run::RunDir) -> Result<Model> {
+    let loaded = run.record.source.load(Builtin::Toy).map_err(flags)?;
+    Model::build(&run.record.model, loaded.dataset).map_err(flags)
+}
+
 /// [`build_model`] without the column names.
 pub fn build(data: &DataArgs, model: &ModelArgs, builtin: Builtin) -> Result<Model> {
     build_model(&data.source(), &model.spec(), builtin).map(|(m, _)| m)

@@ -3,7 +3,7 @@
 //! ([`nrmm::predict`]).
 
 use crate::args::{ImputeArgs, PredictArgs};
-use crate::common::{build_model, flag};
+use crate::common::{flag, rebuild_model};
 use crate::output;
 use nrmm::run::record::Builtin;
 use nrmm::run::RunDir;
@@ -13,7 +13,7 @@ use nrmm::Result;
 pub fn predict(a: PredictArgs) -> Result<()> {
     let run = RunDir::open(&a.run)?;
     let source = &run.record.source;
-    let (built, _) = build_model(source, &run.record.model, Builtin::Toy)?;
+    let built = rebuild_model(&run)?;
     let new = source
         .other_file(a.data.clone(), a.format)
         .load(Builtin::Toy)?
@@ -43,7 +43,7 @@ pub fn predict(a: PredictArgs) -> Result<()> {
 /// `nrmm impute`.
 pub fn impute(a: ImputeArgs) -> Result<()> {
     let run = RunDir::open(&a.run)?;
-    let (built, _) = build_model(&run.record.source, &run.record.model, Builtin::Toy)?;
+    let built = rebuild_model(&run)?;
     let done = nrmm::impute::impute_run(&run, &built, a.burn_in).map_err(crate::common::flags)?;
     let filled = a.out.with_extension("filled.csv");
     let profiles = a.out.with_extension("profiles.json");

@@ -3,7 +3,9 @@
 //! [`Runner`] and [`Summary`].
 
 use crate::args::{DiagnoseArgs, RunArgs};
-use crate::common::{build_model, command_line, flags, print_json, summary_of, Status};
+use crate::common::{
+    build_model, command_line, flags, print_json, rebuild_model, summary_of, Status,
+};
 use crate::output;
 use nrmm::run::pilot::{self, Settled};
 use nrmm::run::progress::{Phase, Progress};
@@ -212,7 +214,7 @@ pub fn diagnose(a: DiagnoseArgs) -> Result<()> {
     // The merged runs share data and model (checked by the summary): the first's serve.
     let fit = if a.predictive {
         let run = &runs[0];
-        let (model, _) = build_model(&run.record.source, &run.record.model, Builtin::Toy)?;
+        let model = rebuild_model(run)?;
         Some(nrmm::predict::predictive_fit_of(&model, &summary.sources).map_err(flags)?)
     } else {
         None
