@@ -1,7 +1,6 @@
 //! A model assembled at run time from user settings: a conjugate kernel over a data set and
 //! an NRM prior (the command line's shared model flags).
 
-use crate::data::table::ColumnType;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::diagonal::full_covariance_problem;
@@ -435,18 +434,19 @@ impl Model {
     /// the fingerprint is the whole data's. Data whose every column is constant are refused
     /// (there is nothing to cluster).
     ///
-    /// A matrix of numbers with a column of exactly two values, given no kernel (or the
-    /// product kernel) and no Gaussian scale, is modelled as a table whose two-valued columns
-    /// are binary ([`crate::data::table::with_binary_columns`]), with the product kernel, and
-    /// the kernel note says so.
+    /// A matrix of numbers whose varying columns mostly hold exactly two values, given no
+    /// kernel and no Gaussian scale, is modelled as a table whose two-valued columns are
+    /// binary ([`crate::data::table::with_binary_columns`]), with the product kernel, and the
+    /// kernel note says so; given the product kernel, any two-valued column is binary.
     pub fn build(spec: &ModelSpec, data: Dataset) -> Result<Model> {
         let as_table = matches!(spec.kernel, None | Some(KernelKind::Mixed))
             && spec.nw_xi.is_none()
             && spec.nw_psi.is_none();
         if let (true, Dataset::Dense(x)) = (as_table, &data) {
-            if let Some(table) = crate::data::table::with_binary_columns(x)? {
+            let asked = spec.kernel == Some(KernelKind::Mixed);
+            if let Some(table) = crate::data::table::with_binary_columns(x, asked)? {
                 let binary: Vec<usize> = (0..table.d())
-                    .filter(|&j| table.columns()[j].kind == ColumnType::Binary)
+                    .filter(|&j| table.columns()[j].levels.len() == 2)
                     .collect();
                 let mut model = Self::build_all_columns(spec, Dataset::Table(table))?;
                 model.kernel_note = Some(format!(
