@@ -45,6 +45,7 @@ use crate::error::{Error, Result};
 use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel};
 use crate::model::{Model, ModelSpec};
 use crate::prior::{NrmPrior, Prior};
+use crate::sampler::tgmcmc::SharedReference;
 use crate::sampler::{KernelHyperMove, KernelUpdate, State};
 use crate::sva::SvaKernel;
 use rayon::prelude::*;
@@ -423,6 +424,9 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
     let mut starts = Vec::with_capacity(runners.len());
     let mut schedules = Vec::new();
     let mut checkpoints = Vec::new();
+    // The chains share one kernel object: tgmcmc's reference tree is built once for them all,
+    // unless the kernel's hyperparameters move (a resumed chain's differ from the others').
+    let shared = (!model.kernel_hyperpriors).then(SharedReference::default);
     for (i, r) in runners.iter().enumerate() {
         let spec = &r.record.spec;
         spec.validate()?;
@@ -435,7 +439,11 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
         }
         for c in spec.chain_indices() {
             schedules.push((
-                spec.sampler.schedule::<K>(model.resamples_hyper(), prior)?,
+                spec.sampler.schedule_sharing::<K>(
+                    model.resamples_hyper(),
+                    prior,
+                    shared.as_ref(),
+                )?,
                 hot_schedules::<K>(&spec.sampler, model.resamples_hyper(), prior)?,
             ));
             let checkpoint = if r.resume {

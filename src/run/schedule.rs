@@ -7,7 +7,7 @@ use crate::prior::{NrmPrior, Prior};
 use crate::sampler::dpmm::{
     Direct, DpmmOptions, QuasiCollapsed, QuasiDirect, SubCluster, SubClusterOptions,
 };
-use crate::sampler::tgmcmc::{tgmcmc_paper_schedule, tgmcmc_schedule};
+use crate::sampler::tgmcmc::{tgmcmc_paper_schedule, tgmcmc_schedule_sharing, SharedReference};
 use crate::sampler::{Gibbs, GibbsScan, HyperMove, JainNeal, Move, Sams, Scheduled};
 
 impl SamplerSettings {
@@ -47,9 +47,23 @@ impl SamplerSettings {
         resample_hyper: bool,
         initial: &Prior,
     ) -> Result<Vec<Scheduled<K, Prior>>> {
+        self.schedule_sharing(resample_hyper, initial, None)
+    }
+
+    /// [`SamplerSettings::schedule`] for one of the chains of a launch that share, through
+    /// `shared`, what their moves build from the data and the model alone: tgmcmc's reference
+    /// tree ([`SharedReference`]), built once instead of once per chain. The chain is the
+    /// same, bit for bit. Give one `shared` to chains over one kernel object whose
+    /// hyperparameters stay as built (no kernel hyperpriors).
+    pub fn schedule_sharing<K: ParametricKernel + 'static>(
+        &self,
+        resample_hyper: bool,
+        initial: &Prior,
+        shared: Option<&SharedReference>,
+    ) -> Result<Vec<Scheduled<K, Prior>>> {
         self.validate()?;
         self.check_prior(initial)?;
-        if let Some(moves) = self.collapsed_moves::<K>(resample_hyper, initial)? {
+        if let Some(moves) = self.collapsed_moves::<K>(resample_hyper, initial, shared)? {
             return Ok(moves);
         }
         let m = &self.moves;
@@ -108,7 +122,7 @@ impl SamplerSettings {
     ) -> Result<Vec<Scheduled<K, Prior>>> {
         self.validate()?;
         self.check_prior(initial)?;
-        self.collapsed_moves::<K>(resample_hyper, initial)?
+        self.collapsed_moves::<K>(resample_hyper, initial, None)?
             .ok_or_else(|| self.refuse_tempering())
     }
 
@@ -128,6 +142,7 @@ impl SamplerSettings {
         &self,
         resample_hyper: bool,
         initial: &Prior,
+        shared: Option<&SharedReference>,
     ) -> Result<Option<Vec<Scheduled<K, Prior>>>> {
         let m = &self.moves;
         let scan = match m.gibbs_subset {
@@ -151,12 +166,13 @@ impl SamplerSettings {
         match self.kind {
             SamplerKind::Gibbs => moves.push(once(gibbs()?)),
             SamplerKind::Tgmcmc => {
-                return tgmcmc_schedule(
+                return tgmcmc_schedule_sharing(
                     initial,
                     m.global_moves,
                     scan,
                     m.gibbs_sweeps,
                     resample_hyper,
+                    shared,
                 )
                 .map(Some)
             }

@@ -17,6 +17,7 @@
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
 use crate::tree::{Forest, NodeKey};
+use std::sync::{Arc, Mutex};
 
 /// A cache of canonical trees over one data set, all loose trees of one [`Forest`] whose
 /// `θ` caches are those of the reference prior it was made with (and never recomputed). The
@@ -35,7 +36,8 @@ use crate::tree::{Forest, NodeKey};
 #[derive(Clone, Debug)]
 pub(super) struct TreeCache<K: ConjugateKernel> {
     forest: Forest<K>,
-    reference: Option<ReferenceTree>,
+    reference: Option<Arc<ReferenceTree>>,
+    shared: Option<SharedReference>,
     ln_kappa: Vec<f64>,
     owner: Vec<Option<NodeKey>>,
     relevant: Vec<bool>,
@@ -98,6 +100,66 @@ struct ReferenceTree {
     root: usize,
 }
 
+/// One reference tree for the chains of a launch. The reference tree depends only on the
+/// kernel (its data and hyperparameters) and the reference `ln κ`, which the chains of one
+/// run share, so the first chain that needs it builds it (`n` SeqInserts: 0.9 s of CPU on
+/// 20,000 points in 3 dimensions) and the others take it, waiting while it is built. The
+/// tree is the one each would have built, so the chains are unchanged, bit for bit. A cache
+/// takes it only for the kernel object it was built with (by address) and the same reference
+/// `ln κ` (bit for bit); otherwise it builds its own. The launch shares only where the kernel
+/// cannot change between the chains' starts (no kernel hyperpriors), so the address stands
+/// for the kernel's values.
+#[derive(Clone, Debug, Default)]
+pub struct SharedReference(Arc<Mutex<Option<SharedEntry>>>);
+
+/// What [`SharedReference`] holds once built: the tree and what it was built for.
+#[derive(Debug)]
+struct SharedEntry {
+    kernel: usize,
+    ln_kappa: Vec<f64>,
+    tree: Arc<ReferenceTree>,
+}
+
+impl SharedReference {
+    /// The shared tree if it was built for `kernel` and `ln_kappa`; else, when none is held,
+    /// `build`'s, kept for the others; else (built for another kernel) `build`'s alone.
+    /// Errors as `build`, keeping nothing.
+    fn get_or_build<K>(
+        &self,
+        kernel: &K,
+        ln_kappa: &[f64],
+        build: impl FnOnce() -> Result<ReferenceTree>,
+    ) -> Result<Arc<ReferenceTree>> {
+        let address = kernel as *const K as usize;
+        let same = |e: &SharedEntry| {
+            e.kernel == address
+                && e.ln_kappa.len() == ln_kappa.len()
+                && e.ln_kappa
+                    .iter()
+                    .zip(ln_kappa)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+        };
+        // A chain that panicked while building leaves the slot empty: build anew.
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(e) if same(e) => Ok(e.tree.clone()),
+            Some(_) => {
+                drop(slot);
+                Ok(Arc::new(build()?))
+            }
+            None => {
+                let tree = Arc::new(build()?);
+                *slot = Some(SharedEntry {
+                    kernel: address,
+                    ln_kappa: ln_kappa.to_vec(),
+                    tree: tree.clone(),
+                });
+                Ok(tree)
+            }
+        }
+    }
+}
+
 impl<K: ConjugateKernel> TreeCache<K> {
     /// An empty cache over `kernel`'s data whose reference `θ` gives `ln κ(s, u)` as
     /// `ln_kappa(s)`.
@@ -106,6 +168,7 @@ impl<K: ConjugateKernel> TreeCache<K> {
         TreeCache {
             forest: Self::empty_forest(kernel, &ln_kappa),
             reference: None,
+            shared: None,
             ln_kappa,
             owner: vec![None; kernel.n_points()],
             relevant: Vec::new(),
@@ -208,6 +271,33 @@ impl<K: ConjugateKernel> TreeCache<K> {
         (node.parent().is_none() && differ <= members.len() / 2).then_some(t)
     }
 
+    /// Takes the reference tree from `shared` where the launch's other chains have built it
+    /// (or builds it there for them) instead of building its own, at the first
+    /// [`TreeCache::build`]: see [`SharedReference`]. Cost: O(1).
+    pub(super) fn share(&mut self, shared: SharedReference) {
+        if self.reference.is_none() {
+            self.shared = Some(shared);
+        }
+    }
+
+    /// The reference tree of `kernel` at the reference `ln_kappa`, built in `forest`, or from
+    /// the kernel's latent starting values in a forest of its own when it has latent values
+    /// (see the module documentation). Cost: `n` SeqInserts.
+    fn build_reference(
+        forest: &mut Forest<K>,
+        ln_kappa: &[f64],
+        kernel: &K,
+    ) -> Result<ReferenceTree> {
+        match kernel.at_latent_start()? {
+            // In a forest of its own: the cache's leaves hold the current values.
+            Some(start) => {
+                let mut own = Forest::with_ln_kappa(&start, |s| ln_kappa[s]);
+                ReferenceTree::build(&mut own, &start)
+            }
+            None => ReferenceTree::build(forest, kernel),
+        }
+    }
+
     /// Builds the canonical tree of `members` (any order) as an unclaimed loose tree, leaving
     /// the cache as it was: the reference tree restricted to `members`.
     ///
@@ -222,16 +312,23 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// documentation).
     pub(super) fn build(&mut self, kernel: &K, members: &[usize]) -> Result<NodeKey> {
         if self.reference.is_none() {
-            let reference = match kernel.at_latent_start()? {
-                // In a forest of its own: the cache's leaves hold the current values.
-                Some(start) => {
-                    let mut forest = Forest::with_ln_kappa(&start, |s| self.ln_kappa[s]);
-                    ReferenceTree::build(&mut forest, &start)?
+            let reference = match self.shared.take() {
+                Some(shared) => {
+                    let ln_kappa = std::mem::take(&mut self.ln_kappa);
+                    let got = shared.get_or_build(kernel, &ln_kappa, || {
+                        Self::build_reference(&mut self.forest, &ln_kappa, kernel)
+                    });
+                    self.ln_kappa = ln_kappa;
+                    got?
                 }
-                None => ReferenceTree::build(&mut self.forest, kernel)?,
+                None => Arc::new(Self::build_reference(
+                    &mut self.forest,
+                    &self.ln_kappa,
+                    kernel,
+                )?),
             };
+            self.relevant = vec![false; reference.parent.len()];
             self.reference = Some(reference);
-            self.relevant = vec![false; self.reference.as_ref().map_or(0, |r| r.parent.len())];
         }
         let reference = self.reference.as_ref().expect("built above");
         if members.is_empty() {
@@ -680,6 +777,44 @@ mod tests {
         assert!(cache.build(&k, &[]).is_err());
         assert!(cache.build(&k, &[1, 1]).is_err());
         assert!(cache.build(&k, &[7]).is_err());
+    }
+
+    #[test]
+    fn a_shared_reference_tree_gives_every_cache_the_trees_of_its_own() {
+        let k = kernel();
+        let prior = Dp::new(1.0).unwrap();
+        let ln_kappa = |s| prior.ln_kappa(s);
+        let shared = SharedReference::default();
+        let mut own = TreeCache::new(&k, ln_kappa);
+        let mut first = TreeCache::new(&k, ln_kappa);
+        first.share(shared.clone());
+        let mut second = TreeCache::new(&k, ln_kappa);
+        second.share(shared.clone());
+        for members in [vec![0, 1, 2, 3, 4, 5, 6], vec![6, 2, 0], vec![5, 1, 4, 3]] {
+            let newick = |cache: &mut TreeCache<NormalWishart>| {
+                let t = cache.build(&k, &members).unwrap();
+                let out = cache.forest.tree_to_newick(t, NewickInfo::LnD).unwrap();
+                cache.discard(t).unwrap();
+                out
+            };
+            let expected = newick(&mut own);
+            assert_eq!(newick(&mut first), expected);
+            assert_eq!(newick(&mut second), expected);
+        }
+        // Built once: the second cache holds the first's tree.
+        let (a, b) = (first.reference.unwrap(), second.reference.unwrap());
+        assert!(Arc::ptr_eq(&a, &b) && !Arc::ptr_eq(&a, own.reference.as_ref().unwrap()));
+        // Another kernel object, or another reference prior, builds its own.
+        let other_kernel = k.clone();
+        let mut elsewhere = TreeCache::new(&other_kernel, ln_kappa);
+        elsewhere.share(shared.clone());
+        elsewhere.build(&other_kernel, &[0, 1]).unwrap();
+        assert!(!Arc::ptr_eq(&a, elsewhere.reference.as_ref().unwrap()));
+        let hotter = Dp::new(2.0).unwrap();
+        let mut other_prior = TreeCache::new(&k, |s| hotter.ln_kappa(s));
+        other_prior.share(shared);
+        other_prior.build(&k, &[0, 1]).unwrap();
+        assert!(!Arc::ptr_eq(&a, other_prior.reference.as_ref().unwrap()));
     }
 
     #[test]

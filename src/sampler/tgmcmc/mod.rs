@@ -104,6 +104,7 @@ mod groups;
 mod paper;
 mod tg_sams;
 
+pub use cache::SharedReference;
 pub use paper::TgmcmcPaper;
 pub use tg_sams::{AnchorDraw, TgSams};
 
@@ -129,6 +130,25 @@ where
     K: ConjugateKernel + 'static,
     P: NrmPrior + 'static,
 {
+    tgmcmc_schedule_sharing(reference, global_moves, scan, gibbs_sweeps, hyper, None)
+}
+
+/// [`tgmcmc_schedule`] whose TG-SAMS move takes its reference tree from `shared`, when given,
+/// where the other chains of a launch over the same kernel and reference prior build it once
+/// ([`TgSams::with_shared_reference`]): the same chain, bit for bit, at a quarter of the
+/// reference trees' cost for four chains.
+pub fn tgmcmc_schedule_sharing<K, P>(
+    reference: &P,
+    global_moves: usize,
+    scan: GibbsScan,
+    gibbs_sweeps: usize,
+    hyper: bool,
+    shared: Option<&SharedReference>,
+) -> Result<Vec<Scheduled<K, P>>>
+where
+    K: ConjugateKernel + 'static,
+    P: NrmPrior + 'static,
+{
     if global_moves == 0 && gibbs_sweeps == 0 {
         return Err(Error::Usage(
             "a tgmcmc sweep with 0 tree-guided proposals and 0 Gibbs sweeps does nothing".into(),
@@ -136,8 +156,12 @@ where
     }
     let mut moves: Vec<Scheduled<K, P>> = Vec::new();
     if global_moves > 0 {
+        let mut tg = TgSams::<K>::new().with_reference_prior(reference);
+        if let Some(shared) = shared {
+            tg = tg.with_shared_reference(shared.clone());
+        }
         moves.push(Scheduled {
-            mv: Box::new(TgSams::<K>::new().with_reference_prior(reference)),
+            mv: Box::new(tg),
             repeats: global_moves,
         });
     }

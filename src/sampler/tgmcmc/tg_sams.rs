@@ -2,7 +2,7 @@
 //! canonical trees of V3), exact for `p(Π | X, θ)`. The design notes are in the
 //! [module documentation](super).
 
-use super::cache::TreeCache;
+use super::cache::{SharedReference, TreeCache};
 use super::groups::Groups;
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
@@ -90,6 +90,7 @@ struct Engine<K: ConjugateKernel> {
 pub struct TgSams<K: ConjugateKernel> {
     split_prob: f64,
     reference: Option<Arc<dyn ReferenceKappa>>,
+    shared: Option<SharedReference>,
     engine: Option<Engine<K>>,
     slots: Vec<Slot>,
     big: Vec<Slot>,
@@ -115,6 +116,7 @@ impl<K: ConjugateKernel> TgSams<K> {
         TgSams {
             split_prob: 0.5,
             reference: None,
+            shared: None,
             engine: None,
             slots: Vec::new(),
             big: Vec::new(),
@@ -155,6 +157,15 @@ impl<K: ConjugateKernel> TgSams<K> {
         self
     }
 
+    /// Takes the reference tree of the canonical trees from `shared`, where the other chains of
+    /// a launch over the same kernel and reference prior build it once (see
+    /// [`SharedReference`]); the chain is the same, bit for bit. Dropped when the kernel
+    /// changes ([`Move::kernel_changed`]). Cost: O(1).
+    pub fn with_shared_reference(mut self, shared: SharedReference) -> Self {
+        self.shared = Some(shared);
+        self
+    }
+
     /// Makes the caches on the first call, with `ln κ` of the reference prior (given, or else
     /// `prior`, fixed from then on), or anew if the data set changed size.
     fn prepare<P: NrmPrior>(&mut self, kernel: &K, prior: &P) -> &mut Engine<K> {
@@ -163,10 +174,13 @@ impl<K: ConjugateKernel> TgSams<K> {
             .as_ref()
             .is_none_or(|e| e.trees.n_points() != kernel.n_points());
         if stale {
-            let trees = match &self.reference {
+            let mut trees = match &self.reference {
                 Some(r) => TreeCache::new(kernel, |s| r.ln_kappa(s)),
                 None => TreeCache::new(kernel, |s| prior.ln_kappa(s)),
             };
+            if let Some(shared) = &self.shared {
+                trees.share(shared.clone());
+            }
             self.engine = Some(Engine {
                 trees,
                 groups: Groups::new(kernel),
@@ -352,11 +366,12 @@ impl<K: ConjugateKernel> TgSams<K> {
         chooser.permutation(self.rest.len(), &mut self.order);
         let groups = &mut self.engine.as_mut().expect("prepared").groups;
         groups.reset(kernel, i, j);
+        groups.join_table(prior, c.size());
         let mut ln_q = 0.0;
         self.assigned.clear();
         self.assigned.resize(self.rest.len(), 0);
         for &t in &self.order {
-            let (g, ln_p) = groups.allocate(kernel, prior, self.rest[t], chooser)?;
+            let (g, ln_p) = groups.allocate(kernel, self.rest[t], chooser)?;
             self.assigned[t] = g;
             ln_q += ln_p;
         }
@@ -474,9 +489,10 @@ impl<K: ConjugateKernel> TgSams<K> {
         let mut base = f64::NAN;
         let (passed, first) = chooser.accept_within(ahead, &mut || {
             groups.reset(kernel, i, j);
+            groups.join_table(prior, ni + nj);
             let mut ln_q = 0.0;
             for &t in order {
-                ln_q += groups.place(kernel, prior, rest[t], forced[t]);
+                ln_q += groups.place(kernel, rest[t], forced[t]);
             }
             base = ln_target + ln_q - draw.ln_prob;
             Ok((base + ln_rho_s - (n2_new as f64).ln()).min(0.0))
@@ -519,6 +535,8 @@ impl<K: ConjugateKernel, P: NrmPrior> Move<K, P> for TgSams<K> {
     /// sequential insertion per point).
     fn kernel_changed(&mut self, _kernel: &K, _state: &State<K, P>) -> Result<()> {
         self.engine = None;
+        // The launch's shared tree belongs to its kernel.
+        self.shared = None;
         Ok(())
     }
 
