@@ -51,7 +51,11 @@ def test_resume_refuses_other_data(blobs, tmp_path):
         m.resume(X + 1.0, sweeps=50)
 
 
-@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT to itself")
+# A run far longer than the interrupt's second, yet finite: a lost interrupt fails the test
+# ("DID NOT RAISE") instead of hanging it.
+LONG = dict(sweeps=300_000, checkpoint_every=100)
+
+
 def sampling_started(monkeypatch):
     """An event set at the fit's first progress report, once the chains sample (a Ctrl-C
     sent before that lands in the pilot, which has nothing to resume)."""
@@ -65,9 +69,10 @@ def sampling_started(monkeypatch):
     return started
 
 
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT to itself")
 def test_ctrl_c_stops_every_chain_cleanly_and_the_run_resumes(blobs, tmp_path, monkeypatch):
     X, _ = blobs
-    m = settings(tmp_path / "run", seconds=60.0, sweeps=None, checkpoint_every=5)
+    m = settings(tmp_path / "run", **LONG)
     sampling = sampling_started(monkeypatch)
 
     def interrupt():
@@ -114,7 +119,7 @@ def test_a_tempered_run_swaps_and_resumes_as_the_run_that_never_stopped(blobs, t
 
 def test_ctrl_c_inside_the_progress_callback_stops_the_run_too(blobs, tmp_path, monkeypatch):
     X, _ = blobs
-    m = settings(tmp_path / "run", seconds=60.0, sweeps=None, checkpoint_every=5)
+    m = settings(tmp_path / "run", **LONG)
     calls = []
 
     def report(done, total=None, n_clusters=None):
