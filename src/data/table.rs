@@ -287,7 +287,7 @@ impl TableData {
     }
 }
 
-/// A complete matrix of numbers as a table when at least half of its varying columns hold
+/// A complete matrix of numbers as a table when more than half of its varying columns hold
 /// exactly two distinct values (yes/no answers coded 1/0): those columns (and constant ones)
 /// typed binary, as [`ColumnType::infer`] types them in a text table, with their levels named
 /// by the numbers in increasing order; every other column real, whatever its values (a
@@ -320,7 +320,7 @@ pub fn with_binary_columns(x: &super::DenseData, any: bool) -> Result<Option<Tab
     let values: Vec<Vec<f64>> = (0..x.d()).map(distinct).collect();
     let two = values.iter().filter(|v| v.len() == 2).count();
     let varying = values.iter().filter(|v| v.len() > 1).count();
-    if two == 0 || (!any && 2 * two < varying) {
+    if two == 0 || (!any && 2 * two <= varying) {
         return Ok(None);
     }
     let columns = values
