@@ -135,7 +135,7 @@ fn the_diagonal_kernel_is_chosen_and_announced_when_the_full_one_cannot_be_estim
     // (A constant column is left out of the model instead, `constant_columns`.)
     let mut text_rows = String::new();
     for i in 0..30 {
-        let a = (i % 2) * 9;
+        let a = (i % 3) * 9;
         text_rows.push_str(&format!("{a} {} {}\n", 2 * a + 1, (i * 7 % 5) as f64 * 0.3));
     }
     let x = dir.write("c.txt", &text_rows);
