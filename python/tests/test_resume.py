@@ -74,18 +74,35 @@ def test_ctrl_c_stops_every_chain_cleanly_and_the_run_resumes(blobs, tmp_path, m
     X, _ = blobs
     m = settings(tmp_path / "run", **LONG)
     sampling = sampling_started(monkeypatch)
+    # Ctrl-C as Python's default handler takes it, while the fit runs; pressed again every
+    # half second until the fit ends (as a user would), and ignored once it has.
+    in_fit = threading.Event()
+
+    def on_sigint(signum, frame):
+        if in_fit.is_set():
+            raise KeyboardInterrupt
 
     def interrupt():
         assert sampling.wait(60), "sampling did not start"
         time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGINT)
+        while in_fit.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
 
-    timer = threading.Thread(target=interrupt)
-    timer.start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt, match="resume"):
-        m.fit(X)
-    timer.join()
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        in_fit.set()
+        timer = threading.Thread(target=interrupt)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt, match="resume"):
+            try:
+                m.fit(X)
+            finally:
+                in_fit.clear()
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 30, "the chains stopped at their next sweep"
     for c in (0, 1):
         assert (tmp_path / "run" / f"chain-{c}" / "checkpoint.json").is_file()
