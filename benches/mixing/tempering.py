@@ -16,7 +16,7 @@ mean K and mean log joint over its second half, and each adjacent pair's swap ac
 
     python3 benches/mixing/tempering.py --nrmm target/release/nrmm \
         --data ../shared/data/real/breast_cancer.txt --name breast-cancer --cpu 120 \
-        --ladders 1,0.9 1,0.9,0.8 1,0.9,0.8,0.7 --out /tmp/pt
+        --ladders 1,0.9 1,0.9,0.8 1,0.9,0.8,0.7 --out benches/mixing/results/tempering
 
 Prints one JSON line per run and a Markdown table. Only the standard library.
 """
@@ -77,7 +77,7 @@ def main() -> int:
     p.add_argument("--sweeps", type=int, help="sweeps of the default run; with --costs, no calibration")
     p.add_argument("--costs", help="each ladder's CPU per sweep over the default's, comma-separated")
     p.add_argument("--extra", default="", help="more flags for every run")
-    p.add_argument("--out", default="/tmp/pt")
+    p.add_argument("--out", default="benches/mixing/results/tempering")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
