@@ -17,7 +17,8 @@ use nrmm::prior::NrmPrior;
 use nrmm::sampler::{Gibbs, GibbsScan, JainNeal, Move, Sams, TgSams};
 
 use crate::exact_check::{
-    assert_exact, bb_kernel, diag_kernel, gibbs_type_priors, md_kernel, nw_kernel, priors, TOL,
+    assert_exact, bb_kernel, diag_kernel, gibbs_type_priors, ln_prior_of_sizes, md_kernel,
+    nw_kernel, priors, TOL,
 };
 
 /// The inverse temperature of the checks.
@@ -34,18 +35,10 @@ fn tempered_posterior<K: ConjugateKernel, P: NrmPrior>(
         .into_iter()
         .map(|l| beta * l)
         .collect();
-    let p = prior.clone();
-    ExactPosterior::from_subset_table(inner.n_points(), &table, move |sizes: &[usize]| {
-        let v = if p.k_dependent() {
-            p.ln_v_k(sizes.iter().sum(), sizes.len())
-        } else {
-            0.0
-        };
-        v + sizes.iter().map(|&s| p.ln_kappa(s)).sum::<f64>()
-    })
-    .unwrap()
-    .probabilities()
-    .to_vec()
+    ExactPosterior::from_subset_table(inner.n_points(), &table, ln_prior_of_sizes(prior))
+        .unwrap()
+        .probabilities()
+        .to_vec()
 }
 
 /// Asserts that `mv` over `inner` tempered at [`BETA`] is stochastic, leaves the tempered

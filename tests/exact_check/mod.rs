@@ -20,18 +20,24 @@ pub const TOL: f64 = 1e-12;
 /// The exact posterior over partitions given the prior's current hyperparameters (with a
 /// Gibbs-type prior's `ln V(n, K)`).
 pub fn posterior<K: ConjugateKernel, P: NrmPrior>(kernel: &K, prior: &P) -> Vec<f64> {
+    ExactPosterior::new(kernel, ln_prior_of_sizes(prior))
+        .unwrap()
+        .probabilities()
+        .to_vec()
+}
+
+/// The prior's log weight of a partition with these cluster sizes: `ln V(n, K)` for a
+/// Gibbs-type prior plus `Σ ln κ(n_c)`.
+pub fn ln_prior_of_sizes<P: NrmPrior>(prior: &P) -> impl Fn(&[usize]) -> f64 {
     let p = prior.clone();
-    ExactPosterior::new(kernel, move |sizes: &[usize]| {
+    move |sizes: &[usize]| {
         let v = if p.k_dependent() {
             p.ln_v_k(sizes.iter().sum(), sizes.len())
         } else {
             0.0
         };
         v + sizes.iter().map(|&s| p.ln_kappa(s)).sum::<f64>()
-    })
-    .unwrap()
-    .probabilities()
-    .to_vec()
+    }
 }
 
 /// Asserts that `mv`'s exact kernel is stochastic, leaves the posterior invariant and is in
