@@ -107,6 +107,61 @@ fn dense_rejects_non_finite_and_unparsable_values() {
     assert_parse_error(parse_dense(b"1 \xff\n"), 1, &["value 2", "not a number"]);
 }
 
+/// Text of several parallel chunks (over 12 MiB) with comments, blank lines and `\r\n`
+/// scattered: the values in line order, and the first error in line order with its line
+/// number, as a reading line by line gives them.
+#[test]
+fn dense_text_of_many_chunks_reads_in_line_order() {
+    let mut text = b"a,b,c\n".to_vec();
+    let (mut want, mut lines) = (Vec::new(), 1);
+    let mut line_of_row = Vec::new();
+    for i in 0..1_000_000u32 {
+        match i % 997 {
+            0 => text.extend_from_slice(b"# a comment, 1, 2\n"),
+            1 => text.extend_from_slice(b"\n"),
+            _ => {}
+        }
+        if i % 997 < 2 {
+            lines += 1;
+        }
+        let row = [
+            f64::from(i) * 0.25,
+            -f64::from(i % 1000),
+            f64::from(i) * 1e-3,
+        ];
+        let end: &[u8] = if i % 5 == 0 { b"\r\n" } else { b"\n" };
+        text.extend_from_slice(format!("{}, {},{}", row[0], row[1], row[2]).as_bytes());
+        text.extend_from_slice(end);
+        lines += 1;
+        want.extend_from_slice(&row);
+        line_of_row.push(lines);
+    }
+    assert!(text.len() > 3 << 22, "{} bytes", text.len());
+    let table = parse_table(&text, &DenseOptions::default()).unwrap();
+    assert_eq!((table.data.n(), table.data.d()), (1_000_000, 3));
+    assert_eq!(table.data.values(), &want[..]);
+    assert_eq!(table.columns.unwrap(), ["a", "b", "c"]);
+    // Two bad rows in different chunks: the earlier one is named, with its line.
+    let mut bad = text.clone();
+    let at = |row: usize, bad: &[u8]| {
+        let line = line_of_row[row];
+        let mut start = 0;
+        for _ in 1..line {
+            start += bad[start..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        }
+        start
+    };
+    let late = at(650_000, &bad);
+    bad[late] = b'x';
+    let early = at(400_123, &bad);
+    bad[early..early + 1].copy_from_slice(b";");
+    assert_parse_error(parse_dense(&bad), line_of_row[400_123], &["value 1"]);
+    let mut binary = text;
+    let spot = at(555_555, &binary);
+    binary[spot] = 0;
+    assert_parse_error(parse_dense(&binary), line_of_row[555_555], &["binary data"]);
+}
+
 #[test]
 fn dense_rejects_empty_input() {
     assert_parse_error(parse_dense(b""), 0, &["empty"]);
