@@ -352,6 +352,10 @@ pub struct Model {
     /// The data's columns the kernel models, when constant columns were left out
     /// ([`KeptColumns`]); `None` when it models them all.
     pub columns: Option<KeptColumns>,
+    /// The best partition of the pilot that set the kernel's scale, carried to every point
+    /// (labels `0..K`; [`crate::run::pilot`]): where the exact sub-cluster sampler's chains
+    /// start under `--init auto`. `None` without such a pilot.
+    pub pilot_partition: Option<Arc<[u32]>>,
 }
 
 /// The columns of a dense data set that a Gaussian kernel models when the data's other
@@ -530,6 +534,7 @@ impl Model {
             fingerprint,
             kernel_note: choice.reason,
             columns,
+            pilot_partition: None,
         })
     }
 
@@ -569,6 +574,7 @@ impl Model {
             fingerprint: self.fingerprint.clone(),
             kernel_note: self.kernel_note.clone(),
             columns: self.columns.clone(),
+            pilot_partition: None,
         })
     }
 

@@ -9,7 +9,8 @@ use nrmm::data::{Dataset, DenseData};
 use nrmm::model::{AnyKernel, KernelKind, Model, ModelSpec, NwDefaults};
 use nrmm::rng::SeedPlan;
 use nrmm::run::pilot::{pooled_within, settle, Settled, PILOT_POINTS};
-use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec};
+use nrmm::run::start::Resolved;
+use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec, Start};
 use rand_distr::{Distribution, StandardNormal};
 use std::path::PathBuf;
 
@@ -305,10 +306,40 @@ fn a_large_data_sets_pilot_runs_on_a_bounded_subsample() {
     for (got, want) in cov.iter().zip(identity(2)) {
         assert!((got - want).abs() < 0.08, "{cov:?}");
     }
+    // Its best partition, carried to all 12,000 points, is the two clusters: where the
+    // sub-cluster sampler's chains start under `--init auto`.
+    let carried = m
+        .pilot_partition
+        .clone()
+        .expect("the pilot's partition is kept");
+    assert_eq!(carried.len(), x.n());
+    assert!(carried[..6_000].iter().all(|&z| z == carried[0]));
+    assert!(carried[6_000..].iter().all(|&z| z == carried[6_000]));
+    assert_ne!(carried[0], carried[6_000]);
+    let want: Vec<i64> = carried.iter().map(|&z| i64::from(z)).collect();
+    assert_eq!(
+        Start::Auto
+            .resolve(x.n(), SamplerKind::Subcluster, Some(&carried))
+            .unwrap(),
+        Resolved::Labels(want)
+    );
+    assert_eq!(
+        Start::Auto
+            .resolve(x.n(), SamplerKind::Subcluster, None)
+            .unwrap(),
+        Resolved::Single
+    );
+    assert_eq!(
+        Start::Auto
+            .resolve(x.n(), SamplerKind::Sams, Some(&carried))
+            .unwrap(),
+        Resolved::Auto
+    );
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .unwrap()
-        .install(|| psi(&settled(x, 1)));
-    assert_eq!(one, psi(&m));
+        .install(|| settled(x, 1));
+    assert_eq!(psi(&one), psi(&m));
+    assert_eq!(one.pilot_partition, m.pilot_partition);
 }

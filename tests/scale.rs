@@ -494,7 +494,7 @@ pub fn run_chain(
         StartFrom::One => Partition::single(kernel),
         StartFrom::Default => {
             Start::Auto
-                .resolve(n, kind)
+                .resolve(n, kind, None)
                 .expect("auto needs no file")
                 .partition(kernel, &scn.prior, seed, 0)
                 .expect("auto start")

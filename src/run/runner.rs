@@ -409,6 +409,7 @@ pub fn run_all(runners: Vec<Runner<'_>>) -> Result<Vec<Outcome>> {
         k,
         &model.prior,
         &model.spec,
+        model.pilot_partition.as_deref(),
         runners
     ))
 }
@@ -418,6 +419,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
     kernel: &K,
     prior: &Prior,
     model: &ModelSpec,
+    pilot: Option<&[u32]>,
     runners: Vec<Runner<'_>>,
 ) -> Result<Vec<Outcome>> {
     let n = kernel.n_points();
@@ -433,7 +435,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
         if !r.resume {
             check_target(&r.dir, r.replace)?;
         }
-        starts.push(spec.init.resolve(n, spec.sampler.kind)?);
+        starts.push(spec.init.resolve(n, spec.sampler.kind, pilot)?);
         if !spec.sampler.temperatures.is_empty() {
             check_temperable(kernel, model)?;
         }

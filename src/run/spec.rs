@@ -328,8 +328,9 @@ pub enum Start {
     /// The components of a one-pass SVA-PM fit over the points in the chain's own random
     /// order.
     Sva,
-    /// Whichever of one cluster and the chain's SVA-PM fit has the higher log joint; one
-    /// cluster for the exact sub-cluster sampler (see [`Start::resolve`]).
+    /// Whichever of one cluster and the chain's SVA-PM fit has the higher log joint; for the
+    /// exact sub-cluster sampler, the best partition of the pilot that set the kernel's scale
+    /// carried to every point, or one cluster without a pilot (see [`Start::resolve`]).
     Auto,
 }
 

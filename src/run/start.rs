@@ -31,20 +31,34 @@ pub enum Resolved {
 
 impl Start {
     /// The start made ready for `n` points and the run's `sampler`: a labels file is read (and
-    /// checked to hold one label per point); the other starts need nothing yet. `auto` is one
-    /// cluster for the exact sub-cluster sampler, whose launches split a set along its largest
-    /// gap: from an SVA-PM fit, which cuts some large clusters in pieces, its chains stayed in
-    /// those pieces, whose merges it cannot propose well enough at 10⁵ points and more
-    /// (10⁶ × 2 in 6 clusters: three of four chains 0.03-0.1 nats per point below the true
-    /// partition after 250 sweeps, where from one cluster all four ended within 0.01).
-    pub fn resolve(&self, n: usize, sampler: SamplerKind) -> Result<Resolved> {
+    /// checked to hold one label per point); the other starts need nothing yet. `auto` is, for
+    /// the exact sub-cluster sampler, the best partition of the pilot that set the kernel's
+    /// scale carried to every point (`pilot`, [`crate::model::Model::pilot_partition`]), or
+    /// one cluster without one. Not an SVA-PM fit: it cuts some large clusters in pieces, and
+    /// the sampler's chains stayed in those pieces, whose merges it cannot propose well enough
+    /// at 10⁵ points and more (10⁶ × 2 in 6 clusters: three of four chains 0.03-0.1 nats per
+    /// point below the true partition after 250 sweeps, where from one cluster all four ended
+    /// within 0.01). The pilot's partition is a posterior draw's best on a subsample, not a
+    /// greedy pass; from one cluster, its launches find many clusters only one split at a time
+    /// (10⁵ × 128 in 80 clusters: 33 after 100 sweeps, where the pilot had found 77).
+    pub fn resolve(
+        &self,
+        n: usize,
+        sampler: SamplerKind,
+        pilot: Option<&[u32]>,
+    ) -> Result<Resolved> {
         Ok(match self {
             Start::Single => Resolved::Single,
             Start::Singletons => Resolved::Singletons,
             Start::Labels(path) => Resolved::Labels(load::load_labels(path, n)?),
             Start::Ibhc(mode) => Resolved::Ibhc(*mode),
             Start::Sva => Resolved::Sva,
-            Start::Auto if sampler == SamplerKind::Subcluster => Resolved::Single,
+            Start::Auto if sampler == SamplerKind::Subcluster => match pilot {
+                Some(labels) if labels.len() == n => {
+                    Resolved::Labels(labels.iter().map(|&z| i64::from(z)).collect())
+                }
+                _ => Resolved::Single,
+            },
             Start::Auto => Resolved::Auto,
         })
     }

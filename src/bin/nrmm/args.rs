@@ -475,8 +475,9 @@ pub struct RunArgs {
     /// auto (the default) starts each chain from whichever of one cluster and its SVA-PM fit
     /// has the higher log joint, so chains start from different, non-degenerate clusterings
     /// where the data have structure, and from one cluster where they have none (for the
-    /// subcluster sampler auto is single: its launches split along the largest gaps, and
-    /// chains started in an SVA fit's pieces of a large cluster stayed there). noisy-ibhc
+    /// subcluster sampler auto is the pilot's best partition carried to every point, or single
+    /// without a pilot: chains started in an SVA fit's pieces of a large cluster stayed there,
+    /// and from one cluster its launches find many clusters one split at a time). noisy-ibhc
     /// places the points in a random order, each on top of the tree it is closest to or alone
     /// (the tgMCMC paper's toy start, also accepted as top-insert); exact-ibhc inserts them
     /// into the trees, IBHC proper. tgmcmc-paper starts from the IBHC forest itself, as the
