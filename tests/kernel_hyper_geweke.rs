@@ -132,7 +132,7 @@ impl World for NwWorld {
         let mut mean_sq = 0.0;
         for (_, c) in partition.clusters() {
             let mut mean = [0.0; D];
-            for &i in c.members() {
+            for i in c.member_indices() {
                 for (m, v) in mean.iter_mut().zip(x.row(i)) {
                     *m += v / c.size() as f64;
                 }

@@ -118,11 +118,11 @@ mod plain {
             j += 1;
         }
         let (si, sj) = (st.partition.slot_of(i), st.partition.slot_of(j));
-        let mut rest: Vec<usize> = st.partition.cluster(si).unwrap().members().to_vec();
+        let mut rest: Vec<usize> = st.partition.cluster(si).unwrap().member_indices().collect();
         rest.retain(|&x| x != i && x != j);
         if si != sj {
-            let cj = st.partition.cluster(sj).unwrap().members();
-            rest.extend(cj.iter().copied().filter(|&x| x != j));
+            let cj = st.partition.cluster(sj).unwrap();
+            rest.extend(cj.member_indices().filter(|&x| x != j));
         }
         (i, j, rest)
     }

@@ -345,7 +345,7 @@ fn observe(
         max = max.max(size);
         ln_m += c.ln_marginal();
         let mut mean = [0.0; D];
-        for &i in c.members() {
+        for i in c.member_indices() {
             for (m, v) in mean.iter_mut().zip(x.row(i)) {
                 *m += v / size as f64;
             }

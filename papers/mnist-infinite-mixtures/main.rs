@@ -580,7 +580,7 @@ fn plot_cluster_means(
         for (col, c) in clusters.iter().take(MAX_COLUMNS).enumerate() {
             let x0 = label_w + col as i32 * (img + pad);
             let mut mean = vec![0.0; pca.k()];
-            for &i in c.members() {
+            for i in c.member_indices() {
                 for (a, v) in mean.iter_mut().zip(m.kernel.data().row(i)) {
                     *a += v / c.size() as f64;
                 }

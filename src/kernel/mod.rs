@@ -32,6 +32,42 @@ pub use soft::SvaKernel;
 pub use sweep_cache::{EntryTerms, SweepCache};
 pub use tempered::Tempered;
 
+/// A point index as a list of points holds it: `usize`, or `u32` where the lists are as long
+/// as the data (a partition's member lists, the sets of the sub-cluster proposals; 4 bytes a
+/// point instead of 8, within [`crate::partition::MAX_POINTS`]). Kernels that read such lists
+/// directly take either ([`ConjugateKernel::stat_of_compact`]), the same code and the same
+/// bits.
+pub trait PointIndex: Copy + Send + Sync + 'static {
+    /// The index.
+    fn index(self) -> usize;
+
+    /// `kernel`'s batch statistic of `points` ([`ConjugateKernel::stat_of`] or
+    /// [`ConjugateKernel::stat_of_compact`], the same bits).
+    fn stat_of<K: ConjugateKernel>(kernel: &K, points: &[Self]) -> K::Stat;
+}
+
+impl PointIndex for usize {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self
+    }
+
+    fn stat_of<K: ConjugateKernel>(kernel: &K, points: &[usize]) -> K::Stat {
+        kernel.stat_of(points)
+    }
+}
+
+impl PointIndex for u32 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn stat_of<K: ConjugateKernel>(kernel: &K, points: &[u32]) -> K::Stat {
+        kernel.stat_of_compact(points)
+    }
+}
+
 /// What a predictive evaluation leaves behind for adding the same point to the same
 /// statistic ([`ConjugateKernel::ln_predictive_probed`], [`ConjugateKernel::add_probed`]).
 ///
@@ -82,6 +118,14 @@ pub trait ConjugateKernel: Clone + Send + Sync + std::fmt::Debug {
             self.add(&mut s, i);
         }
         s
+    }
+
+    /// [`ConjugateKernel::stat_of`] of points listed in 32 bits ([`PointIndex`]): the same
+    /// statistic, bit for bit. The default widens the list and calls `stat_of`; kernels whose
+    /// batch statistic is on a hot path read the list as it is. Cost: that of `stat_of`.
+    fn stat_of_compact(&self, points: &[u32]) -> Self::Stat {
+        let wide: Vec<usize> = points.iter().map(|&i| i as usize).collect();
+        self.stat_of(&wide)
     }
 
     /// Number of points summarised by `s`.

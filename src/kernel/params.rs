@@ -13,7 +13,7 @@ use rand::Rng;
 use rand_distr::Distribution;
 
 use super::sweep_cache::BLOCK;
-use super::ConjugateKernel;
+use super::{ConjugateKernel, PointIndex};
 use crate::error::{Error, Result};
 use crate::rng::uniform_open01;
 
@@ -100,14 +100,15 @@ pub trait ParametricKernel: ConjugateKernel {
         );
     }
 
-    /// [`ParametricKernel::ln_f_block`] for any up to [`BLOCK`] points, `points[b]` in lane
+    /// [`ParametricKernel::ln_f_block`] for any up to [`BLOCK`] points (in either width,
+    /// [`PointIndex`]), `points[b]` in lane
     /// `b` (a sample or the members of a cluster, for the sub-cluster launches): lanes past
     /// `points.len()` weigh `points[0]` again. Normal-Wishart gathers the points into its
     /// lanes; the default calls [`ParametricKernel::ln_f`] per pair. Cost: one likelihood
     /// per (point, component).
-    fn ln_f_points(
+    fn ln_f_points<I: PointIndex>(
         &self,
-        points: &[usize],
+        points: &[I],
         offsets: &[f64],
         params: &[Self::Param],
         out: &mut Vec<f64>,
@@ -116,7 +117,7 @@ pub trait ParametricKernel: ConjugateKernel {
         let count = points.len();
         weigh_each(
             self,
-            |b| points[if b < count { b } else { 0 }],
+            |b| points[if b < count { b } else { 0 }].index(),
             offsets,
             params,
             out,

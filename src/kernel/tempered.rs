@@ -80,6 +80,10 @@ impl<K: ConjugateKernel> ConjugateKernel for Tempered<K> {
         self.inner.stat_of(points)
     }
 
+    fn stat_of_compact(&self, points: &[u32]) -> K::Stat {
+        self.inner.stat_of_compact(points)
+    }
+
     fn count(&self, s: &K::Stat) -> usize {
         self.inner.count(s)
     }

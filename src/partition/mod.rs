@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, PointIndex};
 use crate::prior::NrmPrior;
 
 mod snapshot;
@@ -23,9 +23,9 @@ pub type Slot = usize;
 /// Points per chunk of [`batch_stat`].
 const BATCH_CHUNK: usize = 1 << 16;
 
-/// A point's slot or its position in a member list, as a [`Partition`] stores them: 4 bytes
-/// instead of 8 per point (a chain over 10⁶ points holds two per point), which bounds a
-/// partition to [`MAX_POINTS`] points.
+/// A point's slot, its position in a member list, or a point in a member list, as a
+/// [`Partition`] stores them: 4 bytes instead of 8 per point (a chain over 10⁶ points holds
+/// three per point), which bounds a partition to [`MAX_POINTS`] points.
 type Compact = u32;
 
 /// The label of a point that is in no cluster (between [`Partition::remove`] and an insert).
@@ -35,8 +35,8 @@ const UNASSIGNED: Compact = Compact::MAX;
 /// one value kept for an unassigned point.
 pub const MAX_POINTS: usize = UNASSIGNED as usize;
 
-/// `x` (a slot or a position, below [`MAX_POINTS`] since a partition holds no more points)
-/// as stored.
+/// `x` (a slot, a position or a point, below [`MAX_POINTS`] since a partition holds no more
+/// points) as stored.
 #[inline]
 fn compact(x: usize) -> Compact {
     debug_assert!(x < MAX_POINTS);
@@ -54,18 +54,18 @@ fn check_points(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// The statistic of `points`, [`ConjugateKernel::stat_of`] of fixed chunks of 65,536
-/// points in parallel, merged in chunk order: the same on any thread count,
-/// and on one chunk exactly `stat_of`. A cluster of a million points is summarised on every
-/// core instead of one. Cost: one `stat_of` per chunk, spread over the threads, and one
-/// `merge` per chunk after the first.
-pub fn batch_stat<K: ConjugateKernel>(kernel: &K, points: &[usize]) -> K::Stat {
+/// The statistic of `points` (in either width, [`PointIndex`]), [`ConjugateKernel::stat_of`]
+/// of fixed chunks of 65,536 points in parallel, merged in chunk order: the same on any thread
+/// count and in either width, and on one chunk exactly `stat_of`. A cluster of a million
+/// points is summarised on every core instead of one. Cost: one `stat_of` per chunk, spread
+/// over the threads, and one `merge` per chunk after the first.
+pub fn batch_stat<K: ConjugateKernel, I: PointIndex>(kernel: &K, points: &[I]) -> K::Stat {
     if points.len() <= BATCH_CHUNK {
-        return kernel.stat_of(points);
+        return I::stat_of(kernel, points);
     }
     let parts: Vec<K::Stat> = points
         .par_chunks(BATCH_CHUNK)
-        .map(|chunk| kernel.stat_of(chunk))
+        .map(|chunk| I::stat_of(kernel, chunk))
         .collect();
     let mut parts = parts.into_iter();
     let mut total = parts.next().expect("at least two chunks");
@@ -75,10 +75,10 @@ pub fn batch_stat<K: ConjugateKernel>(kernel: &K, points: &[usize]) -> K::Stat {
     total
 }
 
-/// One cluster: members (unordered), sufficient statistic and cached `ln m(X_c)`.
+/// One cluster: members (unordered, in 32 bits), sufficient statistic and cached `ln m(X_c)`.
 #[derive(Clone, Debug)]
 pub struct Cluster<S> {
-    members: Vec<usize>,
+    members: Vec<Compact>,
     stat: S,
     ln_m: f64,
 }
@@ -89,9 +89,15 @@ impl<S> Cluster<S> {
         self.members.len()
     }
 
-    /// Member indices, in no particular order.
-    pub fn members(&self) -> &[usize] {
+    /// Member indices, in no particular order, in 32 bits (a partition holds at most
+    /// [`MAX_POINTS`] points): `i as usize` is the point.
+    pub fn members(&self) -> &[u32] {
         &self.members
+    }
+
+    /// Member indices as `usize`, in the order of [`Cluster::members`].
+    pub fn member_indices(&self) -> impl ExactSizeIterator<Item = usize> + Clone + '_ {
+        self.members.iter().map(|&i| i as usize)
     }
 
     /// The kernel statistic.
@@ -106,7 +112,11 @@ impl<S> Cluster<S> {
 
     /// Canonical key: the smallest member index. Cost O(size).
     pub fn key(&self) -> usize {
-        self.members.iter().copied().min().unwrap_or(usize::MAX)
+        self.members
+            .iter()
+            .copied()
+            .min()
+            .map_or(usize::MAX, |i| i as usize)
     }
 }
 
@@ -124,8 +134,8 @@ fn fresh_revision() -> u64 {
 /// Invariants (checked by [`Partition::validate`]): every point is in exactly one live
 /// cluster, `label[i]` is that cluster's slot, `pos[i]` its position in the member list, each
 /// statistic equals the batch statistic of its members, and no live cluster is empty.
-/// Memory: 8 bytes per point for `label` and `pos` (32-bit, see [`MAX_POINTS`]) and 8 for its
-/// entry in a member list, beside the statistics.
+/// Memory: 12 bytes per point, 4 each for `label`, `pos` and its entry in a member list
+/// (32-bit, see [`MAX_POINTS`]), beside the statistics.
 #[derive(Clone, Debug)]
 pub struct Partition<K: ConjugateKernel> {
     label: Vec<Compact>,
@@ -166,13 +176,13 @@ impl<K: ConjugateKernel> Partition<K> {
             })
             .collect();
         let k = sizes.len();
-        let mut members: Vec<Vec<usize>> = sizes.iter().map(|&m| Vec::with_capacity(m)).collect();
+        let mut members: Vec<Vec<Compact>> = sizes.iter().map(|&m| Vec::with_capacity(m)).collect();
         let pos = label
             .iter()
             .enumerate()
             .map(|(i, &c)| {
                 let m = &mut members[c as usize];
-                m.push(i);
+                m.push(compact(i));
                 compact(m.len() - 1)
             })
             .collect();
@@ -311,6 +321,12 @@ impl<K: ConjugateKernel> Partition<K> {
         self.numbered().collect()
     }
 
+    /// The canonical labels through `f` (a narrower type that holds every label below
+    /// [`Partition::n_clusters`]). Cost: O(n).
+    pub fn canonical_labels_as<T>(&self, f: impl Fn(u32) -> T) -> Vec<T> {
+        self.numbered().map(f).collect()
+    }
+
     /// Each point's canonical label in index order: slots numbered in order of first
     /// appearance, through a table indexed by slot.
     fn numbered(&self) -> impl Iterator<Item = Compact> + '_ {
@@ -394,7 +410,7 @@ impl<K: ConjugateKernel> Partition<K> {
         let p = self.pos[i];
         c.members.swap_remove(p as usize);
         if let Some(&moved) = c.members.get(p as usize) {
-            self.pos[moved] = p;
+            self.pos[moved as usize] = p;
         }
         if c.members.is_empty() {
             self.slots[s] = None;
@@ -413,7 +429,7 @@ impl<K: ConjugateKernel> Partition<K> {
         self.revision = fresh_revision();
         let c = self.slots[slot].as_mut().expect("target cluster is live");
         self.pos[i] = compact(c.members.len());
-        c.members.push(i);
+        c.members.push(compact(i));
         kernel.add(&mut c.stat, i);
         c.ln_m = kernel.ln_marginal(&c.stat);
         self.label[i] = compact(slot);
@@ -430,7 +446,7 @@ impl<K: ConjugateKernel> Partition<K> {
         let (p, last) = (self.pos[i], c.members.len() - 1);
         let moved = c.members[last];
         c.members.swap(p as usize, last);
-        self.pos[moved] = p;
+        self.pos[moved as usize] = p;
         self.pos[i] = compact(last);
     }
 
@@ -441,7 +457,7 @@ impl<K: ConjugateKernel> Partition<K> {
         let stat = kernel.stat_of(&[i]);
         let ln_m = kernel.ln_marginal(&stat);
         let cluster = Cluster {
-            members: vec![i],
+            members: vec![compact(i)],
             stat,
             ln_m,
         };
@@ -465,15 +481,25 @@ impl<K: ConjugateKernel> Partition<K> {
     /// returns the new slot. Both statistics are rebuilt from their members in one batch,
     /// which is cheaper than |points| downdates and keeps no drift. Cost: O(n_c) adds.
     pub fn split_off(&mut self, kernel: &K, slot: Slot, points: &[usize]) -> Slot {
-        let first = points[0];
+        self.split_off_points(kernel, slot, points)
+    }
+
+    /// [`Partition::split_off`] of points listed in 32 bits, as member lists hold them.
+    pub fn split_off_compact(&mut self, kernel: &K, slot: Slot, points: &[u32]) -> Slot {
+        self.split_off_points(kernel, slot, points)
+    }
+
+    /// [`Partition::split_off`] in either width ([`PointIndex`]).
+    fn split_off_points<I: PointIndex>(&mut self, kernel: &K, slot: Slot, points: &[I]) -> Slot {
+        let first = points[0].index();
         self.remove(kernel, first);
         let new = self.insert_new(kernel, first);
         // The new member list at its size, and the old one cut to its own (a cluster of a
         // million points split in six would otherwise keep its whole list's capacity).
         self.members_mut(new).reserve_exact(points.len() - 1);
         for &i in &points[1..] {
-            self.detach_member(slot, i);
-            self.attach_member(new, i);
+            self.detach_member(slot, i.index());
+            self.attach_member(new, i.index());
         }
         self.members_mut(slot).shrink_to_fit();
         self.refresh(kernel, slot);
@@ -491,16 +517,16 @@ impl<K: ConjugateKernel> Partition<K> {
         let c = self.slots[dst].as_mut().expect("target cluster is live");
         c.members.reserve_exact(gone.members.len());
         for &i in &gone.members {
-            self.pos[i] = compact(c.members.len());
+            self.pos[i as usize] = compact(c.members.len());
             c.members.push(i);
-            self.label[i] = compact(dst);
+            self.label[i as usize] = compact(dst);
         }
         kernel.merge(&mut c.stat, &gone.stat);
         c.ln_m = kernel.ln_marginal(&c.stat);
     }
 
     /// The member list of the live cluster at `slot`.
-    fn members_mut(&mut self, slot: Slot) -> &mut Vec<usize> {
+    fn members_mut(&mut self, slot: Slot) -> &mut Vec<Compact> {
         &mut self.slots[slot].as_mut().expect("live").members
     }
 
@@ -510,7 +536,7 @@ impl<K: ConjugateKernel> Partition<K> {
         let p = self.pos[i];
         c.members.swap_remove(p as usize);
         if let Some(&moved) = c.members.get(p as usize) {
-            self.pos[moved] = p;
+            self.pos[moved as usize] = p;
         }
     }
 
@@ -518,7 +544,7 @@ impl<K: ConjugateKernel> Partition<K> {
     fn attach_member(&mut self, slot: Slot, i: usize) {
         let c = self.slots[slot].as_mut().expect("live");
         self.pos[i] = compact(c.members.len());
-        c.members.push(i);
+        c.members.push(compact(i));
         self.label[i] = compact(slot);
     }
 
@@ -541,12 +567,13 @@ impl<K: ConjugateKernel> Partition<K> {
                 return Err(Error::Numerical(format!("cluster in slot {s} is empty")));
             }
             for (p, &i) in c.members.iter().enumerate() {
-                if seen[i] || self.slot_of(i) != s || self.pos[i] as usize != p {
+                let i = i as usize;
+                if i >= self.n() || seen[i] || self.slot_of(i) != s || self.pos[i] as usize != p {
                     return Err(Error::Numerical(format!("point {i} is misfiled")));
                 }
                 seen[i] = true;
             }
-            let fresh = kernel.ln_marginal(&kernel.stat_of(&c.members));
+            let fresh = kernel.ln_marginal(&kernel.stat_of_compact(&c.members));
             if (fresh - c.ln_m).abs() > tol * fresh.abs().max(1.0) {
                 return Err(Error::Numerical(format!(
                     "cluster {s}: cached ln m {} differs from fresh {fresh}",
@@ -637,6 +664,94 @@ mod tests {
         assert!(p.cluster(split).is_some());
         let restored = Partition::restore(&k, &p.snapshot()).unwrap();
         assert_ne!(restored.revision(), p.revision());
+    }
+
+    /// Member lists hold points in 32 bits: after every kind of change each list entry is a
+    /// point filed under that slot at that position, the widened list reads the same points,
+    /// and the statistics of a list are those of its `usize` copy, bit for bit.
+    #[test]
+    fn member_lists_in_32_bits_stay_consistent() {
+        let k = kernel();
+        let mut p = Partition::from_labels(&k, &[0, 1, 0, 2, 1, 0, 2, 3]).unwrap();
+        p.remove(&k, 6);
+        let s = p.insert_new(&k, 6);
+        p.merge_clusters(&k, 0, s);
+        let new = p.split_off_compact(&k, 0, &[2u32, 6]);
+        let other = p.split_off(&k, 1, &[4usize]);
+        p.requeue(5);
+        p.remove(&k, 3);
+        p.insert(&k, 3, new);
+        p.validate(&k, 1e-12).unwrap();
+        assert!(p.cluster(other).is_some());
+        let mut seen = 0;
+        for (s, c) in p.clusters() {
+            let wide: Vec<usize> = c.member_indices().collect();
+            assert_eq!(wide.len(), c.size());
+            for (pos, (&m, &w)) in c.members().iter().zip(&wide).enumerate() {
+                assert_eq!(m as usize, w);
+                assert_eq!((p.slot_of(w), p.pos[w] as usize), (s, pos));
+            }
+            let (compact, plain) = (batch_stat(&k, c.members()), batch_stat(&k, &wide));
+            assert_eq!(
+                k.ln_marginal(&compact).to_bits(),
+                k.ln_marginal(&plain).to_bits()
+            );
+            assert_eq!(c.key(), *wide.iter().min().unwrap());
+            seen += c.size();
+        }
+        assert_eq!(seen, p.n());
+        let restored = Partition::restore(&k, &p.snapshot()).unwrap();
+        for (s, c) in p.clusters() {
+            assert_eq!(restored.cluster(s).unwrap().members(), c.members());
+        }
+    }
+
+    /// [`ConjugateKernel::stat_of_compact`] and a batch statistic over several chunks give
+    /// the statistics of the same points as `usize`, bit for bit, for the kernels that read
+    /// 32-bit lists themselves and for the default that widens them.
+    #[test]
+    fn statistics_of_32_bit_lists_match_to_the_bit() {
+        use crate::kernel::beta_bernoulli::BetaBernoulli;
+        use crate::kernel::{DiagHyper, Diagonal, Tempered};
+        let n = 2 * BATCH_CHUNK + 77;
+        let x: Vec<f64> = (0..2 * n)
+            .map(|j| ((j * 7919) % 1013) as f64 * 0.01 - (j % 5) as f64)
+            .collect();
+        let data = Arc::new(DenseData::new(n, 2, x).unwrap());
+        let nw = NormalWishart::new(data.clone(), NwHyper::from_data(&data).unwrap()).unwrap();
+        let diag = Diagonal::new(
+            data.clone(),
+            DiagHyper::from_data(&data, 1.0, 0.1, 3.0).unwrap(),
+        )
+        .unwrap();
+        let wide: Vec<usize> = (0..n).filter(|i| i % 3 != 1).rev().collect();
+        let narrow: Vec<u32> = wide.iter().map(|&i| i as u32).collect();
+        let bits = |v: f64| v.to_bits();
+        assert_eq!(
+            bits(nw.ln_marginal(&batch_stat(&nw, &narrow))),
+            bits(nw.ln_marginal(&batch_stat(&nw, &wide)))
+        );
+        assert_eq!(
+            bits(nw.ln_marginal(&nw.stat_of_compact(&narrow))),
+            bits(nw.ln_marginal(&nw.stat_of(&wide)))
+        );
+        assert_eq!(
+            bits(diag.ln_marginal(&diag.stat_of_compact(&narrow))),
+            bits(diag.ln_marginal(&diag.stat_of(&wide)))
+        );
+        let binary: Vec<f64> = (0..2 * 300).map(|j| ((j * 31) % 7 % 2) as f64).collect();
+        let bb = BetaBernoulli::new(&DenseData::new(300, 2, binary).unwrap(), 0.7).unwrap();
+        let few: Vec<u32> = (0..300).filter(|i| i % 4 != 0).collect();
+        let few_wide: Vec<usize> = few.iter().map(|&i| i as usize).collect();
+        assert_eq!(
+            bits(bb.ln_marginal(&bb.stat_of_compact(&few))),
+            bits(bb.ln_marginal(&bb.stat_of(&few_wide)))
+        );
+        let hot = Tempered::new(nw.clone(), 0.5).unwrap();
+        assert_eq!(
+            bits(hot.ln_marginal(&hot.stat_of_compact(&narrow[..100]))),
+            bits(hot.ln_marginal(&hot.stat_of(&wide[..100])))
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ impl<K: ConjugateKernel> Partition<K> {
             slots: self
                 .slots
                 .iter()
-                .map(|c| c.as_ref().map(|c| c.members.clone()))
+                .map(|c| c.as_ref().map(|c| c.member_indices().collect()))
                 .collect(),
             free: self.free.clone(),
         }
@@ -84,7 +84,7 @@ impl<K: ConjugateKernel> Partition<K> {
             let stat = kernel.stat_of(members);
             let ln_m = kernel.ln_marginal(&stat);
             slots.push(Some(Cluster {
-                members: members.clone(),
+                members: members.iter().map(|&i| compact(i)).collect(),
                 stat,
                 ln_m,
             }));

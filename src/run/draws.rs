@@ -314,11 +314,34 @@ fn draw_lines(path: &Path, mut f: impl FnMut(usize, &str) -> Result<()>) -> Resu
 
 /// The best state a chain has visited: the draw with the largest log joint (the MAP estimate
 /// among visited states). Cost per sweep: one comparison, plus O(n) when the best improves.
-/// Memory: 4 bytes a point, the labels in 32 bits.
+/// Memory: the labels in the narrowest of 8, 16 and 32 bits that holds them
+/// ([`NarrowLabels`]), one byte a point up to 256 clusters. Written and read as a
+/// [`Draw`] (`{"best": {"sweep": …, "log_joint": …, "hyper": …, "labels": […]}}`).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BestDraw {
     /// The best draw so far, if any sweep has been observed.
-    pub best: Option<Draw<u32>>,
+    best: Option<BestState>,
+}
+
+/// [`BestDraw`]'s draw: a [`Draw`] with narrow labels, the same fields in the same order.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct BestState {
+    sweep: u64,
+    log_joint: f64,
+    hyper: HyperState,
+    labels: NarrowLabels,
+}
+
+impl BestDraw {
+    /// The best draw, its labels in 32 bits. Cost O(n).
+    pub fn draw(&self) -> Option<Draw<u32>> {
+        self.best.as_ref().map(|b| Draw {
+            sweep: b.sweep,
+            log_joint: b.log_joint,
+            hyper: b.hyper,
+            labels: b.labels.to_u32(),
+        })
+    }
 }
 
 impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for BestDraw {
@@ -328,9 +351,80 @@ impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for BestDraw {
             .as_ref()
             .is_none_or(|b| record.ln_joint > b.log_joint);
         if better && !record.ln_joint.is_nan() {
-            self.best = Some(Draw::of(record, state));
+            self.best = Some(BestState {
+                sweep: record.sweep,
+                log_joint: record.ln_joint,
+                hyper: record.hyper,
+                labels: NarrowLabels::of(&state.partition),
+            });
         }
         Ok(())
+    }
+}
+
+/// Canonical labels (`0..K` in order of first appearance) in the narrowest of 8, 16 and 32
+/// bits that holds them: one byte a point for up to 256 clusters, where `u32` labels take
+/// four (16 MB for four chains' best states at 10⁶ points). Written and read as the list of
+/// numbers, as `Vec<u32>` would be.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NarrowLabels {
+    /// Up to 256 clusters.
+    U8(Vec<u8>),
+    /// Up to 65,536 clusters.
+    U16(Vec<u16>),
+    /// More.
+    U32(Vec<u32>),
+}
+
+impl NarrowLabels {
+    /// The canonical labels of `partition`, in the width its number of clusters needs.
+    /// Cost O(n).
+    pub fn of<K: ConjugateKernel>(partition: &crate::partition::Partition<K>) -> Self {
+        let k = partition.n_clusters();
+        if k <= 1 << u8::BITS {
+            NarrowLabels::U8(partition.canonical_labels_as(|c| c as u8))
+        } else if k <= 1 << u16::BITS {
+            NarrowLabels::U16(partition.canonical_labels_as(|c| c as u16))
+        } else {
+            NarrowLabels::U32(partition.compact_canonical_labels())
+        }
+    }
+
+    /// `labels` in the narrowest width that holds their largest value. Cost O(n).
+    pub fn narrow(labels: Vec<u32>) -> Self {
+        let top = labels.iter().copied().max().unwrap_or(0);
+        if top <= u32::from(u8::MAX) {
+            NarrowLabels::U8(labels.into_iter().map(|c| c as u8).collect())
+        } else if top <= u32::from(u16::MAX) {
+            NarrowLabels::U16(labels.into_iter().map(|c| c as u16).collect())
+        } else {
+            NarrowLabels::U32(labels)
+        }
+    }
+
+    /// The labels in 32 bits. Cost O(n).
+    pub fn to_u32(&self) -> Vec<u32> {
+        match self {
+            NarrowLabels::U8(v) => v.iter().map(|&c| u32::from(c)).collect(),
+            NarrowLabels::U16(v) => v.iter().map(|&c| u32::from(c)).collect(),
+            NarrowLabels::U32(v) => v.clone(),
+        }
+    }
+}
+
+impl serde::Serialize for NarrowLabels {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            NarrowLabels::U8(v) => v.serialize(s),
+            NarrowLabels::U16(v) => v.serialize(s),
+            NarrowLabels::U32(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NarrowLabels {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Vec::<u32>::deserialize(d).map(NarrowLabels::narrow)
     }
 }
 
@@ -450,7 +544,38 @@ mod tests {
             };
             Observer::<NormalWishart, Dp>::observe(&mut best, &r, &state).unwrap();
         }
-        let b = best.best.unwrap();
+        let b = best.draw().unwrap();
         assert_eq!((b.sweep, b.log_joint), (2, -3.0));
+        assert_eq!(b.labels, vec![0, 0, 1]);
+        // Written as a draw with 32-bit labels would be, and read back the same.
+        #[derive(serde::Serialize)]
+        struct Plain {
+            best: Option<Draw<u32>>,
+        }
+        let text = serde_json::to_string(&best).unwrap();
+        assert_eq!(
+            text,
+            serde_json::to_string(&Plain { best: Some(b) }).unwrap()
+        );
+        assert_eq!(serde_json::from_str::<BestDraw>(&text).unwrap(), best);
+    }
+
+    /// Labels take the narrowest width that holds them and read back as they were.
+    #[test]
+    fn narrow_labels_take_the_width_they_need() {
+        for (top, width) in [(0u32, 1), (255, 1), (256, 2), (65_535, 2), (65_536, 4)] {
+            let labels = vec![0, top, 1];
+            let narrow = NarrowLabels::narrow(labels.clone());
+            let got = match &narrow {
+                NarrowLabels::U8(_) => 1,
+                NarrowLabels::U16(_) => 2,
+                NarrowLabels::U32(_) => 4,
+            };
+            assert_eq!(got, width, "{top}");
+            assert_eq!(narrow.to_u32(), labels);
+            let text = serde_json::to_string(&narrow).unwrap();
+            assert_eq!(text, serde_json::to_string(&labels).unwrap());
+            assert_eq!(serde_json::from_str::<NarrowLabels>(&text).unwrap(), narrow);
+        }
     }
 }

@@ -424,12 +424,13 @@ impl<'k, K: ConjugateKernel, P: NrmPrior> Chain<'k, K, P> {
             return Ok(());
         }
         let new = {
-            let clusters: Vec<&[usize]> = self
+            let lists: Vec<Vec<usize>> = self
                 .state
                 .partition
                 .clusters()
-                .map(|(_, c)| c.members())
+                .map(|(_, c)| c.member_indices().collect())
                 .collect();
+            let clusters: Vec<&[usize]> = lists.iter().map(Vec::as_slice).collect();
             self.kernel.redraw_latent(&clusters, &mut self.rng)?
         };
         let Some(new) = new else {

@@ -627,16 +627,53 @@ struct ChainFiles<'r> {
     /// The sweep of the last checkpoint written or resumed from.
     last_checkpoint: Option<u64>,
     start_k: usize,
-    /// The starting partition's canonical labels, compact, while every sweep has had the
-    /// start's number of clusters; dropped once one has not (the chain has moved, and on a
-    /// million points the copy would hold 4 MB for nothing).
-    start: Option<Vec<u32>>,
+    /// The starting partition, as far as `never_moved` needs it, while every sweep has had
+    /// the start's number of clusters.
+    start: Start,
+}
+
+/// What a chain keeps of its starting partition to tell whether it ever moved.
+enum Start {
+    /// A sweep has left the start's number of clusters (the chain has moved; on a million
+    /// points a copy of the labels would hold 4 MB for nothing).
+    Left,
+    /// The start had at most one cluster: any partition with as many clusters is the start
+    /// (all labels 0), so no labels are kept (the default start of a large data set, where
+    /// four chains' copies would hold 16 MB at 10⁶ points while the chains are largest).
+    Trivial,
+    /// The start's canonical labels, compact.
+    Labels(Vec<u32>),
+}
+
+impl Start {
+    /// The start of a chain whose state is `partition`.
+    fn of<K: ConjugateKernel>(partition: &crate::partition::Partition<K>) -> Self {
+        if partition.n_clusters() <= 1 {
+            Start::Trivial
+        } else {
+            Start::Labels(partition.compact_canonical_labels())
+        }
+    }
+
+    /// Whether `partition` is the start, given that every sweep had the start's number of
+    /// clusters `start_k` (else `Left`).
+    fn is<K: ConjugateKernel>(
+        &self,
+        partition: &crate::partition::Partition<K>,
+        start_k: usize,
+    ) -> bool {
+        match self {
+            Start::Left => false,
+            Start::Trivial => partition.n_clusters() == start_k,
+            Start::Labels(labels) => partition.compact_canonical_labels() == *labels,
+        }
+    }
 }
 
 impl<K: ConjugateKernel> Handler<K, Prior> for ChainFiles<'_> {
     fn after_sweep(&mut self, chain: &mut Chain<'_, K, Prior>, sweep: &SweepRecord) -> Result<()> {
         if sweep.n_clusters != self.start_k {
-            self.start = None;
+            self.start = Start::Left;
         }
         self.trace.observe(sweep, chain.state())?;
         self.draws.observe(sweep, chain.state())?;
@@ -805,7 +842,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
                 (chain, trace, draws, BestDraw::default(), None)
             }
         };
-        let start = chain.state().partition.compact_canonical_labels();
+        let start = Start::of(&chain.state().partition);
         let files = ChainFiles {
             trace,
             draws,
@@ -815,7 +852,7 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             path: checkpoint_path,
             last_checkpoint,
             start_k: chain.state().partition.n_clusters(),
-            start: Some(start),
+            start,
         };
         Ok(Running {
             run: job.run,
@@ -889,9 +926,11 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             hyper: chain.hyper(),
             never_moved: !resumed
                 && chain.sweeps_done() > 0
-                && start.is_some_and(|start| state.partition.compact_canonical_labels() == start),
+                && start.is(&state.partition, files.start_k),
         };
-        load::write_labels(dir.join("labels.txt"), &state.partition.canonical_labels())?;
+        // In 32 bits (the same text): the chains finish together, each with its state.
+        let labels = state.partition.compact_canonical_labels();
+        load::write_labels(dir.join("labels.txt"), &labels)?;
         save_json(&dir.join("end.json"), &end)?;
         save_json(&dir.join("best.json"), &best)?;
         Ok(ChainEnd::Finished)

@@ -133,7 +133,7 @@ pub fn score_run(run: &RunDir, labels: &Path) -> Result<RunScore> {
         let best_path = dir.join("best.json");
         let best = if best_path.is_file() {
             let best: BestDraw = load_json(&best_path)?;
-            best.best
+            best.draw()
                 .map(|b| scored(&model, &b.widen().labels))
                 .transpose()?
         } else {

@@ -388,9 +388,9 @@ fn read_chain(
     let best_path = dir.join("best.json");
     let checkpoint_path = dir.join("checkpoint.json");
     let best: Option<Draw<u32>> = if best_path.is_file() {
-        load_json::<BestDraw>(&best_path)?.best
+        load_json::<BestDraw>(&best_path)?.draw()
     } else if checkpoint_path.is_file() {
-        load_json::<ChainFile>(&checkpoint_path)?.best.best
+        load_json::<ChainFile>(&checkpoint_path)?.best.draw()
     } else {
         None
     };

@@ -27,10 +27,10 @@ pub(crate) fn collect_rest<K: ConjugateKernel>(
     let (si, sj) = (part.slot_of(i), part.slot_of(j));
     rest.clear();
     let ci = part.cluster(si).expect("live");
-    rest.extend(ci.members().iter().copied().filter(|&k| k != i && k != j));
+    rest.extend(ci.member_indices().filter(|&k| k != i && k != j));
     if si != sj {
         let cj = part.cluster(sj).expect("live");
-        rest.extend(cj.members().iter().copied().filter(|&k| k != j));
+        rest.extend(cj.member_indices().filter(|&k| k != j));
     }
 }
 

@@ -40,7 +40,7 @@ use super::settings::{
     check_dense_new, check_real_settings, dense_points, scaled_nu_minus_d, scaled_share,
     KernelSettings, NwDefaults, SCALED_R,
 };
-use super::{ConjugateKernel, Kernel, NwHyper, PredictiveKernel};
+use super::{ConjugateKernel, Kernel, NwHyper, PointIndex, PredictiveKernel};
 use crate::data::{Dataset, DenseData};
 use crate::error::{Error, Result};
 use crate::math::ln_gamma;
@@ -688,6 +688,38 @@ fn pred_const_from(h: &DiagHyper, n: usize, gamma_ratio: f64) -> f64 {
     d * (-0.5 * std::f64::consts::PI.ln() - 0.5 * (1.0 / rn).ln_1p() + gamma_ratio)
 }
 
+impl Diagonal {
+    /// [`ConjugateKernel::stat_of`] of a list of points in either width ([`PointIndex`]).
+    fn batch_stat_of<I: PointIndex>(&self, points: &[I]) -> DiagStat {
+        let mut s = self.empty_stat();
+        if points.is_empty() {
+            return s;
+        }
+        let d = self.d;
+        let inv_n = 1.0 / points.len() as f64;
+        let (mean, rest) = s.buf.split_at_mut(d);
+        let m2 = &mut rest[..d];
+        for &i in points {
+            let i = i.index();
+            for (m, &y) in mean.iter_mut().zip(self.centred_point(i)) {
+                *m += y;
+            }
+        }
+        for m in mean.iter_mut() {
+            *m *= inv_n;
+        }
+        for &i in points {
+            let i = i.index();
+            for ((q, &y), &m) in m2.iter_mut().zip(self.centred_point(i)).zip(mean.iter()) {
+                *q += (y - m) * (y - m);
+            }
+        }
+        s.n = points.len();
+        self.refresh(&mut s);
+        s
+    }
+}
+
 impl ConjugateKernel for Diagonal {
     type Stat = DiagStat;
 
@@ -711,30 +743,11 @@ impl ConjugateKernel for Diagonal {
 
     /// Two-pass means and centred sums of squares. Cost: O(n d).
     fn stat_of(&self, points: &[usize]) -> DiagStat {
-        let mut s = self.empty_stat();
-        if points.is_empty() {
-            return s;
-        }
-        let d = self.d;
-        let inv_n = 1.0 / points.len() as f64;
-        let (mean, rest) = s.buf.split_at_mut(d);
-        let m2 = &mut rest[..d];
-        for &i in points {
-            for (m, &y) in mean.iter_mut().zip(self.centred_point(i)) {
-                *m += y;
-            }
-        }
-        for m in mean.iter_mut() {
-            *m *= inv_n;
-        }
-        for &i in points {
-            for ((q, &y), &m) in m2.iter_mut().zip(self.centred_point(i)).zip(mean.iter()) {
-                *q += (y - m) * (y - m);
-            }
-        }
-        s.n = points.len();
-        self.refresh(&mut s);
-        s
+        self.batch_stat_of(points)
+    }
+
+    fn stat_of_compact(&self, points: &[u32]) -> DiagStat {
+        self.batch_stat_of(points)
     }
 
     fn count(&self, s: &DiagStat) -> usize {

@@ -44,7 +44,7 @@ use super::settings::{
     check_dense_new, check_real_settings, dense_points, scaled_nu_minus_d, scaled_share,
     KernelSettings, NwDefaults, SCALED_R,
 };
-use super::{ConjugateKernel, EntryTerms, Probe, SweepCache};
+use super::{ConjugateKernel, EntryTerms, PointIndex, Probe, SweepCache};
 use super::{Kernel, PredictiveKernel};
 use crate::data::Dataset;
 use crate::data::DenseData;
@@ -779,6 +779,40 @@ impl NormalWishart {
         s
     }
 
+    /// [`ConjugateKernel::stat_of`] of a list of points in either width ([`PointIndex`]).
+    fn batch_stat_of<I: PointIndex>(&self, points: &[I]) -> NwStat {
+        let mut s = self.empty_stat();
+        if points.is_empty() {
+            return s;
+        }
+        let d = self.d;
+        let inv_n = 1.0 / points.len() as f64;
+        let (mean, m2, _) = s.parts_mut();
+        for &i in points {
+            let i = i.index();
+            for (m, &y) in mean.iter_mut().zip(self.point(i)) {
+                *m += y;
+            }
+        }
+        for m in mean.iter_mut() {
+            *m *= inv_n;
+        }
+        for &i in points {
+            let i = i.index();
+            let y = self.point(i);
+            for j in 0..d {
+                let dj = y[j] - mean[j];
+                let col = &mut m2[j * d + j..(j + 1) * d];
+                for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
+                    *m += (yi - mi) * dj;
+                }
+            }
+        }
+        s.n = points.len();
+        self.refactor(&mut s);
+        s
+    }
+
     /// Point `i` in the kernel's centred coordinates (`x_i - ξ`), the frame of
     /// [`NwStat::mean`] and of the kernel's internal formulas. Cost: O(1).
     #[inline]
@@ -1140,34 +1174,11 @@ impl ConjugateKernel for NormalWishart {
     /// `Ψ_n`. More accurate than a chain of updates and cheaper for large sets. Cost:
     /// O(n d² + d³).
     fn stat_of(&self, points: &[usize]) -> NwStat {
-        let mut s = self.empty_stat();
-        if points.is_empty() {
-            return s;
-        }
-        let d = self.d;
-        let inv_n = 1.0 / points.len() as f64;
-        let (mean, m2, _) = s.parts_mut();
-        for &i in points {
-            for (m, &y) in mean.iter_mut().zip(self.point(i)) {
-                *m += y;
-            }
-        }
-        for m in mean.iter_mut() {
-            *m *= inv_n;
-        }
-        for &i in points {
-            let y = self.point(i);
-            for j in 0..d {
-                let dj = y[j] - mean[j];
-                let col = &mut m2[j * d + j..(j + 1) * d];
-                for ((m, &yi), &mi) in col.iter_mut().zip(&y[j..]).zip(&mean[j..]) {
-                    *m += (yi - mi) * dj;
-                }
-            }
-        }
-        s.n = points.len();
-        self.refactor(&mut s);
-        s
+        self.batch_stat_of(points)
+    }
+
+    fn stat_of_compact(&self, points: &[u32]) -> NwStat {
+        self.batch_stat_of(points)
     }
 
     fn count(&self, s: &NwStat) -> usize {

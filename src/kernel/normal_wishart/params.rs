@@ -7,7 +7,7 @@ use super::NormalWishart;
 use crate::error::{Error, Result};
 use crate::kernel::cholesky::cholesky_in_place;
 use crate::kernel::sweep_cache::BLOCK;
-use crate::kernel::ParametricKernel;
+use crate::kernel::{ParametricKernel, PointIndex};
 use crate::math::ln_gamma;
 
 /// A Gaussian component `(μ, Λ)` in the centred frame of a [`NormalWishart`] kernel (data
@@ -387,16 +387,21 @@ impl ParametricKernel for NormalWishart {
         self.weigh_lanes(|b| first + if b < count { b } else { 0 }, offsets, params, out);
     }
 
-    fn ln_f_points(
+    fn ln_f_points<I: PointIndex>(
         &self,
-        points: &[usize],
+        points: &[I],
         offsets: &[f64],
         params: &[NwParam],
         out: &mut Vec<f64>,
     ) {
         debug_assert!((1..=BLOCK).contains(&points.len()) && params.len() >= offsets.len());
         let count = points.len();
-        self.weigh_lanes(|b| points[if b < count { b } else { 0 }], offsets, params, out);
+        self.weigh_lanes(
+            |b| points[if b < count { b } else { 0 }].index(),
+            offsets,
+            params,
+            out,
+        );
     }
 
     /// `ln N(μ | ξ_n, (r_n Λ)⁻¹) + ln W(Λ | ν_n, Ψ_n⁻¹)` with

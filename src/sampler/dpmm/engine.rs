@@ -14,7 +14,7 @@ use super::super::Chooser;
 use crate::chooser::{BlockDraws, POINTS};
 use crate::error::{Error, Result};
 use crate::kernel::sweep_cache::BLOCK;
-use crate::kernel::{ConjugateKernel, ParametricKernel};
+use crate::kernel::{ConjugateKernel, ParametricKernel, PointIndex};
 use crate::prior::NrmPrior;
 use crate::rng::{uniform_open01, NrmmRng, SeedPlan};
 
@@ -298,7 +298,26 @@ pub fn group_moments<K: ParametricKernel>(
     n_groups: usize,
 ) -> Vec<K::Moments> {
     grouped(
-        points,
+        |j| points.map_or(j, |p| p[j]),
+        groups,
+        n_groups,
+        || kernel.new_moments(),
+        |m, i| kernel.moments_add(m, i),
+        |t, p| kernel.moments_merge(t, p),
+    )
+}
+
+/// [`group_moments`] of the points `points` (in either width, [`PointIndex`]): entry `j` is
+/// point `points[j]` in group `groups[j]`. The same moments as `group_moments` of the same
+/// points as `usize`.
+pub fn group_moments_of<K: ParametricKernel, I: PointIndex>(
+    kernel: &K,
+    points: &[I],
+    groups: &[u32],
+    n_groups: usize,
+) -> Vec<K::Moments> {
+    grouped(
+        |j| points[j].index(),
         groups,
         n_groups,
         || kernel.new_moments(),
@@ -319,7 +338,7 @@ pub fn group_stats<K: ConjugateKernel>(
     n_groups: usize,
 ) -> Vec<K::Stat> {
     grouped(
-        points,
+        |j| points.map_or(j, |p| p[j]),
         groups,
         n_groups,
         || kernel.empty_stat(),
@@ -332,7 +351,7 @@ pub fn group_stats<K: ConjugateKernel>(
 /// entries, one accumulator per group filled in index order (chunks in parallel), then the
 /// chunk accumulators merged in chunk order.
 fn grouped<T: Send>(
-    points: Option<&[usize]>,
+    point: impl Fn(usize) -> usize + Sync,
     groups: &[u32],
     n_groups: usize,
     empty: impl Fn() -> T + Sync,
@@ -344,7 +363,7 @@ fn grouped<T: Send>(
         let base = c * STAT_CHUNK;
         for (j, &g) in chunk.iter().enumerate() {
             if g != NO_GROUP {
-                let i = points.map_or(base + j, |p| p[base + j]);
+                let i = point(base + j);
                 add(&mut acc[g as usize], i);
             }
         }

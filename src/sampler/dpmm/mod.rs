@@ -20,6 +20,41 @@ use rayon::prelude::*;
 use crate::kernel::ConjugateKernel;
 use crate::partition::{Partition, Slot};
 
+/// A label of an uncollapsed pass as its buffer holds it: `u32`, or `u8` where every label
+/// is below 256 (one byte a point instead of four; a million points' labels take 1 MB).
+pub(crate) trait PassLabel: Copy + Ord + Send + Sync + 'static {
+    /// Label `z`, which the caller keeps below the type's bound.
+    fn of(z: usize) -> Self;
+
+    /// The label.
+    fn get(self) -> u32;
+}
+
+impl PassLabel for u32 {
+    #[inline(always)]
+    fn of(z: usize) -> Self {
+        z as u32
+    }
+
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self
+    }
+}
+
+impl PassLabel for u8 {
+    #[inline(always)]
+    fn of(z: usize) -> Self {
+        debug_assert!(z <= u8::MAX as usize);
+        z as u8
+    }
+
+    #[inline(always)]
+    fn get(self) -> u32 {
+        u32::from(self)
+    }
+}
+
 /// Points per chunk of [`apply_labels`]' parallel scan.
 const SCAN_CHUNK: usize = 1 << 16;
 
@@ -36,11 +71,11 @@ type Scanned = (Vec<usize>, Vec<(usize, u32)>);
 /// cluster would lose every point and receive others, or when more than a quarter of the
 /// points move, the partition is rebuilt from the labels instead (batch statistics, O(n d²)).
 /// Either way the result depends only on the labels and the previous layout.
-pub(crate) fn apply_labels<K: ConjugateKernel>(
+pub(crate) fn apply_labels<K: ConjugateKernel, L: PassLabel>(
     kernel: &K,
     partition: &mut Partition<K>,
     slots: &[Slot],
-    labels: &[u32],
+    labels: &[L],
 ) {
     let k = slots.len();
     let mut index_of = vec![u32::MAX; partition.slot_capacity()];
@@ -55,7 +90,7 @@ pub(crate) fn apply_labels<K: ConjugateKernel>(
             let mut stayers = vec![0usize; k];
             let mut moved = Vec::new();
             for (j, &l) in chunk.iter().enumerate() {
-                let i = c * SCAN_CHUNK + j;
+                let (i, l) = (c * SCAN_CHUNK + j, l.get());
                 if index_of[partition.slot_of(i)] == l {
                     stayers[l as usize] += 1;
                 } else {

@@ -32,15 +32,15 @@ use std::collections::BTreeMap;
 use rand::Rng;
 use rayon::prelude::*;
 
-use super::apply_labels;
 use super::engine::{
-    chain_rng, draw_side, for_each_point, for_each_run_from, group_moments, group_stats,
-    jump_shape, label_pass_from, side_log_probs, CHUNK,
+    chain_rng, draw_side, for_each_point, for_each_run_from, group_moments, group_moments_of,
+    group_stats, jump_shape, label_pass_from, side_log_probs, CHUNK,
 };
+use super::{apply_labels, PassLabel};
 use crate::chooser::RngChooser;
 use crate::error::{Error, Result};
 use crate::kernel::sweep_cache::BLOCK;
-use crate::kernel::{ln_gamma_variate, ParametricKernel};
+use crate::kernel::{ln_gamma_variate, ParametricKernel, PointIndex};
 use crate::math::{ln_add_exp, ln_gamma, log_sum_exp};
 use crate::partition::{batch_stat, Partition, Slot};
 use crate::prior::{NrmPrior, PriorHyper};
@@ -148,6 +148,10 @@ const RESTART_SAMPLE: usize = 1024;
 /// Points per parallel chunk of the scan that collects a large set's members.
 const SCAN_CHUNK: usize = 16_384;
 
+/// Points per stage of a launch's final scan (see `final_scan`): whole chunks of the engine,
+/// 1.5 MB of side probabilities.
+const SCAN_STAGE: usize = 16 * CHUNK;
+
 /// Length of the log-likelihood history of the "splittable" heuristic.
 const HISTORY: usize = 4;
 /// Tolerance of the "splittable" heuristic.
@@ -160,7 +164,7 @@ const SPECULATION: usize = 4;
 /// The change an accepted proposal makes: split the points off a cluster into a new one, or
 /// merge the second cluster into the first.
 enum Change {
-    Split(Slot, Vec<usize>),
+    Split(Slot, Vec<u32>),
     Merge(Slot, Slot),
 }
 
@@ -313,7 +317,11 @@ pub struct SubCluster<K: ParametricKernel> {
     /// Exact variant: the largest set the allocation family proposes for.
     allocation_max: usize,
     params: Vec<K::Param>,
+    /// The restricted pass's labels (and the faithful variant's) in four bytes a point.
     labels: Vec<u32>,
+    /// The restricted pass's labels in one byte a point, while there are at most 256
+    /// clusters: the buffer in use of the two.
+    narrow: Vec<u8>,
     /// Faithful variant: sub-label (0 = ℓ, 1 = r) of every point.
     sub: Vec<u8>,
     /// Faithful variant: canonical key of every point's cluster after the last step, to
@@ -337,6 +345,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             allocation_max: ALLOCATION_MAX,
             params: Vec::new(),
             labels: Vec::new(),
+            narrow: Vec::new(),
             sub: Vec::new(),
             last_key: Vec::new(),
             history: BTreeMap::new(),
@@ -425,27 +434,27 @@ impl<K: ParametricKernel> SubCluster<K> {
         Ok(())
     }
 
-    /// The restricted label pass: labels into `self.labels` given log weights `ln_w` and the
-    /// first `ln_w.len()` parameters.
-    fn label_pass(&mut self, kernel: &K, ln_w: &[f64], seed: u64) -> Result<()> {
+    /// The restricted label pass: labels into `labels` (`n` of them) given log weights `ln_w`
+    /// and the first `ln_w.len()` parameters.
+    fn label_pass<L: PassLabel>(
+        &self,
+        kernel: &K,
+        ln_w: &[f64],
+        seed: u64,
+        labels: &mut Vec<L>,
+    ) -> Result<()> {
         let n = kernel.n_points();
-        self.labels.resize(n, 0);
+        labels.resize(n, L::of(0));
         let params = &self.params[..ln_w.len()];
-        label_pass_from(
-            kernel,
-            seed,
-            0,
-            ln_w,
-            params,
-            &mut self.labels,
-            |_, z, out, _| {
-                *out = z as u32;
-                Ok(())
-            },
-        )
+        label_pass_from(kernel, seed, 0, ln_w, params, labels, |_, z, out, _| {
+            *out = L::of(z);
+            Ok(())
+        })
     }
 
-    /// Step 1 of the exact variant (see the type's documentation).
+    /// Step 1 of the exact variant (see the type's documentation). The labels are held in
+    /// one byte a point while there are at most 256 clusters (the pass draws among the
+    /// existing ones), in four otherwise; the buffer is kept from step to step.
     fn restricted_gibbs<P: NrmPrior>(
         &mut self,
         kernel: &K,
@@ -459,7 +468,34 @@ impl<K: ParametricKernel> SubCluster<K> {
             ln_w.push(ln_gamma_variate(jump_shape(&state.prior, n)?, rng)?);
         }
         self.draw_cluster_params(kernel, &state.partition, &slots, rng)?;
-        self.label_pass(kernel, &ln_w, rng.next_u64())?;
+        let seed = rng.next_u64();
+        if slots.len() <= 1 << u8::BITS {
+            let mut labels = std::mem::take(&mut self.narrow);
+            self.labels = Vec::new();
+            let done = self.restricted_pass(kernel, state, &slots, &ln_w, seed, &mut labels);
+            self.narrow = labels;
+            done
+        } else {
+            let mut labels = std::mem::take(&mut self.labels);
+            self.narrow = Vec::new();
+            let done = self.restricted_pass(kernel, state, &slots, &ln_w, seed, &mut labels);
+            self.labels = labels;
+            done
+        }
+    }
+
+    /// The label pass of [`SubCluster::restricted_gibbs`] into `labels`, its blocks' checks
+    /// and the move of the points.
+    fn restricted_pass<P: NrmPrior, L: PassLabel>(
+        &self,
+        kernel: &K,
+        state: &mut State<K, P>,
+        slots: &[Slot],
+        ln_w: &[f64],
+        seed: u64,
+        labels: &mut Vec<L>,
+    ) -> Result<()> {
+        self.label_pass(kernel, ln_w, seed, labels)?;
         let partition = &state.partition;
         let mut index_of = vec![u32::MAX; partition.slot_capacity()];
         for (j, &s) in slots.iter().enumerate() {
@@ -474,14 +510,14 @@ impl<K: ParametricKernel> SubCluster<K> {
         // the labels of every other point. What each block would change in the counts is
         // found in parallel; only the decisions, O(K) a block, are made in order.
         let k = slots.len();
-        let deltas: Vec<Vec<i64>> = self
-            .labels
+        let deltas: Vec<Vec<i64>> = labels
             .par_chunks(CHUNK)
             .enumerate()
             .map(|(b, chunk)| {
                 let mut delta = vec![0i64; k];
                 for (j, &new) in chunk.iter().enumerate() {
                     let old = index_of[partition.slot_of(b * CHUNK + j)];
+                    let new = new.get();
                     if old != new {
                         delta[old as usize] -= 1;
                         delta[new as usize] += 1;
@@ -498,30 +534,32 @@ impl<K: ParametricKernel> SubCluster<K> {
                 for (c, &x) in counts.iter_mut().zip(delta) {
                     *c -= x;
                 }
-                let end = ((b + 1) * CHUNK).min(self.labels.len());
+                let end = ((b + 1) * CHUNK).min(labels.len());
                 for i in b * CHUNK..end {
-                    self.labels[i] = index_of[partition.slot_of(i)];
+                    labels[i] = L::of(index_of[partition.slot_of(i)] as usize);
                 }
             }
         }
-        apply_labels(kernel, &mut state.partition, &slots, &self.labels);
+        apply_labels(kernel, &mut state.partition, slots, labels);
         Ok(())
     }
 
-    /// The launch on the sorted points `s` (see the type's documentation). Fills `out` with
-    /// each point's log side probabilities `(ln b_ℓ, ln b_r)` and, when `draw` is set, a side
-    /// drawn from them (otherwise 0). Needs `|s| ≥ 2`.
+    /// The launch on the sorted points `s` (see the type's documentation): returns `ln q`,
+    /// the log probability of the sides `sides` (`ln [Π_j b_j(side_j) + Π_j b_j(1 - side_j)]`
+    /// from each point's log side probabilities `(ln b_ℓ, ln b_r)`), the sides drawn into
+    /// `sides` when `draw` is set and read from it (one per point of `s`) otherwise. Needs
+    /// `|s| ≥ 2`.
     #[allow(clippy::too_many_arguments)]
     fn launch<P: NrmPrior>(
         &self,
         kernel: &K,
         prior: &P,
-        s: &[usize],
+        s: &[u32],
         iters: usize,
         draw: bool,
         rng: &mut NrmmRng,
-        out: &mut Vec<([f64; 2], u8)>,
-    ) -> Result<()> {
+        sides: &mut Vec<u8>,
+    ) -> Result<f64> {
         let a = 0.5 * prior.ln_kappa_new().exp();
         if s.len() <= self.large_set {
             // Two distinct anchor points, uniformly from S, each seeding one sub-cluster with
@@ -535,16 +573,16 @@ impl<K: ParametricKernel> SubCluster<K> {
                 second += 1;
             }
             for (side, &j) in [first, second].iter().enumerate() {
-                anchor_draw(kernel, s[j], rng, &mut theta[side])?;
+                anchor_draw(kernel, s[j] as usize, rng, &mut theta[side])?;
             }
             let mut ln_pi = [0.0; 2];
             fit_sub_clusters(kernel, a, s, iters, &mut ln_pi, &mut theta, rng)?;
-            return final_scan(kernel, s, &ln_pi, &theta, 1.0, draw, rng, out);
+            return final_scan(kernel, s, &ln_pi, &theta, 1.0, draw, rng, sides);
         }
         // A large S: the scans that fit the sub-clusters run on a uniform sample of S (with
         // replacement) when S exceeds the launch sample; only the final scan visits all of S.
-        let sample: Vec<usize>;
-        let fit: &[usize] = if iters == 0 || s.len() <= self.launch_sample {
+        let sample: Vec<u32>;
+        let fit: &[u32] = if iters == 0 || s.len() <= self.launch_sample {
             s
         } else {
             sample = (0..self.launch_sample)
@@ -554,7 +592,7 @@ impl<K: ParametricKernel> SubCluster<K> {
         };
         // Restarts on a smaller uniform sample, each from its own spread anchors, the best by
         // its two-component log likelihood refined on the whole fit set.
-        let small: Vec<usize> = (0..self.restart_sample)
+        let small: Vec<u32> = (0..self.restart_sample)
             .map(|_| fit[uniform_index(rng, fit.len())])
             .collect();
         let restarts = if iters == 0 { 1 } else { LAUNCH_RESTARTS };
@@ -589,7 +627,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             &mut theta,
             rng,
         )?;
-        final_scan(kernel, s, &ln_pi, &theta, SHARPEN, draw, rng, out)
+        final_scan(kernel, s, &ln_pi, &theta, SHARPEN, draw, rng, sides)
     }
 
     /// The blocked sequential allocation of the sorted points `s` to two groups seeded by
@@ -604,7 +642,7 @@ impl<K: ParametricKernel> SubCluster<K> {
         &self,
         kernel: &K,
         prior: &P,
-        s: &[usize],
+        s: &[u32],
         first: usize,
         second: usize,
         forced: Option<&[u8]>,
@@ -618,14 +656,17 @@ impl<K: ParametricKernel> SubCluster<K> {
         }
         let mut sides = vec![0u8; n];
         sides[second] = 1;
-        let mut stats = [kernel.stat_of(&[s[first]]), kernel.stat_of(&[s[second]])];
+        let mut stats = [
+            kernel.stat_of(&[s[first] as usize]),
+            kernel.stat_of(&[s[second] as usize]),
+        ];
         let mut drawn: Vec<(u8, f64)> = vec![(0, 0.0); order.len()];
         let mut block_points: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         // The first points go to either side with probability ½ (see the type's
         // documentation); then blocks of doubling length, each allocated in parallel.
         let early = order.len().min(ALLOCATION_EARLY);
         for (p, &j) in order[..early].iter().enumerate() {
-            let i = s[j];
+            let i = s[j] as usize;
             let w0 =
                 prior.ln_kappa_join(kernel.count(&stats[0])) + kernel.ln_predictive(i, &stats[0]);
             let w1 =
@@ -656,7 +697,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 || (),
                 |p, o, _, rng| {
                     let j = ord[p];
-                    let i = s[j];
+                    let i = s[j] as usize;
                     let w0 = ln_w[0] + kernel.ln_predictive(i, &st[0]);
                     let w1 = ln_w[1] + kernel.ln_predictive(i, &st[1]);
                     *o = match forced {
@@ -678,7 +719,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             for (p, &j) in order[start..end].iter().enumerate() {
                 let side = drawn[start + p].0;
                 sides[j] = side;
-                block_points[side as usize].push(s[j]);
+                block_points[side as usize].push(s[j] as usize);
             }
             for (t, points) in stats.iter_mut().zip(&block_points) {
                 if points.len() < 8 {
@@ -822,7 +863,6 @@ impl<K: ParametricKernel> SubCluster<K> {
         let split = chooser.choose_uniform(2) == 0;
         let prior = state.prior.clone();
         let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
-        let mut launched = Vec::new();
         if split {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
@@ -832,12 +872,10 @@ impl<K: ParametricKernel> SubCluster<K> {
             let (s, _) = sorted_members(&state.partition, slot, None);
             let (h_s, n_s) = (h(c.size(), c.ln_marginal()), c.size());
             let rng = chain_rng(chooser, "subcluster")?;
-            self.launch(kernel, &prior, &s, iters, true, rng, &mut launched)?;
-            let ln_q = side_prob(&launched);
-            // The drawn sides alone from here on (1 byte a point, not 24): on a million
-            // points the split's two lists are built without the launch's probabilities.
-            let sides: Vec<u8> = launched.iter().map(|o| o.1).collect();
-            drop(launched);
+            // The launch keeps the drawn sides alone (1 byte a point): on a million points
+            // its side probabilities (16 bytes a point) are summed as they are computed.
+            let mut sides = Vec::new();
+            let ln_q = self.launch(kernel, &prior, &s, iters, true, rng, &mut sides)?;
             let n_b = sides.iter().filter(|&&v| v == 1).count();
             if n_b == 0 || n_b == n_s {
                 return Ok((REJECTED, None));
@@ -886,12 +924,9 @@ impl<K: ParametricKernel> SubCluster<K> {
             if ln_rest + std::f64::consts::LN_2 <= ln_u {
                 return Ok((decide(ln_rest + std::f64::consts::LN_2, ln_u), None));
             }
-            let (points, sides) = sorted_members(&state.partition, sx, Some(sy));
-            self.launch(kernel, &prior, &points, iters, false, rng, &mut launched)?;
-            for (o, &side) in launched.iter_mut().zip(&sides) {
-                o.1 = side;
-            }
-            let info = decide(ln_rest + side_prob(&launched), ln_u);
+            let (points, mut sides) = sorted_members(&state.partition, sx, Some(sy));
+            let ln_q = self.launch(kernel, &prior, &points, iters, false, rng, &mut sides)?;
+            let info = decide(ln_rest + ln_q, ln_u);
             Ok((info, (info.accepted == 1).then_some(Change::Merge(sx, sy))))
         }
     }
@@ -941,7 +976,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 Some((after, change)) => {
                     match change {
                         Change::Split(slot, b) => {
-                            state.partition.split_off(kernel, slot, &b);
+                            state.partition.split_off_compact(kernel, slot, &b);
                         }
                         Change::Merge(x, y) => state.partition.merge_clusters(kernel, x, y),
                     }
@@ -992,9 +1027,9 @@ impl<K: ParametricKernel> SubCluster<K> {
         let mut live_keys = Vec::new();
         for (_, c) in partition.clusters() {
             let m = c.members();
-            let key = self.last_key[m[0]];
+            let key = self.last_key[m[0] as usize];
             let same = key != usize::MAX
-                && m.iter().all(|&i| self.last_key[i] == key)
+                && m.iter().all(|&i| self.last_key[i as usize] == key)
                 && old_sizes.get(&key) == Some(&m.len());
             if same {
                 live_keys.push(c.key());
@@ -1002,7 +1037,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 let mut sorted = m.to_vec();
                 sorted.sort_unstable();
                 for i in sorted {
-                    self.sub[i] = (rng.next_u64() >> 63) as u8;
+                    self.sub[i as usize] = (rng.next_u64() >> 63) as u8;
                 }
             }
         }
@@ -1014,7 +1049,7 @@ impl<K: ParametricKernel> SubCluster<K> {
         self.last_key.resize(partition.n(), usize::MAX);
         for (_, c) in partition.clusters() {
             let key = c.key();
-            for &i in c.members() {
+            for i in c.member_indices() {
                 self.last_key[i] = key;
             }
         }
@@ -1044,7 +1079,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             // sub-labels, as a cluster DPMM.jl creates does.
             for (_, c) in state.partition.clusters() {
                 if !self.history.contains_key(&c.key()) {
-                    let mut sorted = c.members().to_vec();
+                    let mut sorted: Vec<usize> = c.member_indices().collect();
                     sorted.sort_unstable();
                     let ll = sub_ln_marginals(kernel, &sorted, &self.sub);
                     self.history.insert(c.key(), vec![ll]);
@@ -1187,11 +1222,11 @@ impl<K: ParametricKernel> SubCluster<K> {
             let members = c.members();
             if code
                 && splittable
-                && !(members.iter().any(|&i| self.sub[i] == 0)
-                    && members.iter().any(|&i| self.sub[i] == 1))
+                && !(members.iter().any(|&i| self.sub[i as usize] == 0)
+                    && members.iter().any(|&i| self.sub[i as usize] == 1))
             {
                 // DPMM.jl's `reset_cluster!`: fresh sub-labels, a history restarted from them.
-                let mut sorted = members.to_vec();
+                let mut sorted: Vec<usize> = c.member_indices().collect();
                 sorted.sort_unstable();
                 let rng = chain_rng(chooser, "subcluster-dpmm")?;
                 for &i in &sorted {
@@ -1202,7 +1237,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             }
             let c = state.partition.cluster(slot).expect("live");
             let (mut l, mut r) = (Vec::new(), Vec::new());
-            for &i in c.members() {
+            for i in c.member_indices() {
                 if self.sub[i] == 0 {
                     l.push(i)
                 } else {
@@ -1285,10 +1320,10 @@ impl<K: ParametricKernel> SubCluster<K> {
                 info.absorb(step);
                 if accepted {
                     let (k1, k2) = (c1.key(), c2.key());
-                    for &i in c1.members() {
+                    for i in c1.member_indices() {
                         self.sub[i] = 0;
                     }
-                    for &i in c2.members() {
+                    for i in c2.member_indices() {
                         self.sub[i] = 1;
                     }
                     self.history.remove(&k1);
@@ -1338,20 +1373,23 @@ fn anchor_draw<K: ParametricKernel>(
 /// it, `max_j ln f(x_j | θ̄_ℓ) - ln f(x | θ̄_ℓ)` (half a squared Mahalanobis distance for
 /// Gaussians: k-means++ seeding), so that the two fall in different modes of a multi-modal
 /// set; uniform when every point is explained equally well. Cost: one likelihood per point.
-fn spread_anchors<K: ParametricKernel>(
+fn spread_anchors<K: ParametricKernel, I: PointIndex>(
     kernel: &K,
-    pts: &[usize],
+    pts: &[I],
     theta: &mut [K::Param; 2],
     rng: &mut NrmmRng,
 ) -> Result<()> {
     anchor_draw(
         kernel,
-        pts[uniform_index(rng, pts.len())],
+        pts[uniform_index(rng, pts.len())].index(),
         rng,
         &mut theta[0],
     )?;
     let th0 = &theta[0];
-    let ln_f: Vec<f64> = pts.par_iter().map(|&i| kernel.ln_f(i, th0)).collect();
+    let ln_f: Vec<f64> = pts
+        .par_iter()
+        .map(|&i| kernel.ln_f(i.index(), th0))
+        .collect();
     let top = ln_f.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let total: f64 = ln_f.iter().map(|&l| top - l).sum();
     let second = if total > 0.0 && total.is_finite() {
@@ -1364,9 +1402,9 @@ fn spread_anchors<K: ParametricKernel>(
                 break;
             }
         }
-        pts[pick]
+        pts[pick].index()
     } else {
-        pts[uniform_index(rng, pts.len())]
+        pts[uniform_index(rng, pts.len())].index()
     };
     anchor_draw(kernel, second, rng, &mut theta[1])
 }
@@ -1376,10 +1414,10 @@ fn spread_anchors<K: ParametricKernel>(
 /// `(π̄_ℓ, π̄_r) ~ Dir(N_ℓ + a, N_r + a)` (as log jumps) and `θ̄_s ~ p(θ | X_s)`. Cost: `iters`
 /// scans of two likelihoods per point, and two group moments.
 #[allow(clippy::too_many_arguments)]
-fn fit_sub_clusters<K: ParametricKernel>(
+fn fit_sub_clusters<K: ParametricKernel, I: PointIndex>(
     kernel: &K,
     a: f64,
-    pts: &[usize],
+    pts: &[I],
     iters: usize,
     ln_pi: &mut [f64; 2],
     theta: &mut [K::Param; 2],
@@ -1391,6 +1429,7 @@ fn fit_sub_clusters<K: ParametricKernel>(
         side_pass(
             kernel,
             rng.next_u64(),
+            0,
             pts,
             &lp,
             th,
@@ -1400,7 +1439,7 @@ fn fit_sub_clusters<K: ParametricKernel>(
                 Ok(())
             },
         )?;
-        let moments = group_moments(kernel, Some(pts), &sides, 2);
+        let moments = group_moments_of(kernel, pts, &sides, 2);
         for side in 0..2 {
             let count = kernel.moments_count(&moments[side]) as f64;
             ln_pi[side] = ln_gamma_variate(count + a, rng)?;
@@ -1413,61 +1452,107 @@ fn fit_sub_clusters<K: ParametricKernel>(
 /// `Σ_i ln(π̄_ℓ f(x_i | θ̄_ℓ) + π̄_r f(x_i | θ̄_r))` over `pts` with the sub-weights normalised:
 /// how well a restart's sub-clusters fit the points. Summed in index order after a parallel
 /// map, so it does not depend on the thread count. Cost: two likelihoods per point.
-fn two_component_ln_lik<K: ParametricKernel>(
+fn two_component_ln_lik<K: ParametricKernel, I: PointIndex>(
     kernel: &K,
-    pts: &[usize],
+    pts: &[I],
     ln_pi: &[f64; 2],
     theta: &[K::Param; 2],
 ) -> Result<f64> {
     let norm = ln_add_exp(ln_pi[0], ln_pi[1]);
     let lp = [ln_pi[0] - norm, ln_pi[1] - norm];
     let mut terms = vec![0.0; pts.len()];
-    side_pass(kernel, 0, pts, &lp, theta, &mut terms, |_, w0, w1, o, _| {
-        *o = ln_add_exp(w0, w1);
-        Ok(())
-    })?;
+    side_pass(
+        kernel,
+        0,
+        0,
+        pts,
+        &lp,
+        theta,
+        &mut terms,
+        |_, w0, w1, o, _| {
+            *o = ln_add_exp(w0, w1);
+            Ok(())
+        },
+    )?;
     Ok(terms.iter().sum())
 }
 
 /// The final scan of a launch over all of `s`: each point's log side probabilities
 /// `∝ γ (ln π̄_s + ln f(x_i | θ̄_s))` (sharpened by `gamma ≥ 1`) and, with `draw`, a side drawn
-/// from them, into `out`. Cost: two likelihoods per point, in parallel.
+/// from them into `sides` (otherwise `sides` holds one side per point); returns `ln q` of the
+/// sides ([`SideProb`]). The scan runs in stages of [`SCAN_STAGE`] points, each in parallel
+/// and then summed in index order, so that it holds one stage's probabilities rather than
+/// all of them (24 bytes a point, 24 MB a launch on a million points); the stages are whole
+/// chunks of the engine, so the streams, the draws and the sums are those of one pass over
+/// `s`. Cost: two likelihoods per point, in parallel.
 #[allow(clippy::too_many_arguments)]
 fn final_scan<K: ParametricKernel>(
     kernel: &K,
-    s: &[usize],
+    s: &[u32],
     ln_pi: &[f64; 2],
     theta: &[K::Param; 2],
     gamma: f64,
     draw: bool,
     rng: &mut NrmmRng,
-    out: &mut Vec<([f64; 2], u8)>,
-) -> Result<()> {
-    out.clear();
-    out.resize(s.len(), ([0.0; 2], 0));
+    sides: &mut Vec<u8>,
+) -> Result<f64> {
+    if draw {
+        sides.clear();
+        sides.resize(s.len(), 0);
+    }
+    debug_assert_eq!(sides.len(), s.len());
     let seed = if draw { rng.next_u64() } else { 0 };
-    side_pass(kernel, seed, s, ln_pi, theta, out, |_, w0, w1, o, rng| {
-        *o = final_side(w0, w1, gamma, draw, rng)?;
-        Ok(())
-    })
+    let mut stage = vec![([0.0; 2], 0u8); s.len().min(SCAN_STAGE)];
+    let mut q = SideProb::default();
+    for (c, (pts, stage_sides)) in s
+        .chunks(SCAN_STAGE)
+        .zip(sides.chunks_mut(SCAN_STAGE))
+        .enumerate()
+    {
+        let out = &mut stage[..pts.len()];
+        let first = (c * SCAN_STAGE) as u64;
+        side_pass(
+            kernel,
+            seed,
+            first,
+            pts,
+            ln_pi,
+            theta,
+            out,
+            |_, w0, w1, o, rng| {
+                *o = final_side(w0, w1, gamma, draw, rng)?;
+                Ok(())
+            },
+        )?;
+        for ((ln_b, drawn), side) in out.iter().zip(stage_sides) {
+            if draw {
+                *side = *drawn;
+            }
+            q.add(ln_b, *side);
+        }
+    }
+    Ok(q.ln())
 }
 
 /// `f(j, w0, w1, &mut out[j], rng)` for every position `j` of `pts`, with the side weights
 /// `w_s = ln π̄_s + ln f(x_{pts[j]} | θ̄_s)`, in parallel over the chunks of
-/// [`super::engine::for_each_point`] (whose streams and draws it shares), the weights of
-/// each block of [`BLOCK`] points computed together in vectors
-/// ([`ParametricKernel::ln_f_points`]). Cost: two likelihoods per point, in vectors.
+/// [`super::engine::for_each_point_from`] (whose streams and draws it shares; `pts` are the
+/// positions `first..` of a longer sequence, `first` a multiple of
+/// [`super::engine::CHUNK`] where the pass draws), the weights of each block of [`BLOCK`]
+/// points computed together in vectors ([`ParametricKernel::ln_f_points`]). Cost: two
+/// likelihoods per point, in vectors.
 #[allow(clippy::too_many_arguments)]
-fn side_pass<K: ParametricKernel, T: Send>(
+fn side_pass<K: ParametricKernel, I: PointIndex, T: Send>(
     kernel: &K,
     seed: u64,
-    pts: &[usize],
+    first: u64,
+    pts: &[I],
     ln_pi: &[f64; 2],
     theta: &[K::Param; 2],
     out: &mut [T],
     f: impl Fn(usize, f64, f64, &mut T, &mut NrmmRng) -> Result<()> + Sync,
 ) -> Result<()> {
-    for_each_run_from(seed, 0, out, Vec::new, |start, run, w, rng| {
+    for_each_run_from(seed, first, out, Vec::new, |start, run, w, rng| {
         for (c, block) in run.chunks_mut(BLOCK).enumerate() {
             let j0 = start + c * BLOCK;
             kernel.ln_f_points(&pts[j0..j0 + block.len()], ln_pi, theta, w);
@@ -1639,7 +1724,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     kernel: &K,
     prior: &P,
     slot: Slot,
-    members: &[usize],
+    members: &[u32],
     in_b: impl Fn(usize) -> bool,
     ln_q_fwd: f64,
     ln_v: f64,
@@ -1667,7 +1752,7 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
         h(a.len(), kernel.ln_marginal(&sa)),
         h(b.len(), kernel.ln_marginal(&sb)),
     );
-    let side = |points: &[usize], stat, h| Candidate {
+    let side = |points: &[u32], stat, h| Candidate {
         n: points.len(),
         stat,
         h,
@@ -1690,25 +1775,40 @@ fn decide(ln_a: f64, ln_u: f64) -> StepInfo {
 }
 
 /// `ln [Π_j b_j(side_j) + Π_j b_j(1 - side_j)]` from `((ln b_j(0), ln b_j(1)), side_j)`,
-/// summed in index order.
-fn side_prob(launched: &[([f64; 2], u8)]) -> f64 {
-    let (mut same, mut swapped) = (0.0, 0.0);
-    for (p, v) in launched {
-        same += p[*v as usize];
-        swapped += p[1 - *v as usize];
+/// summed in index order as the points are added ([`SideProb::add`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct SideProb {
+    /// `Σ_j ln b_j(side_j)`.
+    same: f64,
+    /// `Σ_j ln b_j(1 - side_j)`.
+    swapped: f64,
+}
+
+impl SideProb {
+    /// Adds the next point: its log side probabilities and its side.
+    #[inline]
+    fn add(&mut self, ln_b: &[f64; 2], side: u8) {
+        self.same += ln_b[side as usize];
+        self.swapped += ln_b[1 - side as usize];
     }
-    ln_add_exp(same, swapped)
+
+    /// `ln q` of the points added so far.
+    fn ln(&self) -> f64 {
+        ln_add_exp(self.same, self.swapped)
+    }
 }
 
 /// The points of the cluster at `slot` (and of the cluster at `other`, if given) in
 /// increasing order, with 0 for a point of `slot` and 1 for one of `other` (no sides without
-/// `other`: an empty list). A large set is collected by one scan of the labels (O(n)), a
-/// small one by sorting its members (O(m log m)); both give the same result.
+/// `other`: an empty list). The points are in 32 bits, as the partition holds them (a set
+/// of a million points takes 4 MB, not 8, while a proposal on it runs). A large set is
+/// collected by one scan of the labels (O(n)), a small one by sorting its members
+/// (O(m log m)); both give the same result.
 fn sorted_members<K: ParametricKernel>(
     partition: &Partition<K>,
     slot: Slot,
     other: Option<Slot>,
-) -> (Vec<usize>, Vec<u8>) {
+) -> (Vec<u32>, Vec<u8>) {
     let size = |s: Slot| partition.cluster(s).expect("live").size();
     let m = size(slot) + other.map_or(0, size);
     let mut points = Vec::with_capacity(m);
@@ -1716,16 +1816,16 @@ fn sorted_members<K: ParametricKernel>(
     if m * 16 >= partition.n() {
         // Chunks of the labels scanned in parallel and concatenated in chunk order: the
         // same list as one scan, without a serial O(n) pass per proposal. Each chunk keeps
-        // its points and sides as two lists (9 bytes a point; pairs would take 16).
+        // its points and sides as two lists (5 bytes a point; pairs would take 8).
         let n = partition.n();
-        let parts: Vec<(Vec<usize>, Vec<u8>)> = (0..n.div_ceil(SCAN_CHUNK))
+        let parts: Vec<(Vec<u32>, Vec<u8>)> = (0..n.div_ceil(SCAN_CHUNK))
             .into_par_iter()
             .map(|c| {
                 let (mut points, mut sides) = (Vec::new(), Vec::new());
                 for i in c * SCAN_CHUNK..((c + 1) * SCAN_CHUNK).min(n) {
                     let s = partition.slot_of(i);
                     if s == slot || Some(s) == other {
-                        points.push(i);
+                        points.push(i as u32);
                         if other.is_some() {
                             sides.push(u8::from(s != slot));
                         }
@@ -1739,7 +1839,7 @@ fn sorted_members<K: ParametricKernel>(
             sides.extend_from_slice(&v);
         }
     } else {
-        let mut tagged: Vec<(usize, u8)> = Vec::with_capacity(m);
+        let mut tagged: Vec<(u32, u8)> = Vec::with_capacity(m);
         let members = |s: Slot| partition.cluster(s).expect("live").members();
         tagged.extend(members(slot).iter().map(|&i| (i, 0u8)));
         if let Some(o) = other {
@@ -1857,6 +1957,13 @@ mod tests {
     #[test]
     fn side_probability_counts_both_orientations() {
         let p = |a: f64, b: f64| [a.ln(), b.ln()];
+        let side_prob = |points: &[([f64; 2], u8)]| {
+            let mut q = SideProb::default();
+            for (ln_b, side) in points {
+                q.add(ln_b, *side);
+            }
+            q.ln()
+        };
         let probs = [(p(0.3, 0.7), 0u8), (p(0.9, 0.1), 1u8)];
         let got = side_prob(&probs).exp();
         assert!((got - (0.3 * 0.1 + 0.7 * 0.9)).abs() < 1e-15);

@@ -15,7 +15,7 @@
 //! for the kernel of the step); the reference only guides the proposals.
 
 use crate::error::{Error, Result};
-use crate::kernel::ConjugateKernel;
+use crate::kernel::{ConjugateKernel, PointIndex};
 use crate::tree::{Forest, NodeKey};
 use std::sync::{Arc, Mutex};
 
@@ -221,10 +221,10 @@ impl<K: ConjugateKernel> TreeCache<K> {
     }
 
     /// The cached canonical tree of `members` if it is valid. Cost: O(|members|).
-    fn valid_tree(&self, members: &[usize]) -> Option<NodeKey> {
-        let t = self.owner[*members.first()?]?;
+    fn valid_tree<I: PointIndex>(&self, members: &[I]) -> Option<NodeKey> {
+        let t = self.owner[members.first()?.index()]?;
         let node = self.forest.node(t)?;
-        (node.size() == members.len() && members.iter().all(|&i| self.owner[i] == Some(t)))
+        (node.size() == members.len() && members.iter().all(|&i| self.owner[i.index()] == Some(t)))
             .then_some(t)
     }
 
@@ -233,24 +233,36 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// differs from `members` in at most half as many points as `members` has, or else built
     /// ([`TreeCache::build`]); a new tree is claimed. Cost: O(|c|) when cached; otherwise a
     /// repair or a build.
+    #[cfg(test)]
     pub(super) fn tree_for(&mut self, kernel: &K, members: &[usize]) -> Result<NodeKey> {
+        self.tree_for_points(kernel, members)
+    }
+
+    /// [`TreeCache::tree_for`] of a cluster's member list as a partition holds it (32 bits).
+    pub(super) fn tree_for_members(&mut self, kernel: &K, members: &[u32]) -> Result<NodeKey> {
+        self.tree_for_points(kernel, members)
+    }
+
+    /// [`TreeCache::tree_for`] in either width ([`PointIndex`]).
+    fn tree_for_points<I: PointIndex>(&mut self, kernel: &K, members: &[I]) -> Result<NodeKey> {
         if let Some(t) = self.valid_tree(members) {
             return Ok(t);
         }
         let t = match self.repair_source(members) {
             Some(old) => self.repair(kernel, members, old)?,
-            None => self.build(kernel, members)?,
+            None => self.build_points(kernel, members)?,
         };
-        self.claim(t, members)?;
+        self.claim_points(t, members)?;
         Ok(t)
     }
 
     /// The claimed tree that a repair of `members`' tree starts from: the owner of most of
     /// `members` (Boyer-Moore's majority vote, then a count), if it exists and differs from
     /// `members` in at most `|members| / 2` points. Cost: O(|c|), no kernel work.
-    fn repair_source(&self, members: &[usize]) -> Option<NodeKey> {
+    fn repair_source<I: PointIndex>(&self, members: &[I]) -> Option<NodeKey> {
         let (mut candidate, mut votes) = (None, 0usize);
         for &i in members {
+            let i = i.index();
             let o = *self.owner.get(i)?;
             if votes == 0 {
                 candidate = o;
@@ -265,7 +277,7 @@ impl<K: ConjugateKernel> TreeCache<K> {
         let node = self.forest.node(t)?;
         let shared = members
             .iter()
-            .filter(|&&i| self.owner[i] == Some(t))
+            .filter(|&&i| self.owner[i.index()] == Some(t))
             .count();
         let differ = (members.len() - shared) + (node.size() - shared);
         (node.parent().is_none() && differ <= members.len() / 2).then_some(t)
@@ -311,6 +323,11 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// kernel's latent starting values when it has latent values (see the module
     /// documentation).
     pub(super) fn build(&mut self, kernel: &K, members: &[usize]) -> Result<NodeKey> {
+        self.build_points(kernel, members)
+    }
+
+    /// [`TreeCache::build`] in either width ([`PointIndex`]).
+    fn build_points<I: PointIndex>(&mut self, kernel: &K, members: &[I]) -> Result<NodeKey> {
         if self.reference.is_none() {
             let reference = match self.shared.take() {
                 Some(shared) => {
@@ -339,6 +356,7 @@ impl<K: ConjugateKernel> TreeCache<K> {
         self.touched.clear();
         let mut duplicate = None;
         for &i in members {
+            let i = i.index();
             let Some(&leaf) = reference.leaf.get(i) else {
                 duplicate = Some(i);
                 break;
@@ -429,10 +447,10 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// claimed tree. Cost: O(|c| + |old|) marks without kernel work, and the dirty nodes:
     /// at most `|Δ| · depth` pointer steps, the joins along them (one pair marginal each),
     /// and a leaf per added point.
-    pub(super) fn repair(
+    pub(super) fn repair<I: PointIndex>(
         &mut self,
         kernel: &K,
-        members: &[usize],
+        members: &[I],
         old: NodeKey,
     ) -> Result<NodeKey> {
         if members.is_empty() {
@@ -453,6 +471,7 @@ impl<K: ConjugateKernel> TreeCache<K> {
         rep.member.resize(self.owner.len(), false);
         let mut bad = None;
         for &i in members {
+            let i = i.index();
             match rep.member.get_mut(i) {
                 Some(m) if !*m => *m = true,
                 _ => {
@@ -486,12 +505,14 @@ impl<K: ConjugateKernel> TreeCache<K> {
                 }
             }
             for &i in members {
+                let i = i.index();
                 if self.owner[i] != Some(old) {
                     mark(&mut rep.marks, &mut rep.marked, i, DIRTY | ADDED);
                 }
             }
         }
         for &i in members {
+            let i = i.index();
             if let Some(m) = rep.member.get_mut(i) {
                 *m = false;
             }
@@ -599,6 +620,11 @@ impl<K: ConjugateKernel> TreeCache<K> {
     /// member set: deletes every tree that owned one of its points, then takes ownership and
     /// makes its leaves the live ones. Cost: O(|c|) plus the deleted trees' sizes.
     pub(super) fn claim(&mut self, t: NodeKey, members: &[usize]) -> Result<()> {
+        self.claim_points(t, members)
+    }
+
+    /// [`TreeCache::claim`] in either width ([`PointIndex`]).
+    fn claim_points<I: PointIndex>(&mut self, t: NodeKey, members: &[I]) -> Result<()> {
         let size = self.forest.node(t).map(|n| n.size());
         if size != Some(members.len()) {
             return Err(Error::Usage(format!(
@@ -607,6 +633,7 @@ impl<K: ConjugateKernel> TreeCache<K> {
             )));
         }
         for &i in members {
+            let i = i.index();
             if let Some(prev) = self.owner[i] {
                 // A tree that a repair took whole into `t` is a subtree of `t` now.
                 if prev != t && self.forest.node(prev).is_some_and(|n| n.parent().is_none()) {
@@ -965,6 +992,7 @@ mod tests {
                     .expect("every cluster's tree is cached");
                 assert_eq!(cache.forest.root_of(t).unwrap(), t);
                 for &i in members {
+                    let i = i.index();
                     assert_eq!(
                         cache
                             .forest

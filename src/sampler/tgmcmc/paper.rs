@@ -487,7 +487,8 @@ impl<K: ConjugateKernel> TgmcmcPaper<K> {
                 Some(s) => {
                     // Found before the point joins `s`, while every member of `s` is in the
                     // tree the leaf goes to.
-                    let member = state.partition.cluster(s).expect("live slot").members()[0];
+                    let member =
+                        state.partition.cluster(s).expect("live slot").members()[0] as usize;
                     let target_leaf = forest
                         .leaf_of(member)
                         .ok_or_else(|| Error::Numerical(format!("point {member} has no leaf")))?;
@@ -647,7 +648,7 @@ fn forest_from_partition<K: ConjugateKernel, P: NrmPrior>(
     let mut members = Vec::new();
     for slot in part.slots_by_key() {
         members.clear();
-        members.extend_from_slice(part.cluster(slot).expect("live slot").members());
+        members.extend(part.cluster(slot).expect("live slot").member_indices());
         members.sort_unstable();
         let root = forest.ibhc_tree(kernel, &members)?;
         forest.register_root(root)?;

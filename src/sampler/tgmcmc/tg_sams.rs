@@ -244,7 +244,7 @@ impl<K: ConjugateKernel> TgSams<K> {
             let members = partition.cluster(si).expect("live").members();
             let n2 = self.big.len();
             let trees = &mut self.engine.as_mut().expect("prepared").trees;
-            let t = trees.tree_for(kernel, members)?;
+            let t = trees.tree_for_members(kernel, members)?;
             Ok(ls - (n2 as f64).ln() + ln_split_pair(trees, t, i, j)?)
         } else {
             let k = self.slots.len();
@@ -275,7 +275,7 @@ impl<K: ConjugateKernel> TgSams<K> {
             let slot = self.big[chooser.choose_uniform(n2)];
             let members = part.cluster(slot).expect("live").members();
             let trees = &mut self.engine.as_mut().expect("prepared").trees;
-            let t = trees.tree_for(kernel, members)?;
+            let t = trees.tree_for_members(kernel, members)?;
             let (v, ln_p_v) =
                 trees
                     .forest_mut()
@@ -312,8 +312,8 @@ impl<K: ConjugateKernel> TgSams<K> {
                 part.cluster(c).expect("live").members(),
                 part.cluster(c2).expect("live").members(),
             );
-            let i = m1[chooser.choose_uniform(m1.len())];
-            let j = m2[chooser.choose_uniform(m2.len())];
+            let i = m1[chooser.choose_uniform(m1.len())] as usize;
+            let j = m2[chooser.choose_uniform(m2.len())] as usize;
             let ln_prob = lm - (k as f64).ln() + ln_add_exp(ln_fwd, ln_back)
                 - (m1.len() as f64).ln()
                 - (m2.len() as f64).ln();
@@ -362,7 +362,7 @@ impl<K: ConjugateKernel> TgSams<K> {
         let c = part.cluster(slot).expect("live");
         self.rest.clear();
         self.rest
-            .extend(c.members().iter().copied().filter(|&k| k != i && k != j));
+            .extend(c.member_indices().filter(|&k| k != i && k != j));
         chooser.permutation(self.rest.len(), &mut self.order);
         let groups = &mut self.engine.as_mut().expect("prepared").groups;
         groups.reset(kernel, i, j);
@@ -458,7 +458,7 @@ impl<K: ConjugateKernel> TgSams<K> {
         self.rest.clear();
         self.forced.clear();
         for (g, (c, anchor)) in [(ci, i), (cj, j)].into_iter().enumerate() {
-            for &k in c.members() {
+            for k in c.member_indices() {
                 if k != anchor {
                     self.rest.push(k);
                     self.forced.push(g);
@@ -501,8 +501,8 @@ impl<K: ConjugateKernel> TgSams<K> {
             return Ok(StepInfo::proposal(false, first.unwrap_or(ahead)));
         };
         self.moved.clear();
-        self.moved.extend_from_slice(ci.members());
-        self.moved.extend_from_slice(cj.members());
+        self.moved.extend(ci.member_indices());
+        self.moved.extend(cj.member_indices());
         let t = engine.trees.build(kernel, &self.moved)?;
         let ln_pair = ln_split_pair(&mut engine.trees, t, i, j);
         let ln_pair = match ln_pair {
