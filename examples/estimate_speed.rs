@@ -52,7 +52,7 @@ fn main() -> nrmm::Result<()> {
         .map(|d| d.iter().max().map_or(0, |&k| k + 1))
         .sum::<usize>() as f64
         / m as f64;
-    let settings = SearchSettings::for_size(n, m, clusters, 0);
+    let settings = SearchSettings::for_size(n, set.atoms(), m, clusters, 0);
     println!(
         "{n} points, {m} draws, {} runs, {} threads",
         settings.runs,

@@ -186,6 +186,56 @@ fn the_search_is_the_same_on_one_thread_and_many() {
 }
 
 #[test]
+fn a_search_bounded_in_work_stops_early_says_so_and_is_the_same_on_any_thread_count() {
+    // Noisy draws of 60 points: sweetening and the zealous updates have work to do.
+    let raw = draws(60, 80, 0.3, 5);
+    let set = DrawSet::new(&raw).unwrap();
+    for loss in [
+        PartitionLoss::VI,
+        PartitionLoss::BINDER,
+        PartitionLoss::OneMinusAri,
+    ] {
+        let free = search_expected_loss(&set, loss, &SearchSettings::default()).unwrap();
+        assert!(!free.method.contains("bound"), "{}", free.method);
+        // A bound never reached changes nothing.
+        let loose = SearchSettings {
+            max_work: Some(u64::MAX),
+            ..SearchSettings::default()
+        };
+        assert_eq!(search_expected_loss(&set, loss, &loose).unwrap(), free);
+        // A bound of one evaluation: each run keeps its allocation after one scan at most.
+        let tight = SearchSettings {
+            max_work: Some(1),
+            ..SearchSettings::default()
+        };
+        let on = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| search_expected_loss(&set, loss, &tight).unwrap())
+        };
+        let cut = on(1);
+        assert_eq!(cut, on(4), "{}", loss.name());
+        assert!(
+            cut.method.contains("16 stopped at the bound on work"),
+            "{}",
+            cut.method
+        );
+        assert_eq!(cut.labels.len(), 60);
+        assert!(cut.expected_loss.is_finite());
+        assert!(
+            cut.expected_loss >= free.expected_loss - 1e-12,
+            "{}",
+            loss.name()
+        );
+        // Its loss is the one its labels have.
+        let direct = set.expected_loss(loss, &cut.labels).unwrap();
+        assert!((direct - cut.expected_loss).abs() <= 1e-12 * direct.abs().max(1.0));
+    }
+}
+
+#[test]
 fn bad_requests_are_refused() {
     let set = DrawSet::new(&[vec![0, 0, 1]]).unwrap();
     let bad_a = PartitionLoss::Vi { a: 2.0 };

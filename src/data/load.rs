@@ -1471,16 +1471,39 @@ pub fn write_dense(path: impl AsRef<Path>, data: &DenseData) -> Result<()> {
     write_atomically(path.as_ref(), |out| write_dense_to(out, data))
 }
 
-/// Writes labels one per line in the text format of [`parse_labels`].
-pub fn write_labels_to<W: Write, T: Display>(out: &mut W, labels: &[T]) -> io::Result<()> {
-    for label in labels {
-        writeln!(out, "{label}")?;
+/// Labels formatted together by one task of [`write_labels_to`].
+const LABEL_CHUNK: usize = 1 << 16;
+
+/// Chunks of [`LABEL_CHUNK`] labels formatted at once by [`write_labels_to`] before they are
+/// written: 2-3 MB of text held at a time whatever the number of labels.
+const LABEL_CHUNKS_AT_ONCE: usize = 32;
+
+/// Writes labels one per line in the text format of [`parse_labels`]. The text is formatted
+/// in parallel chunks and written in order, the same bytes as a loop over the labels: a run's
+/// summary on millions of points writes a dozen such files, which one thread formatted at a
+/// few hundredths of a microsecond a label while the other cores waited. Cost: O(n) work,
+/// O(n / threads) time and at most [`LABEL_CHUNKS_AT_ONCE`] chunks of text in memory.
+pub fn write_labels_to<W: Write, T: Display + Sync>(out: &mut W, labels: &[T]) -> io::Result<()> {
+    for group in labels.chunks(LABEL_CHUNK * LABEL_CHUNKS_AT_ONCE) {
+        let texts = group
+            .par_chunks(LABEL_CHUNK)
+            .map(|chunk| {
+                let mut text = Vec::with_capacity(chunk.len() * 3);
+                for label in chunk {
+                    writeln!(text, "{label}")?;
+                }
+                Ok(text)
+            })
+            .collect::<io::Result<Vec<Vec<u8>>>>()?;
+        for text in texts {
+            out.write_all(&text)?;
+        }
     }
     Ok(())
 }
 
 /// Writes labels to `path` (see [`write_labels_to`]) via a temporary file and a rename.
-pub fn write_labels<T: Display>(path: impl AsRef<Path>, labels: &[T]) -> Result<()> {
+pub fn write_labels<T: Display + Sync>(path: impl AsRef<Path>, labels: &[T]) -> Result<()> {
     write_atomically(path.as_ref(), |out| write_labels_to(out, labels))
 }
 
@@ -1528,6 +1551,25 @@ mod tests {
         let lines: Vec<_> = numbered_lines(b"\xEF\xBB\xBFa\r\nb\n").collect();
         assert_eq!(lines, vec![(1, &b"a"[..]), (2, &b"b"[..]), (3, &b""[..])]);
         assert_eq!(end_line(b"a\nb\n"), 3);
+    }
+
+    #[test]
+    fn labels_written_in_parallel_chunks_are_the_text_of_a_loop() {
+        // Three groups of chunks, the last part full, with labels of one to seven digits.
+        let n = 2 * LABEL_CHUNK * LABEL_CHUNKS_AT_ONCE + LABEL_CHUNK / 3;
+        let labels: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) % 9_999_999)
+            .collect();
+        let mut expected = String::new();
+        for l in &labels {
+            expected.push_str(&format!("{l}\n"));
+        }
+        let mut out = Vec::new();
+        write_labels_to(&mut out, &labels).unwrap();
+        assert_eq!(out, expected.as_bytes());
+        let mut none = Vec::new();
+        write_labels_to::<_, u32>(&mut none, &[]).unwrap();
+        assert!(none.is_empty());
     }
 
     #[test]

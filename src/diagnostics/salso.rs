@@ -58,18 +58,25 @@ pub struct SearchSettings {
     pub zealous: usize,
     /// Most sweetening scans after an allocation (each scan visits every point once).
     pub max_scans: usize,
+    /// Most work of each run beyond its first allocation, in point-draw-slot evaluations (an
+    /// atom weighed against one candidate cluster in one draw; a scan is `A M (K + 1)`), or
+    /// none for no bound: a run that has spent it ends its scan and stops (no more scans,
+    /// merges or zealous updates), keeping the partition it holds, whose loss every move
+    /// lowered. Counted, not timed, so the estimate is the same on every machine.
+    pub max_work: Option<u64>,
     /// The seed of the runs' orders.
     pub seed: u64,
 }
 
 impl Default for SearchSettings {
     /// 16 runs with 10 zealous updates each (the defaults of Dahl, Johnson & Müller's salso),
-    /// at most 100 scans, seed 0.
+    /// at most 100 scans, no bound on the work, seed 0.
     fn default() -> Self {
         SearchSettings {
             runs: 16,
             zealous: 10,
             max_scans: 100,
+            max_work: None,
             seed: 0,
         }
     }
@@ -84,17 +91,39 @@ const FULL_SEARCH_WORK: usize = 10_000_000;
 /// The fewest runs [`SearchSettings::for_size`] makes.
 const MIN_RUNS: usize = 4;
 
+/// Work (point-draw-slot evaluations) that [`SearchSettings::for_size`] gives a whole search,
+/// shared among its runs, at the least: one to two seconds of CPU (7-10 ns an evaluation),
+/// so that the searches of small and mid-sized problems are not cut.
+const MIN_SEARCH_WORK: f64 = 2e8;
+
+/// Scans, each of `A M (K̄ + 1)` evaluations at the draws' mean number of clusters `K̄`, that
+/// [`SearchSettings::for_size`] gives a whole search where that is more than
+/// [`MIN_SEARCH_WORK`]. On a million points' draws (26,614 atoms, 24 draws, K̄ ≈ 6.3) the
+/// unbounded searches spent 130 scans (VI), 90 (one minus the ARI, its estimate at 39
+/// clusters) and 192 (Binder's, at 66 clusters, each scan ten times the draws'), 24 s of the
+/// summary's wall time on two cores; the VI estimate's loss had settled within its first
+/// run's first polish.
+const SEARCH_SCANS: f64 = 40.0;
+
 impl SearchSettings {
     /// The default settings with `seed`, and fewer runs for large problems: 16 up to 10⁷
     /// point-draw-cluster products `n M K̄` (`clusters` = `K̄`, the draws' mean number of
     /// clusters), then in proportion, at least 4 (4 at 5,000 points and 1,000 draws of 10
     /// clusters). On concentrated posteriors of many points the runs agree, so fewer lose
     /// little.
-    pub fn for_size(n: usize, draws: usize, clusters: f64, seed: u64) -> Self {
+    ///
+    /// Each run's work is bounded too ([`SearchSettings::max_work`]): the search as a whole
+    /// spends at most [`SEARCH_SCANS`] scans of the `atoms` (at `K̄ + 1` candidates each), or
+    /// [`MIN_SEARCH_WORK`] evaluations where that is more, shared evenly among the runs.
+    pub fn for_size(n: usize, atoms: usize, draws: usize, clusters: f64, seed: u64) -> Self {
         let full = SearchSettings::default().runs;
         let work = ((n.saturating_mul(draws) as f64 * clusters.max(1.0)) as usize).max(1);
+        let runs = (full * FULL_SEARCH_WORK / work).clamp(MIN_RUNS, full);
+        let scan = atoms as f64 * draws as f64 * (clusters.max(1.0) + 1.0);
+        let total = (SEARCH_SCANS * scan).max(MIN_SEARCH_WORK);
         SearchSettings {
-            runs: (full * FULL_SEARCH_WORK / work).clamp(MIN_RUNS, full),
+            runs,
+            max_work: Some((total / runs as f64) as u64),
             seed,
             ..SearchSettings::default()
         }
@@ -227,6 +256,10 @@ struct Allocation<'a> {
     s: Vec<f64>,
     /// Points placed (the placed atoms' weights).
     placed: usize,
+    /// Point-draw-slot evaluations made so far ([`SearchSettings::max_work`]).
+    work: u64,
+    /// The most work before the run stops improving (`u64::MAX`: no bound).
+    max_work: u64,
 }
 
 impl<'a> Allocation<'a> {
@@ -245,7 +278,14 @@ impl<'a> Allocation<'a> {
             b: vec![0.0; draws.len()],
             s: vec![0.0; draws.len()],
             placed: 0,
+            work: 0,
+            max_work: u64::MAX,
         }
+    }
+
+    /// Whether the run has spent its work ([`SearchSettings::max_work`]).
+    fn spent(&self) -> bool {
+        self.work >= self.max_work
     }
 
     /// `f(x)`, from the table where it holds `x`; the same value either way.
@@ -360,6 +400,7 @@ impl<'a> Allocation<'a> {
         }
         let w = self.draws.weight(i);
         let columns = self.draws.atom_columns(i);
+        self.work += (columns.len() * scratch.candidates.len()) as u64;
         let m = self.draws.len() as f64;
         let n = self.placed + w as usize;
         let value = |j: usize| -> f64 {
@@ -435,9 +476,13 @@ impl<'a> Allocation<'a> {
     }
 
     /// Sweetening: scans over the atoms in random orders, moving each to its best slot, until
-    /// a scan moves none or `max_scans` have run. Returns the scans run.
+    /// a scan moves none, `max_scans` have run or the run's work is spent. Returns the scans
+    /// run.
     fn sweeten(&mut self, max_scans: usize, rng: &mut NrmmRng, scratch: &mut Scratch) -> usize {
         for scan in 1..=max_scans {
+            if self.spent() {
+                return scan - 1;
+            }
             let mut moved = 0;
             for i in shuffled(self.labels.len(), rng) {
                 let from = self.labels[i] as usize;
@@ -501,9 +546,12 @@ impl<'a> Allocation<'a> {
             let occupied: Vec<usize> = (0..self.sizes.len())
                 .filter(|&k| self.sizes[k] > 0)
                 .collect();
-            if occupied.len() < 2 || occupied.len() > MERGE_MAX_CLUSTERS {
+            if occupied.len() < 2 || occupied.len() > MERGE_MAX_CLUSTERS || self.spent() {
                 return;
             }
+            // Each pair weighed costs about a draw's columns of both clusters.
+            let pairs = occupied.len() * (occupied.len() - 1) / 2;
+            self.work += (pairs * self.draws.total_columns()) as u64;
             let now = self.expected();
             let mut best = (now, None);
             for (a, &k) in occupied.iter().enumerate() {
@@ -563,9 +611,19 @@ fn shuffled(n: usize, rng: &mut NrmmRng) -> Vec<usize> {
     order
 }
 
+/// What one run found.
+struct RunResult {
+    /// The expected loss of its partition.
+    expected: f64,
+    /// Each atom's cluster (the points' labels follow from them: [`point_labels`]).
+    atom_labels: Vec<u32>,
+    /// Whether it stopped at its bound on work ([`SearchSettings::max_work`]).
+    bounded: bool,
+}
+
 /// One run: a sequential allocation, sweetening, then zealous updates each followed by
-/// sweetening and kept when the loss falls. Returns the expected loss and each atom's cluster
-/// (the points' labels follow from them: [`point_labels`]).
+/// sweetening and kept when the loss falls, all after the allocation within the run's work
+/// ([`SearchSettings::max_work`]).
 fn run(
     draws: &DrawSet,
     loss: PartitionLoss,
@@ -573,7 +631,7 @@ fn run(
     settings: &SearchSettings,
     sequential: bool,
     rng: &mut NrmmRng,
-) -> (f64, Vec<u32>) {
+) -> RunResult {
     let mut scratch = Scratch::default();
     let mut state = Allocation::empty(draws, loss, Arc::clone(f));
     if sequential {
@@ -593,6 +651,9 @@ fn run(
             state.add(i, uniform_index(rng, k));
         }
     }
+    // The bound counts from here: a run always has a complete partition to improve on.
+    state.work = 0;
+    state.max_work = settings.max_work.unwrap_or(u64::MAX);
     state.polish(settings.max_scans, rng, &mut scratch);
     let mut attempts = 0;
     'zealous: while attempts < settings.zealous {
@@ -604,7 +665,7 @@ fn run(
         }
         let mut improved = false;
         for pick in shuffled(occupied.len(), rng) {
-            if attempts == settings.zealous {
+            if attempts == settings.zealous || state.spent() {
                 break 'zealous;
             }
             attempts += 1;
@@ -626,13 +687,20 @@ fn run(
                 // The clusters are renumbered: pick again among the new ones.
                 break;
             }
+            // The attempt's work was spent though its partition is not kept.
+            let work = state.work;
             state = saved;
+            state.work = work;
         }
         if !improved {
             break;
         }
     }
-    (state.expected(), state.into_atom_labels())
+    RunResult {
+        expected: state.expected(),
+        bounded: state.spent(),
+        atom_labels: state.into_atom_labels(),
+    }
 }
 
 /// Most partition-draw pairs scored when every partition is tried: `B_n M`, 4,140 × 1,207
@@ -692,7 +760,7 @@ pub fn search_expected_loss(
     let f = f_table(draws, loss);
     // Each run keeps its partition by atoms; only the best is spelled out per point (on a
     // million points, 8 MB a run otherwise).
-    let results: Vec<(f64, Vec<u32>)> = (0..settings.runs)
+    let results: Vec<RunResult> = (0..settings.runs)
         .into_par_iter()
         .map(|r| {
             // Stream `r` of a key no chain uses (chains use the chain streams).
@@ -700,16 +768,24 @@ pub fn search_expected_loss(
             run(draws, loss, &f, settings, r % 2 == 0, &mut rng)
         })
         .collect();
-    let (run, (_, atom_labels)) = results
+    let bounded = results.iter().filter(|r| r.bounded).count();
+    let (run, best) = results
         .into_iter()
         .enumerate()
-        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0).then(a.0.cmp(&b.0)))
+        .min_by(|a, b| a.1.expected.total_cmp(&b.1.expected).then(a.0.cmp(&b.0)))
         .expect("at least one run");
-    let labels = point_labels(draws, &atom_labels);
+    let labels = point_labels(draws, &best.atom_labels);
     let expected_loss = draws.expected_loss(loss, &labels)?;
+    let method = match bounded {
+        0 => format!("salso search, best of {} runs", settings.runs),
+        b => format!(
+            "salso search, best of {} runs ({b} stopped at the bound on work)",
+            settings.runs
+        ),
+    };
     Ok(LossEstimate {
         loss,
-        method: format!("salso search, best of {} runs", settings.runs),
+        method,
         expected_loss,
         n_clusters: labels.iter().max().map_or(0, |m| m + 1),
         among: draws.len(),

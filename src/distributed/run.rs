@@ -420,19 +420,19 @@ fn write_labels(comm: &dyn Comm, path: &Path, labels: &[u32]) -> Result<()> {
         comm,
         (),
         |()| {
-            let mut f = std::fs::OpenOptions::new()
+            let f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(rank > 0)
                 .write(true)
                 .truncate(rank == 0)
                 .open(path)
                 .map_err(write_err(path))?;
-            let mut text = String::with_capacity(3 * labels.len());
-            for l in labels {
-                text.push_str(&l.to_string());
-                text.push('\n');
-            }
-            f.write_all(text.as_bytes()).map_err(write_err(path))?;
+            let mut out = std::io::BufWriter::new(f);
+            crate::data::load::write_labels_to(&mut out, labels).map_err(write_err(path))?;
+            let f = out
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .map_err(write_err(path))?;
             f.sync_all().map_err(write_err(path))
         },
         |_| Vec::new(),

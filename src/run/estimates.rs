@@ -180,7 +180,7 @@ pub(super) fn loss_summary(
     }
     let set = fewer_for_many_clusters(set)?;
     let clusters = set.total_columns() as f64 / set.len() as f64;
-    let settings = SearchSettings::for_size(set.n(), set.len(), clusters, seed);
+    let settings = SearchSettings::for_size(set.n(), set.atoms(), set.len(), clusters, seed);
     let estimates = losses
         .iter()
         .map(|&loss| minimise_expected_loss(&set, loss, &settings))
