@@ -33,6 +33,15 @@ fn exp_weight(x: f64) -> f64 {
     }
 }
 
+/// [`exp_weight`] of each value, in place: a fixed length, so that the loop is vector
+/// operations.
+#[inline(always)]
+fn exp_weights<const N: usize>(v: &mut [f64; N]) {
+    for x in v.iter_mut() {
+        *x = exp_weight(*x);
+    }
+}
+
 /// The sum of one group of [`LANES`] values, pairwise.
 #[inline(always)]
 fn group_sum(v: &[f64]) -> f64 {
@@ -273,15 +282,24 @@ multiversion! {
                 p[b] = w[b] - max[b];
             }
         }
-        // The padding to a whole group weighs zero, as `draw_log_weights`'s does: its
-        // exponentials below are zeros.
-        p[ln_w.len()..].fill([f64::NEG_INFINITY; POINTS]);
-        // Four vectors of exponentials at a time (a group is two such runs): their chains of
-        // multiply-adds are independent, and the processor overlaps them.
-        for v in p.as_flattened_mut().as_chunks_mut::<{ 4 * POINTS }>().0 {
-            for x in v.iter_mut() {
-                *x = exp_weight(*x);
-            }
+        // The padding to a whole group weighs zero, as `draw_log_weights`'s does: the zeros
+        // that `exp_weight` gives its `-∞`, without computing them (a quarter of the
+        // exponentials at 6 clusters).
+        let (real, padding) = p.split_at_mut(ln_w.len());
+        padding.fill([0.0; POINTS]);
+        // Four vectors of exponentials at a time: their chains of multiply-adds are
+        // independent, and the processor overlaps them. The entries left over go two at a
+        // time through a copy padded with `-∞`, so that they too take the vector loop (a
+        // loop over single entries is left scalar, with a branch per value).
+        let (quads, rest) = real.as_flattened_mut().as_chunks_mut::<{ 4 * POINTS }>();
+        for v in quads {
+            exp_weights(v);
+        }
+        for part in rest.chunks_mut(2 * POINTS) {
+            let mut v = [f64::NEG_INFINITY; 2 * POINTS];
+            v[..part.len()].copy_from_slice(part);
+            exp_weights(&mut v);
+            part.copy_from_slice(&v[..part.len()]);
         }
         // The lane sums of `draw_log_weights`, entry e into lane e mod LANES: group by group,
         // the padding's zeros included, which leave a sum of non-negative terms unchanged.

@@ -74,6 +74,15 @@ pub trait ParametricKernel: ConjugateKernel {
     /// `ln f(x_i | θ)`, the likelihood of data point `i`. Hot path: no allocation.
     fn ln_f(&self, i: usize, theta: &Self::Param) -> f64;
 
+    /// Hints that data point `i` will be read soon (a cache prefetch), for passes that
+    /// gather points from scattered places (a launch's scans of a cluster's members or of a
+    /// sample of them), which ask a few points ahead. No effect on any result; the default
+    /// does nothing. Cost: O(1).
+    #[inline(always)]
+    fn prefetch(&self, i: usize) {
+        let _ = i;
+    }
+
     /// The log weights of a block of consecutive points against every component, for a label
     /// pass: `out[k · BLOCK + b] = offsets[k] + ln f(x_{first+b} | params[k])` for lanes
     /// `b < count` (`count ≤ BLOCK`, [`super::sweep_cache::BLOCK`]); lanes past `count`

@@ -552,6 +552,10 @@ const SIZE_TABLE_SIZES: usize = 1 << 16;
 /// (under 1.5 MB) on large data sets.
 const FACTOR_TABLE_SIZES: usize = 1 << 14;
 
+/// How many points ahead a batch statistic's passes ask for the point they will read
+/// (`NormalWishart::prefetch_point`): enough loads in flight to cover a trip to memory.
+const PREFETCH: usize = 16;
+
 /// The size-dependent factors of the rank-1 updates and of the predictive cache for a
 /// statistic of `n` points, with `r_n = r + n`. Each is the expression the update would
 /// evaluate, computed once per size: a table entry and a direct evaluation agree to the bit,
@@ -788,7 +792,13 @@ impl NormalWishart {
         let d = self.d;
         let inv_n = 1.0 / points.len() as f64;
         let (mean, m2, _) = s.parts_mut();
-        for &i in points {
+        // Each pass asks for the point `PREFETCH` places ahead: a cluster's points lie
+        // scattered over the data, and its loads waiting on memory, not the arithmetic,
+        // are what the passes cost.
+        for (k, &i) in points.iter().enumerate() {
+            if let Some(&ahead) = points.get(k + PREFETCH) {
+                self.prefetch_point(ahead.index());
+            }
             let i = i.index();
             for (m, &y) in mean.iter_mut().zip(self.point(i)) {
                 *m += y;
@@ -797,7 +807,10 @@ impl NormalWishart {
         for m in mean.iter_mut() {
             *m *= inv_n;
         }
-        for &i in points {
+        for (k, &i) in points.iter().enumerate() {
+            if let Some(&ahead) = points.get(k + PREFETCH) {
+                self.prefetch_point(ahead.index());
+            }
             let i = i.index();
             let y = self.point(i);
             for j in 0..d {
@@ -811,6 +824,23 @@ impl NormalWishart {
         s.n = points.len();
         self.refactor(&mut s);
         s
+    }
+
+    /// Asks the CPU to bring point `i`'s coordinates into its cache (a hint: no effect on
+    /// any result), for passes that gather points from scattered places. Cost: one
+    /// instruction on x86-64, nothing elsewhere.
+    #[inline(always)]
+    fn prefetch_point(&self, i: usize) {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = self.centred.as_ptr().wrapping_add(i * self.d);
+            // SAFETY: the build enables SSE (every x86-64 target does), the only feature the
+            // instruction needs; a prefetch never faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
+        let _ = i;
     }
 
     /// Point `i` in the kernel's centred coordinates (`x_i - ξ`), the frame of

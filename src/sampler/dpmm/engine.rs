@@ -24,6 +24,10 @@ pub const CHUNK: usize = 4096;
 /// Points per chunk of a statistics reduction (one set of group statistics each).
 pub const STAT_CHUNK: usize = 1 << 16;
 
+/// How many points ahead a pass that gathers scattered points asks for the one it will read
+/// ([`ParametricKernel::prefetch`]): enough loads in flight to cover a trip to memory.
+pub const GATHER_AHEAD: usize = 16;
+
 /// Group id that a reduction skips.
 pub const NO_GROUP: u32 = u32::MAX;
 
@@ -317,7 +321,13 @@ pub fn group_moments_of<K: ParametricKernel, I: PointIndex>(
     n_groups: usize,
 ) -> Vec<K::Moments> {
     grouped(
-        |j| points[j].index(),
+        |j| {
+            // The points of a launch's sample lie anywhere: ask for those a few entries on.
+            if let Some(ahead) = points.get(j + GATHER_AHEAD) {
+                kernel.prefetch(ahead.index());
+            }
+            points[j].index()
+        },
         groups,
         n_groups,
         || kernel.new_moments(),

@@ -34,7 +34,7 @@ use rayon::prelude::*;
 
 use super::engine::{
     chain_rng, draw_side, for_each_point, for_each_run_from, group_moments, group_moments_of,
-    group_stats, jump_shape, label_pass_from, side_log_probs, CHUNK,
+    group_stats, jump_shape, label_pass_from, side_log_probs, CHUNK, GATHER_AHEAD,
 };
 use super::{apply_labels, PassLabel};
 use crate::chooser::RngChooser;
@@ -1555,6 +1555,11 @@ fn side_pass<K: ParametricKernel, I: PointIndex, T: Send>(
     for_each_run_from(seed, first, out, Vec::new, |start, run, w, rng| {
         for (c, block) in run.chunks_mut(BLOCK).enumerate() {
             let j0 = start + c * BLOCK;
+            // The points of `pts` lie anywhere in the data: ask for the block's successors.
+            let ahead = (j0 + GATHER_AHEAD).min(pts.len());
+            for &i in &pts[ahead..(ahead + BLOCK).min(pts.len())] {
+                kernel.prefetch(i.index());
+            }
             kernel.ln_f_points(&pts[j0..j0 + block.len()], ln_pi, theta, w);
             for (b, o) in block.iter_mut().enumerate() {
                 f(j0 + b, w[b], w[BLOCK + b], o, rng)?;
