@@ -48,8 +48,8 @@ fn finish(offset: f64, p: &NwParam, q: &Lanes, out: &mut [f64]) {
 /// [`weigh_block`] for the dimension `D`: the centred differences `v_i = y_i - μ_i` once per
 /// component, then one sum `t_j` at a time (its terms in order of `i`, as every form adds
 /// them) squared into `q`. Only `t_j` and `q` stay in registers: keeping all `D` sums live
-/// at once (row by row) spills them to the stack for `D ≥ 6` on 16-register AVX2, where
-/// this form runs about twice as fast; the operations and their order are unchanged.
+/// at once (row by row) spilled them to the stack and reloaded them at every term on
+/// 16-register AVX2 at `D = 8`; the operations and their order are those of that form.
 #[inline(always)]
 fn weigh_fixed<const D: usize>(y: &[Lanes], offsets: &[f64], params: &[NwParam], out: &mut [f64]) {
     let y: &[Lanes; D] = y.try_into().expect("D coordinates");
