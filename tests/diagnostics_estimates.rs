@@ -5,7 +5,7 @@
 
 use nrmm::diagnostics::{
     adjusted_rand_index, minimise_expected_loss, search_expected_loss, CredibleBall, DrawSet,
-    PartitionLoss, SearchSettings,
+    LossEstimate, PartitionLoss, SearchSettings,
 };
 use nrmm::exact::SetPartitions;
 use nrmm::rng::{uniform_index, uniform_open01, NrmmRng, SeedPlan};
@@ -165,6 +165,18 @@ fn one_run_without_zealous_updates_also_finds_the_minimiser_of_a_clear_posterior
     }
 }
 
+/// `search()` run in a pool of `threads` threads, unwrapped.
+fn on_threads(
+    threads: usize,
+    search: impl FnOnce() -> nrmm::Result<LossEstimate> + Send,
+) -> LossEstimate {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(|| search().unwrap())
+}
+
 #[test]
 fn the_search_is_the_same_on_one_thread_and_many() {
     let raw = draws(60, 80, 0.3, 5);
@@ -174,13 +186,7 @@ fn the_search_is_the_same_on_one_thread_and_many() {
         ..SearchSettings::default()
     };
     for loss in [PartitionLoss::VI, PartitionLoss::OneMinusAri] {
-        let on = |threads| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-                .install(|| search_expected_loss(&set, loss, &settings).unwrap())
-        };
+        let on = |threads| on_threads(threads, || search_expected_loss(&set, loss, &settings));
         assert_eq!(on(1), on(4), "{}", loss.name());
     }
 }
@@ -208,13 +214,7 @@ fn a_search_bounded_in_work_stops_early_says_so_and_is_the_same_on_any_thread_co
             max_work: Some(1),
             ..SearchSettings::default()
         };
-        let on = |threads| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-                .install(|| search_expected_loss(&set, loss, &tight).unwrap())
-        };
+        let on = |threads| on_threads(threads, || search_expected_loss(&set, loss, &tight));
         let cut = on(1);
         assert_eq!(cut, on(4), "{}", loss.name());
         assert!(

@@ -290,19 +290,18 @@ pub fn side_log_probs(w0: f64, w1: f64) -> Result<[f64; 2]> {
     })
 }
 
-/// The [`ParametricKernel::Moments`] of `n_groups` groups, as [`group_stats`]: entry `j` is
-/// point `points[j]` (or `j`) in group `groups[j]` ([`NO_GROUP`] skips it); chunks of
+/// The [`ParametricKernel::Moments`] of `n_groups` groups, as [`group_stats`]: point `j` is
+/// in group `groups[j]` ([`NO_GROUP`] skips it); chunks of
 /// [`STAT_CHUNK`] entries are accumulated in index order and added in chunk order, so the
 /// result does not depend on the thread count. Cost: one `moments_add` per point (O(d²) for
 /// Normal-Wishart, without the factor updates of [`ConjugateKernel::add`]).
 pub fn group_moments<K: ParametricKernel>(
     kernel: &K,
-    points: Option<&[usize]>,
     groups: &[u32],
     n_groups: usize,
 ) -> Vec<K::Moments> {
     grouped(
-        |j| points.map_or(j, |p| p[j]),
+        |j| j,
         groups,
         n_groups,
         || kernel.new_moments(),
@@ -312,8 +311,7 @@ pub fn group_moments<K: ParametricKernel>(
 }
 
 /// [`group_moments`] of the points `points` (in either width, [`PointIndex`]): entry `j` is
-/// point `points[j]` in group `groups[j]`. The same moments as `group_moments` of the same
-/// points as `usize`.
+/// point `points[j]` in group `groups[j]`.
 pub fn group_moments_of<K: ParametricKernel, I: PointIndex>(
     kernel: &K,
     points: &[I],
@@ -336,19 +334,18 @@ pub fn group_moments_of<K: ParametricKernel, I: PointIndex>(
     )
 }
 
-/// The statistics of `n_groups` groups: point `points[j]` (or `j` when `points` is `None`)
-/// belongs to group `groups[j]` ([`NO_GROUP`] skips it). Each chunk of [`STAT_CHUNK`] entries
+/// The statistics of `n_groups` groups: point `j` belongs to group `groups[j]` ([`NO_GROUP`]
+/// skips it). Each chunk of [`STAT_CHUNK`] entries
 /// adds its points in index order; the chunk results are merged in chunk order, so the result
 /// does not depend on the thread count. Cost: one `add` per point and one `merge` per group
 /// and chunk.
 pub fn group_stats<K: ConjugateKernel>(
     kernel: &K,
-    points: Option<&[usize]>,
     groups: &[u32],
     n_groups: usize,
 ) -> Vec<K::Stat> {
     grouped(
-        |j| points.map_or(j, |p| p[j]),
+        |j| j,
         groups,
         n_groups,
         || kernel.empty_stat(),

@@ -1102,7 +1102,7 @@ impl<K: ParametricKernel> SubCluster<K> {
         let groups: Vec<u32> = (0..state.partition.n())
             .map(|i| 2 * slot_index[state.partition.slot_of(i)] + u32::from(self.sub[i]))
             .collect();
-        let sub_stats = group_moments(kernel, None, &groups, 2 * k);
+        let sub_stats = group_moments(kernel, &groups, 2 * k);
         let mut sub_params: Vec<K::Param> = (0..2 * k).map(|_| kernel.new_param()).collect();
         let mut sub_ln_w = vec![0.0; 2 * k];
         for g in 0..2 * k {
@@ -1167,7 +1167,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 .zip(&self.sub)
                 .map(|(&l, &v)| 2 * l + u32::from(v))
                 .collect();
-            let stats = group_stats(kernel, None, &groups, 2 * k);
+            let stats = group_stats(kernel, &groups, 2 * k);
             let mut moved = BTreeMap::new();
             for j in (0..k).filter(|&j| first[j] != usize::MAX) {
                 let mut hist = self.history.remove(&old_keys[j]).unwrap_or_default();
