@@ -20,9 +20,10 @@
 //! fitting its sub-clusters on the whole set and, in a second configuration, on a sample of
 //! 2 points (so the subsampled launch of large sets is covered too); a third configuration
 //! gives every set of more than one point the large-set proposals (spread anchors, restarts
-//! on a sample of 3 points, launch sides sharpened, the allocation family only for sets of
-//! at most 4 points), which the sampler otherwise makes only on sets of more than 1,024
-//! points (the allocation family's limit: 16,384).
+//! on a sample of 3 points, launch sides sharpened, the allocation family for sets of at
+//! most 4 points and, on larger ones, only for splits off and merges of single points), which
+//! the sampler otherwise makes only on sets of more than 1,024 points (the allocation family's
+//! limits: 16,384, and pieces of 1,024 above that).
 //!
 //! The Gibbs-type priors (two Pitman-Yor, two MFM) take the same three configurations and a
 //! fourth, the restricted Gibbs pass alone (no proposals), which checks the weight law given
@@ -136,7 +137,7 @@ fn large_set_move() -> Box<dyn Move<NormalWishart, Prior>> {
     Box::new(
         mv.with_launch_sample(2)
             .unwrap()
-            .with_large_sets(1, 3, 4)
+            .with_large_sets(1, 3, 4, 1)
             .unwrap(),
     )
 }

@@ -47,6 +47,9 @@
 //! default start (`Start::Auto`, the better of one cluster and an SVA-PM fit, what `nrmm run`
 //! uses), and from an over-split state, every true cluster cut in two (random halves or
 //! spatial halves across its principal axis), which must be merged back within the budget;
+//! and from the truth with a small ball of points cut out of its largest cluster
+//! ([`StartFrom::SmallPiece`], at 10⁵ points, for the exact sub-cluster sampler, whose
+//! launches cannot isolate such a piece to weigh its merge);
 //! and from the TRUE partition, itself a draw from the posterior, where an exact chain stays:
 //! on the separated set the mean log joint of its last quarter must lie within the tolerance
 //! of the truth's on either side (measured: within 6 nats at 10⁴ points, 17 at 10⁵, for every
@@ -392,6 +395,42 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// The true labels with the `m` points nearest (in Euclidean distance) to the first
+    /// point of the largest true cluster, that point included, given a label of their own:
+    /// a ball inside one cluster, which the posterior puts back into it (its points are
+    /// drawn from the cluster's Gaussian like the rest), but which fits its own points more
+    /// tightly than the cluster does, so that moves of one point at a time keep it.
+    pub fn small_piece(&self, m: usize) -> Vec<usize> {
+        let data = self.kernel.data();
+        let k = self.truth.iter().max().map_or(0, |l| l + 1);
+        let mut counts = vec![0usize; k];
+        for &l in &self.truth {
+            counts[l] += 1;
+        }
+        let largest = (0..k).max_by_key(|&c| counts[c]).expect("a cluster");
+        let centre = self
+            .truth
+            .iter()
+            .position(|&l| l == largest)
+            .expect("the cluster has a point");
+        let c = data.row(centre);
+        let mut near: Vec<(f64, usize)> = (0..self.truth.len())
+            .filter(|&i| self.truth[i] == largest)
+            .map(|i| {
+                let x = data.row(i);
+                (x.iter().zip(c).map(|(a, b)| (a - b) * (a - b)).sum(), i)
+            })
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut labels = self.truth.clone();
+        for &(_, i) in near.iter().take(m) {
+            labels[i] = k;
+        }
+        labels
+    }
+}
+
 /// The leading eigenvector of the covariance of the `members` of `data`, by power
 /// iteration (enough to cut a cluster across its longest direction).
 fn principal_axis(data: &DenseData, members: &[usize]) -> Vec<f64> {
@@ -441,7 +480,13 @@ pub enum StartFrom {
     /// an exact chain started there stays in the truth's region, and one that drifts away
     /// is not exact.
     Truth,
+    /// The true partition with a small ball of [`PIECE`] points cut out of its largest
+    /// cluster into a cluster of their own ([`Scenario::small_piece`]).
+    SmallPiece,
 }
+
+/// Points of the ball that [`StartFrom::SmallPiece`] cuts out of the largest true cluster.
+pub const PIECE: usize = 60;
 
 /// The sampler's settings as the command line gives them for `n` points by default.
 pub fn settings(kind: SamplerKind, n: usize) -> SamplerSettings {
@@ -506,6 +551,9 @@ pub fn run_chain(
         }
         StartFrom::Truth => {
             Partition::from_labels(kernel, &scn.truth).expect("one label per point")
+        }
+        StartFrom::SmallPiece => {
+            Partition::from_labels(kernel, &scn.small_piece(PIECE)).expect("one label per point")
         }
     };
     let start_joint = partition.ln_joint(&scn.prior);
@@ -659,7 +707,10 @@ pub fn check_at(spec: SetSpec, kind: SamplerKind, from: StartFrom, sweeps: u64) 
             scn.tol
         );
     }
-    if matches!(from, StartFrom::RandomHalves | StartFrom::SpatialHalves) {
+    if matches!(
+        from,
+        StartFrom::RandomHalves | StartFrom::SpatialHalves | StartFrom::SmallPiece
+    ) {
         assert!(
             rep.k_best_late <= scn.k_true + 2,
             "{kind} from {from:?} on {}: the best state of the second half has K = {}, true K \
@@ -912,6 +963,26 @@ reach_truth!(SEPARATED_LARGE, StartFrom::SpatialHalves;
         which no proposal merges back (see the random halves)"]
     large_subcluster_merges_spatial_halves => Subcluster,
 );
+
+reach_truth!(SEPARATED_LARGE, StartFrom::SmallPiece;
+    large_subcluster_merges_a_small_piece => Subcluster,
+);
+
+/// The small-piece start is what it says: one cluster more than the truth, a piece of
+/// [`PIECE`] points inside the largest true cluster, and far below the truth's log joint.
+#[test]
+fn the_small_piece_start_is_far_below_the_truth() {
+    let scn = Scenario::get(SEPARATED_LARGE);
+    let labels = scn.small_piece(PIECE);
+    let part = Partition::from_labels(&scn.kernel, &labels).unwrap();
+    assert_eq!(part.n_clusters(), scn.k_true + 1);
+    let below = scn.truth_joint - part.ln_joint(&scn.prior);
+    println!(
+        "small piece: {below:.1} nats below the truth (tolerance {:.1})",
+        scn.tol
+    );
+    assert!(below > 2.0 * scn.tol, "only {below:.1} below");
+}
 
 reach_truth!(OVERLAPPING_HUGE, StartFrom::One;
     #[ignore = "long: 10^6 points"] huge_subcluster_overlapping_from_one => Subcluster,

@@ -5,8 +5,11 @@
 //! the burn-in (its most frequent K, its range, the mean and spread of its log joint) and
 //! tells the two cases apart by the gap between the chains' mean log joints:
 //!
-//! * **A chain far below the best** (by more than [`FAR_NATS`] nats and [`FAR_SPREADS`] of
-//!   the two chains' spreads): one of its states is about `e^-gap` as probable as one of the
+//! * **A chain far below the best** (by more than [`FAR_NATS`] nats, and by [`FAR_SPREADS`]
+//!   of the two chains' spreads or with no number of clusters in common with the best
+//!   chain's over the whole of both series, so that the gap is between modes, not noise
+//!   within one: at 10⁶ points a chain that kept a seventh cluster of 61 points sat 119
+//!   nats below the others with a spread of 236, its K 7-8 against their 6): one of its states is about `e^-gap` as probable as one of the
 //!   best chain's, so with a gap of tens of nats its mode holds a negligible share of the
 //!   posterior unless it is vastly wider. It is most likely stuck. The check takes one run:
 //!   every chain started from the best chain's last state (`--init labels:FILE`); if they
@@ -71,11 +74,13 @@ pub const FAR_NATS: f64 = 10.0;
 /// called a gap between modes rather than noise within one.
 pub const FAR_SPREADS: f64 = 4.0;
 
-/// The gap below which chains sit in modes of similar height: both [`FAR_NATS`] and
-/// [`FAR_SPREADS`] times the larger spread of the two.
+/// Whether `other` sits far below `best` (see the module documentation): by more than
+/// [`FAR_NATS`], and by more than [`FAR_SPREADS`] times the larger spread of the two or in a
+/// range of K disjoint from `best`'s.
 fn far(best: &ChainPlace, other: &ChainPlace) -> bool {
     let gap = best.mean - other.mean;
-    gap > FAR_NATS && gap > FAR_SPREADS * best.sd.max(other.sd)
+    let apart = other.k_range.1 < best.k_range.0 || other.k_range.0 > best.k_range.1;
+    gap > FAR_NATS && (apart || gap > FAR_SPREADS * best.sd.max(other.sd))
 }
 
 /// The advice for chains that disagree (see the module documentation): each chain's place,
@@ -303,6 +308,30 @@ mod tests {
             near.contains("more sweeps: `sweeps` 4000 (about 5 min"),
             "{near}"
         );
+    }
+
+    /// A chain whose K never meets the best chain's is far below it by a gap within its
+    /// spread; one whose K meets it is not.
+    #[test]
+    fn a_chain_in_other_clusters_is_stuck_within_its_spread() {
+        let best = place(1, &[6.0; 4], &[-1000.0, -1200.0, -800.0, -1000.0]);
+        let apart = place(
+            2,
+            &[7.0, 8.0, 7.0, 7.0],
+            &[-1100.0, -1300.0, -900.0, -1100.0],
+        );
+        let text = mode_advice(&[best.clone(), apart], &[], None).unwrap();
+        assert!(
+            text.contains("Chain 2 sits at least 100 nats below chain 1"),
+            "{text}"
+        );
+        let meets = place(
+            2,
+            &[6.0, 7.0, 7.0, 7.0],
+            &[-1100.0, -1300.0, -900.0, -1100.0],
+        );
+        let text = mode_advice(&[best, meets], &[], None).unwrap();
+        assert!(text.contains("No chain sits far below"), "{text}");
     }
 
     #[test]

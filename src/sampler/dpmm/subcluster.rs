@@ -134,8 +134,13 @@ pub const LARGE_SET: usize = 1024;
 pub const SHARPEN: f64 = 10.0;
 
 /// The most points of a set the allocation family splits or merges into (see
-/// [`SubCluster`]); larger ones are left to the launch family.
+/// [`SubCluster`]); larger ones are left to the launch family, but for pieces of at most
+/// [`PIECE_MAX`] points.
 pub const ALLOCATION_MAX: usize = 16_384;
+
+/// The most points of a piece that the allocation family splits off a set of more than
+/// [`ALLOCATION_MAX`] points, or merges into one (see [`SubCluster`]).
+pub const PIECE_MAX: usize = 1024;
 
 /// Restarts of a large launch's sub-cluster fit, each from its own spread anchors, run in
 /// parallel (a restart's 1,024 points are one block of the engine, so one restart alone
@@ -273,10 +278,23 @@ enum Variant {
 ///      is accepted only where the split partition itself is more probable. The allocation
 ///      family keeps its plain sequential allocation, whose merges are what reunite random
 ///      or spatial halves of clusters (sharpened as well, they stopped doing so on 10⁴ points
-///      in `tests/scale.rs`), but makes no proposal whose set `S` exceeds
-///      [`ALLOCATION_MAX`] points (a split of such a set, or a merge into one, is rejected
-///      in both directions, so the family stays reversible): there its splits carry the
-///      same thousands of nats of side entropy, and they alone kept the chain over-split.
+///      in `tests/scale.rs`), but on a set `S` of more than [`ALLOCATION_MAX`] points it
+///      makes only splits that cut off a piece of at most [`PIECE_MAX`] points, and merges
+///      of such a piece into a larger cluster (a split whose sides both exceed it is
+///      rejected, as its reverse merge is, so the family stays reversible; the allocation
+///      stops as soon as both of its groups exceed it): on such sets its splits into two
+///      large halves carry the same thousands of nats of side entropy, and they alone kept
+///      the chain over-split. The pieces are what the launch family cannot reverse: a
+///      launch fits its sub-clusters on a sample, which hardly ever holds a small group of
+///      10⁵ points, so a piece cut off a large cluster, whose points each fit it better
+///      than their old cluster, stays. Measured in `tests/scale.rs` (10⁵ points): a ball of
+///      60 points cut out of a cluster of 70,000, 359 nats below the truth, drifted to
+///      2,000 below in 300 sweeps without these moves and is merged back by sweep 57 with
+///      them. They do not reach every piece: at 10⁶ points in 6 overlapping clusters, a
+///      piece of 30-60 points in the tail of one cluster where it meets another gains 220
+///      to 420 nats on merging, and the replay of its split costs 10-15 nats more than
+///      that (a cost that a nearest-first order, a slower-growing block or tempered group
+///      weights did not lower), so its merges are rejected.
 ///      Measured on that data (one chain from one cluster, `--nw-defaults scaled`, 30
 ///      sweeps): K = 5, log joint -719,352 (the true partition -751,468, where overlapping
 ///      clusters are better explained as one; DPMM.jl's criterion -719,680), where the
@@ -316,6 +334,8 @@ pub struct SubCluster<K: ParametricKernel> {
     restart_sample: usize,
     /// Exact variant: the largest set the allocation family proposes for.
     allocation_max: usize,
+    /// Exact variant: the largest piece the allocation family splits off a larger set.
+    piece_max: usize,
     params: Vec<K::Param>,
     /// The restricted pass's labels (and the faithful variant's) in four bytes a point.
     labels: Vec<u32>,
@@ -343,6 +363,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             large_set: LARGE_SET,
             restart_sample: RESTART_SAMPLE,
             allocation_max: ALLOCATION_MAX,
+            piece_max: PIECE_MAX,
             params: Vec::new(),
             labels: Vec::new(),
             narrow: Vec::new(),
@@ -367,18 +388,22 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// see [`SubCluster`]) for every set of more than `above` points instead of more than
     /// [`LARGE_SET`], the restarts on `restart_sample` points instead of 1,024, and the
     /// allocation family limited to sets of at most `allocation_max` points instead of
-    /// [`ALLOCATION_MAX`]. Any values keep the move exact (the proposal law still depends
-    /// only on `S`); the tests use small ones so that the exact checks on a few points cover
-    /// these paths. Errors if `restart_sample < 2`. No effect on the faithful variant.
+    /// [`ALLOCATION_MAX`], and above that to pieces of at most `piece_max` points instead of
+    /// [`PIECE_MAX`] (0: none). Any values keep the move exact (the proposal law still
+    /// depends only on `S`, and the limits refuse a split and its reverse merge alike); the
+    /// tests use small ones so that the exact checks on a few points cover these paths.
+    /// Errors if `restart_sample < 2`. No effect on the faithful variant.
     pub fn with_large_sets(
         mut self,
         above: usize,
         restart_sample: usize,
         allocation_max: usize,
+        piece_max: usize,
     ) -> Result<Self> {
         self.large_set = above;
         self.restart_sample = sample_size("restart sample", restart_sample)?;
         self.allocation_max = allocation_max;
+        self.piece_max = piece_max;
         Ok(self)
     }
 
@@ -635,8 +660,10 @@ impl<K: ParametricKernel> SubCluster<K> {
     /// With `forced`, replays the allocation forced to those sides instead of drawing.
     /// Returns the sides and `ln q`, the log probability of the allocation; stops early,
     /// returning the partial sum, once that falls to `stop_below` or less (every further
-    /// term is `≤ 0`, so the caller's decision is already made). Cost:
-    /// O(|s|) predictive evaluations and statistic additions, parallel within blocks.
+    /// term is `≤ 0`, so the caller's decision is already made). With `piece = Some(m)`,
+    /// returns `None` as soon as both groups hold more than `m` points (groups only grow,
+    /// so the allocation can no longer end in a split with a side of at most `m` points).
+    /// Cost: O(|s|) predictive evaluations and statistic additions, parallel within blocks.
     #[allow(clippy::too_many_arguments)]
     fn allocate<P: NrmPrior>(
         &self,
@@ -647,24 +674,40 @@ impl<K: ParametricKernel> SubCluster<K> {
         second: usize,
         forced: Option<&[u8]>,
         stop_below: f64,
+        piece: Option<usize>,
         rng: &mut NrmmRng,
-    ) -> Result<(Vec<u8>, f64)> {
+    ) -> Result<Option<(Vec<u8>, f64)>> {
         let n = s.len();
         let mut order: Vec<usize> = (0..n).filter(|&j| j != first && j != second).collect();
-        for j in (1..order.len()).rev() {
-            order.swap(j, uniform_index(rng, j + 1));
+        // A uniform order. With a piece limit it is drawn block by block (Fisher-Yates from
+        // the front), as far as the allocation goes: a split of a large set usually stops
+        // after a few blocks.
+        let mut ordered = 0;
+        if piece.is_none() {
+            for j in (1..order.len()).rev() {
+                order.swap(j, uniform_index(rng, j + 1));
+            }
+            ordered = order.len();
         }
+        let mut draw_order = |order: &mut [usize], upto: usize, rng: &mut NrmmRng| {
+            for p in ordered..upto {
+                order.swap(p, p + uniform_index(rng, order.len() - p));
+            }
+            ordered = ordered.max(upto);
+        };
         let mut sides = vec![0u8; n];
         sides[second] = 1;
         let mut stats = [
             kernel.stat_of(&[s[first] as usize]),
             kernel.stat_of(&[s[second] as usize]),
         ];
-        let mut drawn: Vec<(u8, f64)> = vec![(0, 0.0); order.len()];
+        // Grown block by block, as far as the allocation goes.
+        let mut drawn: Vec<(u8, f64)> = vec![(0, 0.0); order.len().min(ALLOCATION_EARLY)];
         let mut block_points: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         // The first points go to either side with probability ½ (see the type's
         // documentation); then blocks of doubling length, each allocated in parallel.
         let early = order.len().min(ALLOCATION_EARLY);
+        draw_order(&mut order, early, rng);
         for (p, &j) in order[..early].iter().enumerate() {
             let i = s[j] as usize;
             let w0 =
@@ -682,9 +725,17 @@ impl<K: ParametricKernel> SubCluster<K> {
             kernel.add(&mut stats[side as usize], i);
         }
         let mut ln_q: f64 = drawn[..early].iter().map(|d| d.1).sum();
+        let too_big = |stats: &[K::Stat; 2]| {
+            piece.is_some_and(|m| kernel.count(&stats[0]) > m && kernel.count(&stats[1]) > m)
+        };
         let (mut start, mut len) = (early, early);
         while start < order.len() && ln_q > stop_below {
+            if too_big(&stats) {
+                return Ok(None);
+            }
             let end = (start + len).min(order.len());
+            draw_order(&mut order, end, rng);
+            drawn.resize(end, (0, 0.0));
             let ln_w = [
                 prior.ln_kappa_join(kernel.count(&stats[0])),
                 prior.ln_kappa_join(kernel.count(&stats[1])),
@@ -734,7 +785,10 @@ impl<K: ParametricKernel> SubCluster<K> {
             start = end;
             len = 2 * len.max(1);
         }
-        Ok((sides, ln_q))
+        if too_big(&stats) {
+            return Ok(None);
+        }
+        Ok(Some((sides, ln_q)))
     }
 
     /// One split or merge proposal of the allocation family (see [`SubCluster`]): its
@@ -754,8 +808,10 @@ impl<K: ParametricKernel> SubCluster<K> {
         if split {
             let slot = slots[chooser.choose_uniform(k)];
             let c = state.partition.cluster(slot).expect("live");
-            // Both directions refuse a set above the limit, so the family stays reversible.
-            if c.size() < 2 || c.size() > self.allocation_max {
+            // Above the limit, both directions refuse a split whose sides both exceed the
+            // piece limit, so the family stays reversible.
+            let piece = (c.size() > self.allocation_max).then_some(self.piece_max);
+            if c.size() < 2 || piece.is_some_and(|m| m == 0) {
                 return Ok((REJECTED, None));
             }
             let (s, _) = sorted_members(&state.partition, slot, None);
@@ -766,7 +822,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             if second >= first {
                 second += 1;
             }
-            let (sides, ln_q) = self.allocate(
+            let Some((sides, ln_q)) = self.allocate(
                 kernel,
                 &prior,
                 &s,
@@ -774,8 +830,12 @@ impl<K: ParametricKernel> SubCluster<K> {
                 second,
                 None,
                 f64::NEG_INFINITY,
+                piece,
                 rng,
-            )?;
+            )?
+            else {
+                return Ok((REJECTED, None));
+            };
             split_by_sides(
                 kernel,
                 &prior,
@@ -803,7 +863,7 @@ impl<K: ParametricKernel> SubCluster<K> {
                 state.partition.cluster(sy).expect("live"),
             );
             let (nx, ny) = (cx.size(), cy.size());
-            if nx + ny > self.allocation_max {
+            if nx + ny > self.allocation_max && nx.min(ny) > self.piece_max {
                 return Ok((REJECTED, None));
             }
             let ln_target_ratio = h(nx + ny, kernel.ln_marginal_pair(cx.stat(), cy.stat()))
@@ -834,7 +894,7 @@ impl<K: ParametricKernel> SubCluster<K> {
             let first = nth(0, uniform_index(rng, nx));
             let second = nth(1, uniform_index(rng, ny));
             let stop_below = ln_u - ln_rest;
-            let (_, ln_q) = self.allocate(
+            let Some((_, ln_q)) = self.allocate(
                 kernel,
                 &prior,
                 &points,
@@ -842,8 +902,13 @@ impl<K: ParametricKernel> SubCluster<K> {
                 second,
                 Some(&sides),
                 stop_below,
+                None,
                 rng,
-            )?;
+            )?
+            else {
+                // Unreachable: a replay without a piece limit always returns its sides.
+                return Ok((REJECTED, None));
+            };
             let info = decide(ln_rest + ln_q, ln_u);
             Ok((info, (info.accepted == 1).then_some(Change::Merge(sx, sy))))
         }
