@@ -36,6 +36,9 @@ pub struct ChainPlace {
     pub sd: f64,
     /// The file of its last state (labels), for a run to start from.
     pub last_state: String,
+    /// Whether its log joint still rises: the mean of the second half of the series above
+    /// the first half's by more than [`FAR_NATS`].
+    pub rising: bool,
 }
 
 impl ChainPlace {
@@ -55,6 +58,10 @@ impl ChainPlace {
         let k_range = (*counts.keys().next()?, *counts.keys().next_back()?);
         let n = log_joint.len() as f64;
         let mean = log_joint.iter().sum::<f64>() / n;
+        let half = log_joint.len() / 2;
+        let mean_of = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let rising =
+            half > 0 && mean_of(&log_joint[half..]) - mean_of(&log_joint[..half]) > FAR_NATS;
         let sd = (log_joint.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
         Some(ChainPlace {
             chain,
@@ -63,6 +70,7 @@ impl ChainPlace {
             mean,
             sd,
             last_state,
+            rising,
         })
     }
 }
@@ -81,6 +89,30 @@ fn far(best: &ChainPlace, other: &ChainPlace) -> bool {
     let gap = best.mean - other.mean;
     let apart = other.k_range.1 < best.k_range.0 || other.k_range.0 > best.k_range.1;
     gap > FAR_NATS && (apart || gap > FAR_SPREADS * best.sd.max(other.sd))
+}
+
+/// The chains that more sweeps are unlikely to bring to the best chain (the one of highest
+/// mean log joint): those far below it ([`FAR_NATS`]) whose K never met the best chain's
+/// and whose log joint no longer rises. Such a chain holds clusters that the best chain
+/// never visits and has stopped climbing; its mode is separated from the best one by a
+/// barrier its moves do not cross (at 10⁶ points, a seventh cluster of 61 points that a
+/// chain split off at sweep 31 and kept to sweep 250), and the run's automatic budget stops
+/// lengthening the chains for it (see [`super::AutoBudget`]). Cost O(chains).
+pub fn stuck_apart(places: &[ChainPlace]) -> Vec<u64> {
+    let Some(best) = places
+        .iter()
+        .max_by(|a, b| a.mean.total_cmp(&b.mean).then(b.chain.cmp(&a.chain)))
+    else {
+        return Vec::new();
+    };
+    places
+        .iter()
+        .filter(|p| {
+            let apart = p.k_range.1 < best.k_range.0 || p.k_range.0 > best.k_range.1;
+            p.chain != best.chain && apart && !p.rising && best.mean - p.mean > FAR_NATS
+        })
+        .map(|p| p.chain)
+        .collect()
 }
 
 /// The advice for chains that disagree (see the module documentation): each chain's place,
@@ -311,25 +343,36 @@ mod tests {
     }
 
     /// A chain whose K never meets the best chain's is far below it by a gap within its
-    /// spread; one whose K meets it is not.
+    /// spread, and stuck apart unless its log joint still rises; one whose K meets it is
+    /// neither.
     #[test]
     fn a_chain_in_other_clusters_is_stuck_within_its_spread() {
         let best = place(1, &[6.0; 4], &[-1000.0, -1200.0, -800.0, -1000.0]);
         let apart = place(
             2,
             &[7.0, 8.0, 7.0, 7.0],
-            &[-1100.0, -1300.0, -900.0, -1100.0],
+            &[-1100.0, -900.0, -1300.0, -1100.0],
         );
-        let text = mode_advice(&[best.clone(), apart], &[], None).unwrap();
+        assert!(!apart.rising);
+        let text = mode_advice(&[best.clone(), apart.clone()], &[], None).unwrap();
         assert!(
             text.contains("Chain 2 sits at least 100 nats below chain 1"),
             "{text}"
         );
+        assert_eq!(stuck_apart(&[apart, best.clone()]), vec![2]);
+        let climbing = place(
+            2,
+            &[7.0, 8.0, 7.0, 7.0],
+            &[-1300.0, -1300.0, -1000.0, -1000.0],
+        );
+        assert!(climbing.rising);
+        assert!(stuck_apart(&[best.clone(), climbing]).is_empty());
         let meets = place(
             2,
             &[6.0, 7.0, 7.0, 7.0],
-            &[-1100.0, -1300.0, -900.0, -1100.0],
+            &[-1100.0, -900.0, -1300.0, -1100.0],
         );
+        assert!(stuck_apart(&[best.clone(), meets.clone()]).is_empty());
         let text = mode_advice(&[best, meets], &[], None).unwrap();
         assert!(text.contains("No chain sits far below"), "{text}");
     }

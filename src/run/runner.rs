@@ -35,7 +35,7 @@ use super::record::{chain_dir, DataSource, RunDir, RunRecord, CHECKPOINT_FORMAT}
 use super::resume::{load_checkpoint, ChainFile, EndState};
 use super::spec::{AutoBudget, Budget, SamplerSpec};
 use super::start::Resolved;
-use super::summary::{chains_agree, Summary, ESS_WANTED, RHAT_LIMIT};
+use super::summary::{round_verdict, RoundVerdict, Summary, ESS_WANTED, RHAT_LIMIT};
 use super::trace::TraceWriter;
 use super::{
     create_dir, previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord,
@@ -546,7 +546,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
 /// Runs the chains of every run to its budget, all in parallel: a sweep or time budget in one
 /// round; an [`AutoBudget`] in rounds, each ended by every chain of the run reaching the
 /// round's length, after which the run's traces decide whether another round follows
-/// ([`chains_agree`]). A chain that fails stops the others at their next sweep; the first
+/// ([`round_verdict`]). A chain that fails stops the others at their next sweep; the first
 /// error in job order is returned once every chain has stopped.
 fn run_rounds<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
     runners: &[Runner<'_>],
@@ -716,7 +716,8 @@ impl<K: ConjugateKernel, P: NrmPrior> Handler<K, P> for Watching<'_> {
 
 /// After a round of an automatic budget that ended at `end` sweeps, the budget of the next
 /// round of `runner`'s `chains`, or `None` when the run is done: a chain stopped early, the
-/// most sweeps are reached, or the chains agree ([`chains_agree`], on the traces flushed here).
+/// most sweeps are reached, or the chains agree or some sit apart where more sweeps are
+/// unlikely to move them ([`round_verdict`], on the traces flushed here).
 fn next_round<'c, 'r: 'c, 'k: 'c, K: ConjugateKernel + 'static>(
     runner: &Runner<'_>,
     chains: impl Iterator<Item = &'c mut Running<'r, 'k, K>>,
@@ -732,8 +733,26 @@ fn next_round<'c, 'r: 'c, 'k: 'c, K: ConjugateKernel + 'static>(
         dir: runner.dir.clone(),
         record: runner.record.clone(),
     };
-    if !all_there || end >= auto.max || chains_agree(&run)? {
+    if !all_there || end >= auto.max {
         return Ok(None);
+    }
+    match round_verdict(&run)? {
+        RoundVerdict::Agree => return Ok(None),
+        RoundVerdict::StuckApart(stuck) => {
+            let names: Vec<String> = stuck.iter().map(u64::to_string).collect();
+            runner.monitor.note(&format!(
+                "note: after {end} sweeps chain{} {} sit{} far below the best chain in \
+                 clusters it never visits and no longer rise{}: more sweeps of these chains \
+                 are unlikely to settle it, so they stop here (the summary says where each \
+                 chain sits and what would settle it)",
+                if stuck.len() > 1 { "s" } else { "" },
+                names.join(", "),
+                if stuck.len() > 1 { "" } else { "s" },
+                if stuck.len() > 1 { "" } else { "s" },
+            ));
+            return Ok(None);
+        }
+        RoundVerdict::Disagree => {}
     }
     let next = auto.round_end(end + 1);
     runner.monitor.note(&format!(

@@ -425,7 +425,10 @@ pub enum Budget {
 /// length, up to `max` sweeps. A quantity agrees when it has a rank-normalised split R-hat of
 /// at most 1.01 and a bulk effective sample size of at least 400 (Vehtari et al. 2021), or
 /// when it held one and the same value in every chain (an R-hat and an ESS of a constant
-/// series say nothing; see [`super::summary::chains_agree`]).
+/// series say nothing; see [`super::summary::agrees`]). The chains also stop lengthening
+/// when some of them sit far below the best one in clusters it never visits and no longer
+/// rise ([`super::modes::stuck_apart`]): doubling the chains would rarely move them, and
+/// the summary says where each chain sits and what would settle it.
 ///
 /// The decision at each round depends only on the chains' traces up to that round, never on
 /// time, so a seed gives the same chains and the same length on any machine, on any number

@@ -11,7 +11,7 @@ pub use super::dahl::{DrawSource, Estimate};
 use super::estimates::{
     loss_summary, short_name, ByLoss, LossSummary, BALL_LEVEL, MAX_ATOM_CLUSTERS,
 };
-use super::modes::{mode_advice, ChainPlace};
+use super::modes::{mode_advice, stuck_apart, ChainPlace};
 use super::record::{chain_dir, RunDir};
 use super::resume::{ChainFile, EndState};
 use super::spec::{SamplerKind, SamplerSettings};
@@ -473,17 +473,42 @@ pub fn agrees(s: &SeriesSummary) -> bool {
     constant || (s.rhat <= RHAT_LIMIT && s.ess_bulk >= ESS_WANTED)
 }
 
-/// Whether the chains of `run`, as their traces stand (each read to its last row; the
-/// run's burn-in, else the first half of each chain, left out), agree on every traced
-/// quantity (see [`super::AutoBudget`]). Cost: reading the traces, O(S log S) for S rows.
-pub fn chains_agree(run: &RunDir) -> Result<bool> {
+/// What the chains of a run say at the end of a round of an automatic budget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoundVerdict {
+    /// Every traced quantity agrees ([`agrees`]).
+    Agree,
+    /// They disagree, and these chains sit apart from the best one where more sweeps are
+    /// unlikely to bring them ([`super::modes::stuck_apart`]).
+    StuckApart(Vec<u64>),
+    /// They disagree; more sweeps may settle it.
+    Disagree,
+}
+
+/// What the chains of `run`, as their traces stand (each read to its last row; the run's
+/// burn-in, else the first half of each chain, left out), say (see [`super::AutoBudget`]).
+/// Cost: reading the traces, O(S log S) for S rows.
+pub fn round_verdict(run: &RunDir) -> Result<RoundVerdict> {
     let mut ignored = Vec::new();
     let mut series = Vec::new();
+    let mut places = Vec::new();
     for c in run.record.spec.chain_indices() {
-        series.push(read_chain(run, c, None, &mut ignored)?.1);
+        let s = read_chain(run, c, None, &mut ignored)?.1;
+        if let (Some(k), Some(lj)) = (s.series.get("n_clusters"), s.series.get("log_joint")) {
+            places.extend(ChainPlace::of(c, String::new(), k, lj));
+        }
+        series.push(s);
     }
     let (diagnostics, _) = diagnose(&series);
-    Ok(diagnostics.values().all(agrees))
+    if diagnostics.values().all(agrees) {
+        return Ok(RoundVerdict::Agree);
+    }
+    let stuck = stuck_apart(&places);
+    Ok(if stuck.is_empty() {
+        RoundVerdict::Disagree
+    } else {
+        RoundVerdict::StuckApart(stuck)
+    })
 }
 
 impl Summary {
