@@ -115,6 +115,21 @@ pub fn stuck_apart(places: &[ChainPlace]) -> Vec<u64> {
         .collect()
 }
 
+/// The chains far below the best one (the one of highest mean log joint; see the module
+/// documentation), best first: those the advice calls stuck. Cost O(chains log chains).
+pub fn far_below_best(places: &[ChainPlace]) -> Vec<u64> {
+    let mut order: Vec<&ChainPlace> = places.iter().collect();
+    order.sort_by(|a, b| b.mean.total_cmp(&a.mean).then(a.chain.cmp(&b.chain)));
+    match order.split_first() {
+        Some((best, rest)) => rest
+            .iter()
+            .filter(|p| far(best, p))
+            .map(|p| p.chain)
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
 /// The advice for chains that disagree (see the module documentation): each chain's place,
 /// the best first, and what to do; `command` is the run's command line (empty where there is
 /// none, as in a library call: the advice then names the parameters) and `longer` the
@@ -149,11 +164,7 @@ pub fn mode_advice(
         text.push(';');
     }
     text.pop();
-    let stuck: Vec<String> = order[1..]
-        .iter()
-        .filter(|p| far(best, p))
-        .map(|p| p.chain.to_string())
-        .collect();
+    let stuck: Vec<String> = far_below_best(places).iter().map(u64::to_string).collect();
     if stuck.is_empty() {
         text.push_str(
             ". No chain sits far below the best: they share one region or modes of similar \

@@ -11,7 +11,7 @@ pub use super::dahl::{DrawSource, Estimate};
 use super::estimates::{
     loss_summary, short_name, ByLoss, LossSummary, BALL_LEVEL, MAX_ATOM_CLUSTERS,
 };
-use super::modes::{mode_advice, stuck_apart, ChainPlace};
+use super::modes::{far_below_best, mode_advice, stuck_apart, ChainPlace};
 use super::record::{chain_dir, RunDir};
 use super::resume::{ChainFile, EndState};
 use super::spec::{SamplerKind, SamplerSettings};
@@ -86,17 +86,21 @@ fn above(value: f64, limit: f64) -> String {
 
 /// The warning for a quantity whose R-hat is above [`RHAT_LIMIT`], with the sweeps per chain
 /// to try; an infinite R-hat (each chain kept one value, not all the same) said in words.
-fn rhat_warning(name: &str, rhat: f64, try_sweeps: u64) -> Option<String> {
+fn rhat_warning(name: &str, rhat: f64, try_sweeps: Option<u64>) -> Option<String> {
+    let what = match try_sweeps {
+        Some(sweeps) => {
+            format!("run longer before trusting the estimates (try `sweeps` {sweeps})")
+        }
+        None => "more sweeps are unlikely to settle it (where the chains sit, below)".into(),
+    };
     if rhat == f64::INFINITY {
         Some(format!(
             "R-hat of {name} is infinite: every chain kept one value of it after the burn-in, \
-             not all the same one; the chains have not mixed; run longer before trusting the \
-             estimates (try `sweeps` {try_sweeps})"
+             not all the same one; the chains have not mixed; {what}"
         ))
     } else if rhat > RHAT_LIMIT {
         Some(format!(
-            "R-hat of {name} is {} > {RHAT_LIMIT}: the chains have not mixed; run longer \
-             before trusting the estimates (try `sweeps` {try_sweeps})",
+            "R-hat of {name} is {} > {RHAT_LIMIT}: the chains have not mixed; {what}",
             above(rhat, RHAT_LIMIT)
         ))
     } else {
@@ -594,28 +598,33 @@ impl Summary {
                 ));
             }
         }
+        let places: Vec<ChainPlace> = chains
+            .iter()
+            .zip(&series)
+            .zip(&last_states)
+            .filter_map(|((c, s), last)| {
+                ChainPlace::of(
+                    c.chain,
+                    last.display().to_string(),
+                    s.series.get("n_clusters")?,
+                    s.series.get("log_joint")?,
+                )
+            })
+            .collect();
+        // Where the advice below names stuck chains, more sweeps are not what settles the
+        // log joint and K, so their warnings do not suggest them.
+        let stuck = !far_below_best(&places).is_empty();
         let mut mixed = true;
         for (name, s) in &diagnostics {
-            if let Some(w) = rhat_warning(name, s.rhat, longer_run(&chains, s.ess_bulk)) {
+            let modes = matches!(name.as_str(), "log_joint" | "n_clusters");
+            let try_sweeps = (!(stuck && modes)).then(|| longer_run(&chains, s.ess_bulk));
+            if let Some(w) = rhat_warning(name, s.rhat, try_sweeps) {
                 warnings.push(w);
-                mixed &= !matches!(name.as_str(), "log_joint" | "n_clusters");
+                mixed &= !modes;
             }
             warnings.extend(ess_warning(name, s, longer_run(&chains, s.ess_bulk)));
         }
         if !mixed {
-            let places: Vec<ChainPlace> = chains
-                .iter()
-                .zip(&series)
-                .zip(&last_states)
-                .filter_map(|((c, s), last)| {
-                    ChainPlace::of(
-                        c.chain,
-                        last.display().to_string(),
-                        s.series.get("n_clusters")?,
-                        s.series.get("log_joint")?,
-                    )
-                })
-                .collect();
             let command = runs[0].record.commands.first().cloned().unwrap_or_default();
             // The longer run the R-hat warnings suggest, and its time at the slowest chain's
             // speed.
@@ -985,17 +994,22 @@ mod tests {
 
     #[test]
     fn rhat_warnings_name_the_value_and_what_to_try() {
-        assert_eq!(rhat_warning("log_joint", 1.005, 2000), None);
-        assert_eq!(rhat_warning("log_joint", f64::NAN, 2000), None);
-        let w = rhat_warning("log_joint", 1.2, 2000).unwrap();
+        assert_eq!(rhat_warning("log_joint", 1.005, Some(2000)), None);
+        assert_eq!(rhat_warning("log_joint", f64::NAN, Some(2000)), None);
+        let w = rhat_warning("log_joint", 1.2, Some(2000)).unwrap();
         assert!(w.starts_with("R-hat of log_joint is 1.200 > 1.01"), "{w}");
         assert!(w.ends_with("(try `sweeps` 2000)"), "{w}");
-        let w = rhat_warning("n_clusters", f64::INFINITY, 10000).unwrap();
+        let w = rhat_warning("n_clusters", f64::INFINITY, Some(10000)).unwrap();
         assert!(
             w.starts_with("R-hat of n_clusters is infinite: every chain kept one value"),
             "{w}"
         );
         assert!(w.ends_with("(try `sweeps` 10000)"), "{w}");
+        let w = rhat_warning("n_clusters", 4.5, None).unwrap();
+        assert!(
+            w.ends_with("more sweeps are unlikely to settle it (where the chains sit, below)"),
+            "{w}"
+        );
     }
 
     #[test]

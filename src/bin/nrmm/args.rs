@@ -445,7 +445,8 @@ pub struct RunArgs {
     pub seed: u64,
     /// Number of sweeps per chain, or auto (the default unless --seconds is given): 1000
     /// sweeps, then the chains' length doubled until they agree (every traced quantity with
-    /// R-hat at most 1.01 and a bulk ESS of at least 400), up to --max-sweeps. The rounds
+    /// R-hat at most 1.01 and a bulk ESS of at least 400) or a chain sits far below the best
+    /// one in clusters it never visits and no longer rises, up to --max-sweeps. The rounds
     /// depend on the traces only, so a seed gives the same run on every machine. With
     /// --resume, the new total.
     #[arg(long, conflicts_with = "seconds", allow_negative_numbers = true)]
