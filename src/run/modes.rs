@@ -9,8 +9,8 @@
 //!   of the two chains' spreads or with no number of clusters in common with the best
 //!   chain's over the whole of both series, so that the gap is between modes, not noise
 //!   within one: at 10⁶ points a chain that kept a seventh cluster of 61 points sat 119
-//!   nats below the others with a spread of 236, its K 7-8 against their 6): one of its states is about `e^-gap` as probable as one of the
-//!   best chain's, so with a gap of tens of nats its mode holds a negligible share of the
+//!   nats below the others with a spread of 236, its K 7-8 against their 6): one of its
+//!   states is about `e^-gap` as probable as one of the best chain's, so with a gap of tens of nats its mode holds a negligible share of the
 //!   posterior unless it is vastly wider. It is most likely stuck. The check takes one run:
 //!   every chain started from the best chain's last state (`--init labels:FILE`); if they
 //!   stay at its log joint, the lower chains were stuck, and that run's estimate stands.
@@ -73,6 +73,18 @@ impl ChainPlace {
             rising,
         })
     }
+
+    /// Whether none of this chain's numbers of clusters lies in `other`'s range.
+    fn k_apart(&self, other: &ChainPlace) -> bool {
+        self.k_range.1 < other.k_range.0 || self.k_range.0 > other.k_range.1
+    }
+}
+
+/// The chains best first: highest mean log joint, ties by index. Cost O(c log c).
+fn by_height(places: &[ChainPlace]) -> Vec<&ChainPlace> {
+    let mut order: Vec<&ChainPlace> = places.iter().collect();
+    order.sort_by(|a, b| b.mean.total_cmp(&a.mean).then(a.chain.cmp(&b.chain)));
+    order
 }
 
 /// Nats below the best chain's mean log joint beyond which a chain is called far below it.
@@ -87,8 +99,7 @@ pub const FAR_SPREADS: f64 = 4.0;
 /// range of K disjoint from `best`'s.
 fn far(best: &ChainPlace, other: &ChainPlace) -> bool {
     let gap = best.mean - other.mean;
-    let apart = other.k_range.1 < best.k_range.0 || other.k_range.0 > best.k_range.1;
-    gap > FAR_NATS && (apart || gap > FAR_SPREADS * best.sd.max(other.sd))
+    gap > FAR_NATS && (other.k_apart(best) || gap > FAR_SPREADS * best.sd.max(other.sd))
 }
 
 /// The chains that more sweeps are unlikely to bring to the best chain (the one of highest
@@ -97,33 +108,25 @@ fn far(best: &ChainPlace, other: &ChainPlace) -> bool {
 /// never visits and has stopped climbing; its mode is separated from the best one by a
 /// barrier its moves do not cross (at 10⁶ points, a seventh cluster of 61 points that a
 /// chain split off at sweep 31 and kept to sweep 250), and the run's automatic budget stops
-/// lengthening the chains for it (see [`super::AutoBudget`]). Cost O(chains).
+/// lengthening the chains for it (see [`super::AutoBudget`]). Cost O(chains log chains).
 pub fn stuck_apart(places: &[ChainPlace]) -> Vec<u64> {
-    let Some(best) = places
-        .iter()
-        .max_by(|a, b| a.mean.total_cmp(&b.mean).then(b.chain.cmp(&a.chain)))
-    else {
-        return Vec::new();
-    };
-    places
-        .iter()
-        .filter(|p| {
-            let apart = p.k_range.1 < best.k_range.0 || p.k_range.0 > best.k_range.1;
-            p.chain != best.chain && apart && !p.rising && best.mean - p.mean > FAR_NATS
-        })
-        .map(|p| p.chain)
-        .collect()
+    below_best(places, |best, p| {
+        far(best, p) && p.k_apart(best) && !p.rising
+    })
 }
 
 /// The chains far below the best one (the one of highest mean log joint; see the module
 /// documentation), best first: those the advice calls stuck. Cost O(chains log chains).
 pub fn far_below_best(places: &[ChainPlace]) -> Vec<u64> {
-    let mut order: Vec<&ChainPlace> = places.iter().collect();
-    order.sort_by(|a, b| b.mean.total_cmp(&a.mean).then(a.chain.cmp(&b.chain)));
-    match order.split_first() {
+    below_best(places, far)
+}
+
+/// The chains after the best one, best first, for which `keep(best, chain)` holds.
+fn below_best(places: &[ChainPlace], keep: impl Fn(&ChainPlace, &ChainPlace) -> bool) -> Vec<u64> {
+    match by_height(places).split_first() {
         Some((best, rest)) => rest
             .iter()
-            .filter(|p| far(best, p))
+            .filter(|p| keep(best, p))
             .map(|p| p.chain)
             .collect(),
         None => Vec::new(),
@@ -143,8 +146,7 @@ pub fn mode_advice(
     if places.len() < 2 {
         return None;
     }
-    let mut order: Vec<&ChainPlace> = places.iter().collect();
-    order.sort_by(|a, b| b.mean.total_cmp(&a.mean).then(a.chain.cmp(&b.chain)));
+    let order = by_height(places);
     let best = order[0];
     let mut text = String::from("where the chains sit after the burn-in:");
     for p in &order {
