@@ -8,7 +8,10 @@
 use nrmm::data::{Dataset, DenseData};
 use nrmm::model::{AnyKernel, KernelKind, Model, ModelSpec, NwDefaults};
 use nrmm::rng::SeedPlan;
-use nrmm::run::pilot::{pooled_within, settle, Settled, PILOT_POINTS};
+use nrmm::run::pilot::{
+    full_pilot_sweeps, pooled_within, settle, Settled, FULL_PILOT_DIMENSIONS, MIN_PILOT_SWEEPS,
+    PILOT_POINTS, PILOT_SWEEPS,
+};
 use nrmm::run::start::Resolved;
 use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec, Start};
 use rand_distr::{Distribution, StandardNormal};
@@ -61,6 +64,33 @@ fn separated(k: usize, per: usize, d: usize, factor: &[f64], seed: u64) -> Dense
     DenseData::new(k * per, d, values).unwrap()
 }
 
+/// `k` clusters of `per` points in `d` dimensions, each centre ±10 in every coordinate (signs
+/// drawn), spread by N(0, I), or, when `correlated`, with every coordinate moving with the
+/// first (`0.3 z_a + z_0`: covariance 0.09 I plus a common factor, far from diagonal).
+fn signed(k: usize, per: usize, d: usize, correlated: bool, seed: u64) -> DenseData {
+    let mut rng = SeedPlan::new(seed).chain(0);
+    let mut side = || -> f64 {
+        let s: f64 = StandardNormal.sample(&mut rng);
+        if s < 0.0 {
+            -10.0
+        } else {
+            10.0
+        }
+    };
+    let centres: Vec<Vec<f64>> = (0..k).map(|_| (0..d).map(|_| side()).collect()).collect();
+    let mut rng = SeedPlan::new(seed).chain(1);
+    let mut values = Vec::with_capacity(k * per * d);
+    for centre in &centres {
+        for _ in 0..per {
+            let z: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut rng)).collect();
+            values.extend(
+                (0..d).map(|a| centre[a] + if correlated { 0.3 * z[a] + z[0] } else { z[a] }),
+            );
+        }
+    }
+    DenseData::new(k * per, d, values).unwrap()
+}
+
 fn identity(d: usize) -> Vec<f64> {
     (0..d * d).map(|i| f64::from(i % (d + 1) == 0)).collect()
 }
@@ -98,6 +128,44 @@ fn correlated_clusters_keep_the_full_kernel() {
     let m = settled_default(separated(3, 60, 3, &f, 8), 1);
     assert!(matches!(m.kernel, AnyKernel::Nw(_)), "{:?}", m.spec.kernel);
     assert_eq!(m.spec.pilot.expect("recorded").diagonal_by, None);
+}
+
+/// Above [`FULL_PILOT_DIMENSIONS`] the full kernel's pilot runs fewer sweeps, from the
+/// diagonal kernel's best partition, and the kernels are still told apart by evidence:
+/// correlated clusters with points enough keep the full kernel (its shorter pilot recorded),
+/// spherical clusters of few points take the diagonal one.
+#[test]
+fn above_64_dimensions_the_full_kernels_shorter_pilot_still_chooses_by_evidence() {
+    let d = 72;
+    assert!(d > FULL_PILOT_DIMENSIONS);
+    let m = settled_default(signed(4, 400, d, true, 12), 1);
+    assert!(matches!(m.kernel, AnyKernel::Nw(_)), "{:?}", m.spec.kernel);
+    let pilot = m.spec.pilot.expect("recorded");
+    assert_eq!(
+        (pilot.sweeps, pilot.diagonal_by),
+        (full_pilot_sweeps(d), None)
+    );
+    assert!(pilot.clusters > 1, "{pilot:?}");
+    assert!(pilot.sweeps < PILOT_SWEEPS);
+
+    let m = settled_default(signed(6, 100, d, false, 13), 1);
+    assert!(
+        matches!(m.kernel, AnyKernel::Diag(_)),
+        "{:?}",
+        m.spec.kernel
+    );
+    let pilot = m.spec.pilot.expect("recorded");
+    assert_eq!((pilot.sweeps, pilot.clusters), (PILOT_SWEEPS, 6));
+    assert!(pilot.diagonal_by.is_some_and(|by| by > 0), "{pilot:?}");
+}
+
+#[test]
+fn the_full_kernels_pilot_sweeps_shrink_as_the_square_of_the_dimensions() {
+    let got: Vec<u64> = [2, 64, 65, 128, 1_000]
+        .into_iter()
+        .map(full_pilot_sweeps)
+        .collect();
+    assert_eq!(got, [200, 200, 194, 50, MIN_PILOT_SWEEPS]);
 }
 
 #[test]

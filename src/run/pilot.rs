@@ -47,13 +47,20 @@
 //! [`Model::pilot_partition`]: the exact sub-cluster sampler's chains start there under
 //! `--init auto` ([`crate::run::spec::Start::resolve`]).
 //!
+//! **Many dimensions.** A sweep of the full kernel costs O(d²) a point, so above
+//! [`FULL_PILOT_DIMENSIONS`] its pilot runs fewer sweeps, shrinking as `1/d²`
+//! ([`full_pilot_sweeps`]), and where the kernels are weighed the diagonal kernel's pilot runs
+//! first and the full kernel's chains start from its best partition: the full kernel's pilot
+//! then costs about what it costs at 64 dimensions.
+//!
 //! Cost: [`PILOT_CHAINS`] chains of [`PILOT_SWEEPS`] sweeps of SAMS (in parallel) over
-//! `m = min(N, PILOT_POINTS)` points, O(m d²) for the pooled covariance, one kernel
-//! construction over the `N` points and, on a subsample, O(N) to draw it and O(m d) to copy
-//! it; twice the pilot (the second at the diagonal kernel's O(m d) per sweep) when the kernel
-//! is weighed; on a subsample, `N K` predictive evaluations to carry the best partition to
-//! every point. So the pilot's time is bounded at any `N`: 6 s on two cores for 10,000
-//! points in 3 dimensions in 8 clusters, both kernels.
+//! `m = min(N, PILOT_POINTS)` points ([`full_pilot_sweeps`] for the full kernel), O(m d²)
+//! for the pooled covariance, one kernel construction over the `N` points and, on a
+//! subsample, O(N) to draw it and O(m d) to copy it; twice the pilot (the second at the
+//! diagonal kernel's O(m d) per sweep) when the kernel is weighed; on a subsample, `N K`
+//! predictive evaluations to carry the best partition to every point. So the pilot's time is
+//! bounded at any `N` and, but for the floor of [`MIN_PILOT_SWEEPS`], at any `d`: 6 s on two
+//! cores for 10,000 points in 3 dimensions in 8 clusters, both kernels.
 
 pub mod mixed;
 
@@ -78,6 +85,33 @@ pub const PILOT_SWEEPS: u64 = 200;
 
 /// Pilot chains, run in parallel.
 pub const PILOT_CHAINS: usize = 2;
+
+/// The most dimensions at which the full-covariance kernel's pilot runs all
+/// [`PILOT_SWEEPS`]; above it the pilot is bounded in `d` as it is in `n`
+/// ([`full_pilot_sweeps`]). Every shared real set (up to 64 varying columns) stays below it.
+pub const FULL_PILOT_DIMENSIONS: usize = 64;
+
+/// The fewest sweeps of a full-covariance kernel's pilot, however many the dimensions.
+pub const MIN_PILOT_SWEEPS: u64 = 10;
+
+/// Sweeps of each chain of the full-covariance kernel's pilot in `d` dimensions:
+/// [`PILOT_SWEEPS`] up to [`FULL_PILOT_DIMENSIONS`], then that many times
+/// `(FULL_PILOT_DIMENSIONS / d)²` (rounded up), at least [`MIN_PILOT_SWEEPS`].
+///
+/// **Why.** A sweep of the full kernel costs O(d²) a point where the diagonal kernel's costs
+/// O(d): on 100,000 × 128 points in 80 clusters the full kernel's 200 sweeps over the
+/// pilot's 10,000 points took two thirds of the default run, only to lose to the diagonal
+/// kernel. With the sweeps shrinking as `1/d²`, the full kernel's pilot costs at most what
+/// it costs at 64 dimensions (until the floor), and where the kernels are weighed it starts
+/// from the diagonal kernel's best partition ([`settle`]), so that its fewer sweeps refine a
+/// good partition rather than search from a poor one. Cost: none.
+pub fn full_pilot_sweeps(d: usize) -> u64 {
+    if d <= FULL_PILOT_DIMENSIONS {
+        return PILOT_SWEEPS;
+    }
+    let share = (FULL_PILOT_DIMENSIONS as f64 / d as f64).powi(2);
+    ((PILOT_SWEEPS as f64 * share).ceil() as u64).max(MIN_PILOT_SWEEPS)
+}
 
 /// The first chain index of the pilot's random streams: far above any run's chain numbers,
 /// so a pilot never shares a stream with a chain of the run. The subsample is drawn from the
@@ -276,25 +310,55 @@ struct Chosen {
 }
 
 /// [`settle`] on `model`'s own points (all of a run's, or its pilot's subsample), weighing
-/// the diagonal kernel against the full one when `weigh`.
+/// the diagonal kernel against the full one when `weigh`. Above [`FULL_PILOT_DIMENSIONS`]
+/// the diagonal kernel's pilot runs first and the full kernel's fewer sweeps
+/// ([`full_pilot_sweeps`]) start from its best partition; below, the full kernel's pilot runs
+/// first, from the default start, as it did before the bound.
 fn settle_on(model: &Model, weigh: bool, seed: u64, stop: Option<&AtomicBool>) -> Result<Chosen> {
-    let full = settle_kernel(model, seed, stop)?;
     let alone = |o: Outcome| Chosen {
         settled: o.settled,
         labels: o.labels,
     };
-    if !weigh || matches!(full.settled, Settled::Interrupted) {
-        return Ok(alone(full));
-    }
-    let Some(diagonal) = diagonal_of(model) else {
-        return Ok(alone(full));
+    let d = dimensions(model);
+    let sweeps = full_pilot_sweeps(d);
+    let diagonal = if weigh { diagonal_of(model) } else { None };
+    let Some(diagonal) = diagonal else {
+        // The full kernel alone, or the diagonal one asked for (its sweeps cost O(d)).
+        let own = match model.kernel {
+            AnyKernel::Nw(_) => sweeps,
+            _ => PILOT_SWEEPS,
+        };
+        return Ok(alone(settle_kernel(model, Plan::sweeps(own), seed, stop)?));
     };
     let diagonal = diagonal?;
-    let other = settle_kernel(&diagonal, seed, stop)?;
+    let (full, other) = if d > FULL_PILOT_DIMENSIONS {
+        let other = settle_kernel(&diagonal, Plan::sweeps(PILOT_SWEEPS), seed, stop)?;
+        let Some(start) = &other.labels else {
+            return Ok(alone(other));
+        };
+        let plan = Plan {
+            sweeps,
+            start: Some(start),
+        };
+        (settle_kernel(model, plan, seed, stop)?, other)
+    } else {
+        // Independent pilots on their own streams, so run at once: on more cores than the
+        // pilot's chains the second costs no wall time.
+        let (full, other) = rayon::join(
+            || settle_kernel(model, Plan::sweeps(sweeps), seed, stop),
+            || settle_kernel(&diagonal, Plan::sweeps(PILOT_SWEEPS), seed, stop),
+        );
+        let full = full?;
+        if matches!(full.settled, Settled::Interrupted) {
+            return Ok(alone(full));
+        }
+        (full, other?)
+    };
     let (other_labels, full_labels) = (other.labels, full.labels);
     let mut labels = full_labels;
     let settled = match (other.settled, other.score, full.score) {
         (Settled::Interrupted, _, _) => Settled::Interrupted,
+        (_, _, None) => full.settled,
         (Settled::Scaled(m), Some(g), Some(f))
             if g - f > MIN_EVIDENCE_PER_POINT * model.n_points() as f64 =>
         {
@@ -316,6 +380,31 @@ fn settle_on(model: &Model, weigh: bool, seed: u64, stop: Option<&AtomicBool>) -
         _ => full.settled,
     };
     Ok(Chosen { settled, labels })
+}
+
+/// The pilot's chains and sweeps for `model` in words ("2 chains of 200 sweeps", or with the
+/// full-covariance kernel's fewer sweeps above [`FULL_PILOT_DIMENSIONS`]), for a front end's
+/// progress line. Cost: none.
+pub fn sweeps_line(model: &Model) -> String {
+    let full = full_pilot_sweeps(dimensions(model));
+    let chains = format!("{PILOT_CHAINS} chains of");
+    match &model.kernel {
+        AnyKernel::Nw(_) if full < PILOT_SWEEPS && weighs_kernels(model) => format!(
+            "{chains} {PILOT_SWEEPS} sweeps for the diagonal kernel, then {full} for the full \
+             covariance kernel from its best partition"
+        ),
+        AnyKernel::Nw(_) => format!("{chains} {full} sweeps"),
+        _ => format!("{chains} {PILOT_SWEEPS} sweeps"),
+    }
+}
+
+/// The dimensions of the points of `model`'s kernel on real vectors (0 for another kernel).
+fn dimensions(model: &Model) -> usize {
+    match &model.kernel {
+        AnyKernel::Nw(k) => k.data().d(),
+        AnyKernel::Diag(k) => k.data().d(),
+        _ => 0,
+    }
 }
 
 /// `model`'s settings over its data with the diagonal kernel, when its kernel is the
@@ -367,11 +456,36 @@ struct Outcome {
     labels: Option<Vec<usize>>,
 }
 
-/// [`settle`] for the model's own kernel: the pilot, the pooled scale and its checks.
-fn settle_kernel(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Outcome> {
+/// How long a pilot's chains run, and where they start.
+#[derive(Clone, Copy)]
+pub(super) struct Plan<'a> {
+    /// Sweeps of each chain.
+    pub sweeps: u64,
+    /// The start (labels, one per point), or `None` for the default start.
+    pub start: Option<&'a [usize]>,
+}
+
+impl Plan<'_> {
+    /// `sweeps` sweeps from the default start.
+    pub fn sweeps(sweeps: u64) -> Self {
+        Plan {
+            sweeps,
+            start: None,
+        }
+    }
+}
+
+/// [`settle`] for the model's own kernel: the pilot run by `plan`, the pooled scale and its
+/// checks.
+fn settle_kernel(
+    model: &Model,
+    plan: Plan<'_>,
+    seed: u64,
+    stop: Option<&AtomicBool>,
+) -> Result<Outcome> {
     let found = match &model.kernel {
-        AnyKernel::Nw(k) => best_partition(k, &model.prior, model, seed, stop)?,
-        AnyKernel::Diag(k) => best_partition(k, &model.prior, model, seed, stop)?,
+        AnyKernel::Nw(k) => best_partition(k, &model.prior, model, plan, seed, stop)?,
+        AnyKernel::Diag(k) => best_partition(k, &model.prior, model, plan, seed, stop)?,
         _ => {
             return Ok(Outcome {
                 settled: Settled::NotDue,
@@ -387,7 +501,7 @@ fn settle_kernel(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<
             labels: None,
         });
     };
-    let settled = settle_labels(model, &labels)?;
+    let settled = settle_labels(model, &labels, plan.sweeps)?;
     let scored = match &settled {
         Settled::Scaled(m) => m.as_ref(),
         _ => model,
@@ -438,12 +552,12 @@ fn carried_to_all(model: &Model, rows: &[usize], labels: &[usize]) -> Result<Arc
     })
 }
 
-/// The model with the scale pooled from the pilot's best partition `labels`, or why the
-/// scaled default stays.
-fn settle_labels(model: &Model, labels: &[usize]) -> Result<Settled> {
+/// The model with the scale pooled from the pilot's best partition `labels` (found by chains
+/// of `sweeps` sweeps), or why the scaled default stays.
+fn settle_labels(model: &Model, labels: &[usize], sweeps: u64) -> Result<Settled> {
     let clusters = labels.iter().max().map_or(0, |m| m + 1);
     let pilot = PilotScale {
-        sweeps: PILOT_SWEEPS,
+        sweeps,
         chains: PILOT_CHAINS,
         clusters,
         diagonal_by: None,
@@ -502,13 +616,14 @@ fn settle_labels(model: &Model, labels: &[usize]) -> Result<Settled> {
 }
 
 /// The highest-log-joint partition (canonical labels) of the second half of
-/// [`PILOT_CHAINS`] chains of [`PILOT_SWEEPS`] sweeps of the default sampler from the
-/// default start, or `None` if `stop` ended them. Ties go to the lower chain, so the result
-/// does not depend on the order the chains finish in.
+/// [`PILOT_CHAINS`] chains of the default sampler run by `plan` (its sweeps, from its start
+/// or the default one), or `None` if `stop` ended them. Ties go to the lower chain, so the
+/// result does not depend on the order the chains finish in.
 pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
     kernel: &K,
     prior: &Prior,
     model: &Model,
+    plan: Plan<'_>,
     seed: u64,
     stop: Option<&AtomicBool>,
 ) -> Result<Option<Vec<usize>>> {
@@ -525,15 +640,25 @@ pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'st
         .map(|c| {
             let chain_index = PILOT_STREAM + c;
             let moves = settings.schedule::<K>(model.spec.resamples_hyper(), prior)?;
-            let (partition, _) = Resolved::Auto.partition(kernel, prior, seed, chain_index)?;
+            let partition = match plan.start {
+                Some(labels) => crate::partition::Partition::from_labels(kernel, labels)?,
+                None => {
+                    Resolved::Auto
+                        .partition(kernel, prior, seed, chain_index)?
+                        .0
+                }
+            };
             let state = State {
                 partition,
                 prior: prior.clone(),
             };
             let rng = crate::rng::SeedPlan::new(seed).chain(chain_index);
             let mut chain = Chain::new(kernel, state, rng, moves);
-            let mut budget = super::spec::Budget::Sweeps(PILOT_SWEEPS);
-            let mut best = KeepBest::default();
+            let mut budget = super::spec::Budget::Sweeps(plan.sweeps);
+            let mut best = KeepBest {
+                after: plan.sweeps / 2,
+                best: None,
+            };
             let never = AtomicBool::new(false);
             let mut flag = StopFlag {
                 flag: stop.unwrap_or(&never),
@@ -566,15 +691,16 @@ pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'st
 type Best = Option<(f64, Vec<usize>)>;
 
 /// Keeps the highest-log-joint state of a chain's second half.
-#[derive(Default)]
 struct KeepBest {
+    /// The sweep after which the second half begins.
+    after: u64,
     best: Best,
 }
 
 impl<K: ConjugateKernel, P: crate::prior::NrmPrior> Handler<K, P> for KeepBest {
     fn after_sweep(&mut self, chain: &mut Chain<'_, K, P>, record: &SweepRecord) -> Result<()> {
         let better = self.best.as_ref().is_none_or(|(b, _)| record.ln_joint > *b);
-        if record.sweep > PILOT_SWEEPS / 2 && better {
+        if record.sweep > self.after && better {
             self.best = Some((record.ln_joint, chain.state().partition.canonical_labels()));
         }
         Ok(())

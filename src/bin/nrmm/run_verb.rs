@@ -43,18 +43,18 @@ fn new_spec(a: &RunArgs, n: usize, d: usize) -> Result<SamplerSpec> {
     })
 }
 
-/// What the pilot of a new run over `n` points runs on ([`pilot::pilot_rows`]), for its
+/// What the pilot of a new run of `model` runs on ([`pilot::pilot_rows`]), for its
 /// progress line.
-fn pilot_line(n: usize) -> String {
+fn pilot_line(model: &nrmm::model::Model) -> String {
+    let n = model.n_points();
     let points = if n > pilot::PILOT_POINTS {
         format!("{} random points of {n}", pilot::PILOT_POINTS)
     } else {
         format!("all {n} points")
     };
     format!(
-        "pilot: {} chains of {} sweeps on {points} for the cluster scale",
-        pilot::PILOT_CHAINS,
-        pilot::PILOT_SWEEPS
+        "pilot: {} on {points} for the cluster scale",
+        pilot::sweeps_line(model)
     )
 }
 
@@ -126,7 +126,7 @@ pub fn run(a: RunArgs) -> Result<Status> {
     crate::interrupt::install();
     let model = match &spec {
         Some(s) if pilot::is_due(&model) => {
-            let phase = Phase::start(&pilot_line(model.n_points()));
+            let phase = Phase::start(&pilot_line(&model));
             let settled = pilot::settle(&model, s.seed, Some(&crate::interrupt::REQUESTED))?;
             phase.finish();
             match settled {

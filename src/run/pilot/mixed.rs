@@ -18,7 +18,7 @@
 //! Cost: two pilots over at most [`super::PILOT_POINTS`] rows, one with the full block's
 //! O(d_r²) per predictive.
 
-use super::{best_partition, pilot_rows, Settled, MIN_DOF_PER_DIM};
+use super::{best_partition, pilot_rows, Plan, Settled, MIN_DOF_PER_DIM, PILOT_SWEEPS};
 use crate::data::table::ColumnType;
 use crate::data::Dataset;
 use crate::error::Result;
@@ -99,7 +99,8 @@ pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Set
         let AnyKernel::Mixed(k) = &m.kernel else {
             unreachable!("the product kernel was asked for");
         };
-        let Some(labels) = best_partition(k, &m.prior, &m, seed, stop)? else {
+        let Some(labels) = best_partition(k, &m.prior, &m, Plan::sweeps(PILOT_SWEEPS), seed, stop)?
+        else {
             return Ok(Settled::Interrupted);
         };
         *score = crate::partition::Partition::from_labels(k, &labels)?.ln_joint(&m.prior);
