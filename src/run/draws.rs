@@ -19,8 +19,8 @@ use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// One recorded partition of a chain, its labels of type `L`: `usize` where draws are read
-/// for use, `u32` (half the memory, the same text in a file) where a chain records or holds
-/// them while it runs.
+/// for use, `u32` (half the memory) where a chain's best state is held for the summary. A
+/// running chain writes and holds its draws with [`NarrowLabels`] (the same text).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Draw<L = usize> {
     /// The sweep after which it was recorded.
