@@ -384,12 +384,11 @@ fn a_large_data_sets_pilot_runs_on_a_bounded_subsample() {
     assert!(carried[..6_000].iter().all(|&z| z == carried[0]));
     assert!(carried[6_000..].iter().all(|&z| z == carried[6_000]));
     assert_ne!(carried[0], carried[6_000]);
-    let want: Vec<i64> = carried.iter().map(|&z| i64::from(z)).collect();
     assert_eq!(
         Start::Auto
             .resolve(x.n(), SamplerKind::Subcluster, Some(&carried))
             .unwrap(),
-        Resolved::Labels(want)
+        Resolved::Pilot(carried.clone())
     );
     assert_eq!(
         Start::Auto

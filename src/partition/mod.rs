@@ -150,6 +150,25 @@ impl<K: ConjugateKernel> Partition<K> {
     /// A partition from labels (any integers; equal labels share a cluster). Slots are
     /// assigned in order of first appearance. Errors if the length differs from the data.
     pub fn from_labels<L: Copy + Ord>(kernel: &K, labels: &[L]) -> Result<Self> {
+        Self::check_labels(kernel, labels)?;
+        Ok(Self::build(kernel, labels, Vec::new(), Vec::new()))
+    }
+
+    /// Makes this partition the one [`Partition::from_labels`] builds from `labels`, reusing
+    /// its per-point buffers and freeing its member lists before the new ones are made, so
+    /// that a rebuild never holds two partitions (12 bytes a point each) at once. Errors as
+    /// `from_labels` does, leaving the partition unchanged. Cost: as `from_labels`.
+    pub fn rebuild_from_labels<L: Copy + Ord>(&mut self, kernel: &K, labels: &[L]) -> Result<()> {
+        Self::check_labels(kernel, labels)?;
+        let label = std::mem::take(&mut self.label);
+        let pos = std::mem::take(&mut self.pos);
+        self.slots = Vec::new();
+        *self = Self::build(kernel, labels, label, pos);
+        Ok(())
+    }
+
+    /// Errors unless `labels` holds one label per point of `kernel`, at most [`MAX_POINTS`].
+    fn check_labels<L>(kernel: &K, labels: &[L]) -> Result<()> {
         let n = kernel.n_points();
         if labels.len() != n {
             return Err(Error::DimensionMismatch(format!(
@@ -157,35 +176,40 @@ impl<K: ConjugateKernel> Partition<K> {
                 labels.len()
             )));
         }
-        check_points(n)?;
+        check_points(n)
+    }
+
+    /// The partition of checked `labels`, its `label` and `pos` written into the given
+    /// buffers (cleared first).
+    fn build<L: Copy + Ord>(
+        kernel: &K,
+        labels: &[L],
+        mut label: Vec<Compact>,
+        mut pos: Vec<Compact>,
+    ) -> Self {
         // Canonical labels as `crate::data::canonical_labels` numbers them, stored compact,
         // and each member list allocated at its size: no transient copy of the labels at
         // 8 bytes a point, no member list grown by doubling.
         let mut number = std::collections::BTreeMap::new();
         let mut sizes: Vec<usize> = Vec::new();
-        let label: Vec<Compact> = labels
-            .iter()
-            .map(|l| {
-                let next = number.len();
-                let c = *number.entry(*l).or_insert(next);
-                if c == sizes.len() {
-                    sizes.push(0);
-                }
-                sizes[c] += 1;
-                compact(c)
-            })
-            .collect();
+        label.clear();
+        label.extend(labels.iter().map(|l| {
+            let next = number.len();
+            let c = *number.entry(*l).or_insert(next);
+            if c == sizes.len() {
+                sizes.push(0);
+            }
+            sizes[c] += 1;
+            compact(c)
+        }));
         let k = sizes.len();
         let mut members: Vec<Vec<Compact>> = sizes.iter().map(|&m| Vec::with_capacity(m)).collect();
-        let pos = label
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| {
-                let m = &mut members[c as usize];
-                m.push(compact(i));
-                compact(m.len() - 1)
-            })
-            .collect();
+        pos.clear();
+        pos.extend(label.iter().enumerate().map(|(i, &c)| {
+            let m = &mut members[c as usize];
+            m.push(compact(i));
+            compact(m.len() - 1)
+        }));
         let slots = members
             .into_par_iter()
             .map(|m| {
@@ -198,14 +222,14 @@ impl<K: ConjugateKernel> Partition<K> {
                 })
             })
             .collect();
-        Ok(Partition {
+        Partition {
             label,
             pos,
             slots,
             free: Vec::new(),
             n_clusters: k,
             revision: fresh_revision(),
-        })
+        }
     }
 
     /// All points in one cluster. Panics beyond [`MAX_POINTS`] points (use
@@ -435,6 +459,15 @@ impl<K: ConjugateKernel> Partition<K> {
         self.label[i] = compact(slot);
     }
 
+    /// Makes room in the member list of the live cluster in `slot` for `additional` more
+    /// points, exactly: a list that grew by doubling as points arrive one at a time could hold
+    /// twice its size (4 bytes a point) until the partition is rebuilt. Cost: at most one
+    /// reallocation of the list.
+    pub fn reserve_members(&mut self, slot: Slot, additional: usize) {
+        let c = self.slots[slot].as_mut().expect("target cluster is live");
+        c.members.reserve_exact(additional);
+    }
+
     /// Moves point `i` to the back of its cluster's member list without touching statistics:
     /// the member order that [`Partition::remove`] followed by [`Partition::insert`] into the
     /// same cluster leaves. A Gibbs update that keeps a point where it was uses it so that the
@@ -619,6 +652,31 @@ mod tests {
         let pairs: Vec<(Slot, usize)> = p.clusters().map(|(s, c)| (s, c.size())).collect();
         assert_eq!(slots, vec![0, 2, 3]);
         assert_eq!(pairs, vec![(0, 4), (2, 3), (3, 1)]);
+    }
+
+    /// A rebuild in place is the partition `from_labels` builds, whatever the partition held
+    /// before (freed slots, grown member lists), bit for bit in its statistics; a wrong number
+    /// of labels errors and leaves the partition as it was.
+    #[test]
+    fn rebuild_from_labels_is_from_labels() {
+        let k = kernel();
+        let labels = [3u8, 3, 1, 0, 1, 3, 0, 0];
+        let mut p = Partition::from_labels(&k, &[0, 1, 0, 2, 1, 0, 2, 3]).unwrap();
+        p.remove(&k, 7);
+        p.reserve_members(0, 5);
+        p.insert(&k, 7, 0);
+        p.rebuild_from_labels(&k, &labels).unwrap();
+        let fresh = Partition::from_labels(&k, &labels).unwrap();
+        assert_eq!(p.snapshot(), fresh.snapshot());
+        assert_eq!(p.n_clusters(), fresh.n_clusters());
+        for ((s, a), (t, b)) in p.clusters().zip(fresh.clusters()) {
+            assert_eq!(s, t);
+            assert_eq!(a.ln_marginal().to_bits(), b.ln_marginal().to_bits());
+        }
+        p.validate(&k, 1e-12).unwrap();
+        let before = p.snapshot();
+        assert!(p.rebuild_from_labels(&k, &labels[..7]).is_err());
+        assert_eq!(p.snapshot(), before);
     }
 
     #[test]

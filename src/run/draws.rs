@@ -19,8 +19,8 @@ use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// One recorded partition of a chain, its labels of type `L`: `usize` where draws are read
-/// for use, `u32` (half the memory, the same text in a file) where a chain records or holds
-/// them while it runs.
+/// for use, `u32` (half the memory) where a chain's best state is held for the summary. A
+/// running chain writes and holds its draws with [`NarrowLabels`] (the same text).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Draw<L = usize> {
     /// The sweep after which it was recorded.
@@ -34,17 +34,6 @@ pub struct Draw<L = usize> {
 }
 
 impl Draw<u32> {
-    /// The draw of `state` after sweep `record`, its labels in 32 bits (4 bytes a point).
-    /// Cost O(n).
-    pub fn of<K: ConjugateKernel, P: NrmPrior>(record: &SweepRecord, state: &State<K, P>) -> Self {
-        Draw {
-            sweep: record.sweep,
-            log_joint: record.ln_joint,
-            hyper: record.hyper,
-            labels: state.partition.compact_canonical_labels(),
-        }
-    }
-
     /// The same draw with `usize` labels. Cost O(n).
     pub fn widen(self) -> Draw {
         Draw {
@@ -143,7 +132,9 @@ impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for DrawWriter {
         if !record.sweep.is_multiple_of(self.stride.stride) {
             return Ok(());
         }
-        let draw = Draw::of(record, state);
+        // Labelled in the narrowest width: four chains record at the same sweeps, and `u32`
+        // labels held while written cost them 16 MB at 10⁶ points.
+        let draw = BestState::of(record, state);
         serde_json::to_writer(&mut self.out, &draw)
             .map_err(std::io::Error::other)
             .and_then(|()| writeln!(self.out))
@@ -323,13 +314,26 @@ pub struct BestDraw {
     best: Option<BestState>,
 }
 
-/// [`BestDraw`]'s draw: a [`Draw`] with narrow labels, the same fields in the same order.
+/// [`BestDraw`]'s draw, and a draw as [`DrawWriter`] writes it: a [`Draw`] with narrow
+/// labels, the same fields in the same order (so the same text).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct BestState {
     sweep: u64,
     log_joint: f64,
     hyper: HyperState,
     labels: NarrowLabels,
+}
+
+impl BestState {
+    /// The draw of `state` after sweep `record`. Cost O(n).
+    fn of<K: ConjugateKernel, P: NrmPrior>(record: &SweepRecord, state: &State<K, P>) -> Self {
+        BestState {
+            sweep: record.sweep,
+            log_joint: record.ln_joint,
+            hyper: record.hyper,
+            labels: NarrowLabels::of(&state.partition),
+        }
+    }
 }
 
 impl BestDraw {
@@ -351,12 +355,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for BestDraw {
             .as_ref()
             .is_none_or(|b| record.ln_joint > b.log_joint);
         if better && !record.ln_joint.is_nan() {
-            self.best = Some(BestState {
-                sweep: record.sweep,
-                log_joint: record.ln_joint,
-                hyper: record.hyper,
-                labels: NarrowLabels::of(&state.partition),
-            });
+            self.best = Some(BestState::of(record, state));
         }
         Ok(())
     }
@@ -399,6 +398,16 @@ impl NarrowLabels {
             NarrowLabels::U16(labels.into_iter().map(|c| c as u16).collect())
         } else {
             NarrowLabels::U32(labels)
+        }
+    }
+
+    /// Writes the labels one per line to `path` ([`crate::data::load::write_labels`]): the
+    /// same text in any width. Cost O(n).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        match self {
+            NarrowLabels::U8(v) => crate::data::load::write_labels(path, v),
+            NarrowLabels::U16(v) => crate::data::load::write_labels(path, v),
+            NarrowLabels::U32(v) => crate::data::load::write_labels(path, v),
         }
     }
 

@@ -28,7 +28,7 @@
 //! # }
 //! ```
 
-use super::draws::{BestDraw, DrawWriter};
+use super::draws::{BestDraw, DrawWriter, NarrowLabels};
 use super::executor::{Executor, Handler, Stop, StopFlag, StopReason};
 use super::ladder::{hot_schedules, HotSchedules, Ladder};
 use super::record::{chain_dir, DataSource, RunDir, RunRecord, CHECKPOINT_FORMAT};
@@ -40,7 +40,6 @@ use super::trace::TraceWriter;
 use super::{
     create_dir, previous_path, save_json, save_sealed, Chain, Observer, Scheduled, SweepRecord,
 };
-use crate::data::load;
 use crate::error::{Error, Result};
 use crate::kernel::{ConjugateKernel, HyperKernel, KernelHyperPriors, ParametricKernel};
 use crate::model::{Model, ModelSpec};
@@ -51,6 +50,7 @@ use crate::sva::SvaKernel;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// What watches a run: one-line notes (a resumed chain falling back to its previous
 /// checkpoint, a slow sweep ahead) and each chain's sweeps. Every method does nothing by
@@ -409,7 +409,7 @@ pub fn run_all(runners: Vec<Runner<'_>>) -> Result<Vec<Outcome>> {
         k,
         &model.prior,
         &model.spec,
-        model.pilot_partition.as_deref(),
+        model.pilot_partition.as_ref(),
         runners
     ))
 }
@@ -419,7 +419,7 @@ fn launch<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
     kernel: &K,
     prior: &Prior,
     model: &ModelSpec,
-    pilot: Option<&[u32]>,
+    pilot: Option<&Arc<[u32]>>,
     runners: Vec<Runner<'_>>,
 ) -> Result<Vec<Outcome>> {
     let n = kernel.n_points();
@@ -641,8 +641,10 @@ enum Start {
     /// (all labels 0), so no labels are kept (the default start of a large data set, where
     /// four chains' copies would hold 16 MB at 10⁶ points while the chains are largest).
     Trivial,
-    /// The start's canonical labels, compact.
-    Labels(Vec<u32>),
+    /// The start's canonical labels, in the narrowest width (one byte a point up to 256
+    /// clusters: a pilot's start of 6 clusters held in `u32` cost four chains 16 MB at 10⁶
+    /// points for as long as they keep its number of clusters).
+    Labels(NarrowLabels),
 }
 
 impl Start {
@@ -651,21 +653,17 @@ impl Start {
         if partition.n_clusters() <= 1 {
             Start::Trivial
         } else {
-            Start::Labels(partition.compact_canonical_labels())
+            Start::Labels(NarrowLabels::of(partition))
         }
     }
 
-    /// Whether `partition` is the start, given that every sweep had the start's number of
-    /// clusters `start_k` (else `Left`).
-    fn is<K: ConjugateKernel>(
-        &self,
-        partition: &crate::partition::Partition<K>,
-        start_k: usize,
-    ) -> bool {
+    /// Whether the partition of `k` clusters and canonical `labels` is the start, given that
+    /// every sweep had the start's number of clusters `start_k` (else `Left`).
+    fn is(&self, labels: &NarrowLabels, k: usize, start_k: usize) -> bool {
         match self {
             Start::Left => false,
-            Start::Trivial => partition.n_clusters() == start_k,
-            Start::Labels(labels) => partition.compact_canonical_labels() == *labels,
+            Start::Trivial => k == start_k,
+            Start::Labels(start) => labels == start,
         }
     }
 }
@@ -937,6 +935,9 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
         } = self;
         let (start, best) = (files.start, files.best);
         let state = chain.state();
+        // In the narrowest width (the same text): the chains finish together, each with its
+        // state.
+        let labels = NarrowLabels::of(&state.partition);
         let end = EndState {
             sweeps: chain.sweeps_done(),
             seconds: chain.seconds(),
@@ -945,11 +946,9 @@ impl<'r, 'k, K: SvaKernel + HyperKernel + ParametricKernel + 'static> Running<'r
             hyper: chain.hyper(),
             never_moved: !resumed
                 && chain.sweeps_done() > 0
-                && start.is(&state.partition, files.start_k),
+                && start.is(&labels, state.partition.n_clusters(), files.start_k),
         };
-        // In 32 bits (the same text): the chains finish together, each with its state.
-        let labels = state.partition.compact_canonical_labels();
-        load::write_labels(dir.join("labels.txt"), &labels)?;
+        labels.write(&dir.join("labels.txt"))?;
         save_json(&dir.join("end.json"), &end)?;
         save_json(&dir.join("best.json"), &best)?;
         Ok(ChainEnd::Finished)

@@ -11,6 +11,7 @@ use crate::rng::SeedPlan;
 use crate::sampler::RngChooser;
 use crate::sva::{fit_shuffled, SvaConfig, SvaKernel, SvaPrior};
 use crate::tree::{Forest, IbhcMode};
+use std::sync::Arc;
 
 /// A [`Start`] made ready for `n` points: a labels file is read once, before any chain starts.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +22,9 @@ pub enum Resolved {
     Singletons,
     /// The labels, one per point.
     Labels(Vec<i64>),
+    /// The pilot's partition carried to every point, shared with the model rather than
+    /// copied (a copy as `i64` would hold 8 MB at 10⁶ points while the chains run).
+    Pilot(Arc<[u32]>),
     /// The clusters of an IBHC forest.
     Ibhc(IbhcMode),
     /// The components of a one-pass SVA-PM fit.
@@ -45,7 +49,7 @@ impl Start {
         &self,
         n: usize,
         sampler: SamplerKind,
-        pilot: Option<&[u32]>,
+        pilot: Option<&Arc<[u32]>>,
     ) -> Result<Resolved> {
         Ok(match self {
             Start::Single => Resolved::Single,
@@ -54,9 +58,7 @@ impl Start {
             Start::Ibhc(mode) => Resolved::Ibhc(*mode),
             Start::Sva => Resolved::Sva,
             Start::Auto if sampler == SamplerKind::Subcluster => match pilot {
-                Some(labels) if labels.len() == n => {
-                    Resolved::Labels(labels.iter().map(|&z| i64::from(z)).collect())
-                }
+                Some(labels) if labels.len() == n => Resolved::Pilot(Arc::clone(labels)),
                 _ => Resolved::Single,
             },
             Start::Auto => Resolved::Auto,
@@ -81,6 +83,7 @@ impl Resolved {
             Resolved::Single => Partition::single(kernel),
             Resolved::Singletons => Partition::singletons(kernel),
             Resolved::Labels(labels) => Partition::from_labels(kernel, labels)?,
+            Resolved::Pilot(labels) => Partition::from_labels(kernel, labels)?,
             Resolved::Ibhc(mode) => {
                 let forest = ibhc_forest(kernel, prior, *mode, seed, chain)?;
                 let partition = Partition::from_labels(kernel, &forest.labels()?)?;

@@ -101,24 +101,33 @@ pub(crate) fn apply_labels<K: ConjugateKernel, L: PassLabel>(
         })
         .collect();
     let mut stayers = vec![0usize; k];
-    let mut receives = vec![false; k + 1];
+    // Points each cluster receives (`k`: the new one).
+    let mut incoming = vec![0usize; k + 1];
     let mut movers = Vec::new();
     for (st, moved) in scanned {
         for (t, x) in stayers.iter_mut().zip(st) {
             *t += x;
         }
         for &(_, l) in &moved {
-            receives[l as usize] = true;
+            incoming[l as usize] += 1;
         }
         movers.extend(moved);
     }
     if movers.is_empty() {
         return;
     }
-    let emptied_target = (0..k).any(|j| stayers[j] == 0 && receives[j]);
+    let emptied_target = (0..k).any(|j| stayers[j] == 0 && incoming[j] > 0);
     if emptied_target || movers.len() * 4 > labels.len() {
-        *partition = Partition::from_labels(kernel, labels).expect("one label per point");
+        partition
+            .rebuild_from_labels(kernel, labels)
+            .expect("one label per point");
         return;
+    }
+    // Each member list grows once, to what it receives, rather than by doubling.
+    for (j, &s) in slots.iter().enumerate() {
+        if incoming[j] > 0 {
+            partition.reserve_members(s, incoming[j]);
+        }
     }
     let mut new_slot = None;
     for (i, l) in movers {
@@ -128,7 +137,11 @@ pub(crate) fn apply_labels<K: ConjugateKernel, L: PassLabel>(
         } else {
             match new_slot {
                 Some(s) => partition.insert(kernel, i, s),
-                None => new_slot = Some(partition.insert_new(kernel, i)),
+                None => {
+                    let s = partition.insert_new(kernel, i);
+                    partition.reserve_members(s, incoming[k] - 1);
+                    new_slot = Some(s);
+                }
             }
         }
     }
