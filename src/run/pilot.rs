@@ -331,7 +331,7 @@ fn settle_on(model: &Model, weigh: bool, seed: u64, stop: Option<&AtomicBool>) -
         return Ok(alone(settle_kernel(model, Plan::sweeps(own), seed, stop)?));
     };
     let diagonal = diagonal?;
-    let (full, other) = if d > FULL_PILOT_DIMENSIONS {
+    let (full, other) = if diagonal_first(d) {
         let other = settle_kernel(&diagonal, Plan::sweeps(PILOT_SWEEPS), seed, stop)?;
         let Some(start) = &other.labels else {
             return Ok(alone(other));
@@ -358,7 +358,6 @@ fn settle_on(model: &Model, weigh: bool, seed: u64, stop: Option<&AtomicBool>) -
     let mut labels = full_labels;
     let settled = match (other.settled, other.score, full.score) {
         (Settled::Interrupted, _, _) => Settled::Interrupted,
-        (_, _, None) => full.settled,
         (Settled::Scaled(m), Some(g), Some(f))
             if g - f > MIN_EVIDENCE_PER_POINT * model.n_points() as f64 =>
         {
@@ -386,16 +385,23 @@ fn settle_on(model: &Model, weigh: bool, seed: u64, stop: Option<&AtomicBool>) -
 /// full-covariance kernel's fewer sweeps above [`FULL_PILOT_DIMENSIONS`]), for a front end's
 /// progress line. Cost: none.
 pub fn sweeps_line(model: &Model) -> String {
-    let full = full_pilot_sweeps(dimensions(model));
+    let d = dimensions(model);
+    let full = full_pilot_sweeps(d);
     let chains = format!("{PILOT_CHAINS} chains of");
     match &model.kernel {
-        AnyKernel::Nw(_) if full < PILOT_SWEEPS && weighs_kernels(model) => format!(
+        AnyKernel::Nw(_) if diagonal_first(d) && weighs_kernels(model) => format!(
             "{chains} {PILOT_SWEEPS} sweeps for the diagonal kernel, then {full} for the full \
              covariance kernel from its best partition"
         ),
         AnyKernel::Nw(_) => format!("{chains} {full} sweeps"),
         _ => format!("{chains} {PILOT_SWEEPS} sweeps"),
     }
+}
+
+/// Whether, the kernels being weighed in `d` dimensions, the diagonal kernel's pilot runs
+/// first and the full kernel's shorter one starts from its best partition ([`settle_on`]).
+fn diagonal_first(d: usize) -> bool {
+    d > FULL_PILOT_DIMENSIONS
 }
 
 /// The dimensions of the points of `model`'s kernel on real vectors (0 for another kernel).
