@@ -459,6 +459,84 @@ impl<K: ConjugateKernel> Partition<K> {
         self.label[i] = compact(slot);
     }
 
+    /// Moves each point `i` of `moves` (pairs `(i, to)`: distinct points, in increasing
+    /// index order, each into a live cluster `to` other than its own) and leaves exactly what
+    /// [`Partition::remove`] then [`Partition::insert`] for each move, in that order, leave:
+    /// the same member orders, positions and statistics, bit for bit. Each cluster replays
+    /// its own removals and insertions, in the order of `moves`, in a task of its own, so a
+    /// batch spreads over the threads by cluster and its result does not depend on their
+    /// number; each cached marginal is computed once, from the final statistic, instead of
+    /// after every move. Errors, changing nothing, when a move's target is not live or is the
+    /// point's own cluster, or when a cluster would lose every point (the slot it would free
+    /// could be reused by a later insertion, an order the tasks cannot replay). Cost:
+    /// O(|moves|) statistic updates spread over the touched clusters' tasks, one `ln m` per
+    /// touched cluster, and O(|moves|) serial bookkeeping.
+    pub fn move_points(&mut self, kernel: &K, moves: &[(usize, Slot)]) -> Result<()> {
+        if moves.is_empty() {
+            return Ok(());
+        }
+        // Each cluster's events, in the order of `moves`: a point leaving (false) or
+        // entering (true).
+        let mut events: Vec<Vec<(Compact, bool)>> = vec![Vec::new(); self.slots.len()];
+        let mut left = vec![0usize; self.slots.len()];
+        for &(i, to) in moves {
+            let from = self.slot_of(i);
+            if self.slots.get(to).is_none_or(Option::is_none) || to == from {
+                return Err(Error::Usage(format!(
+                    "move_points: point {i} cannot move from slot {from} to slot {to}"
+                )));
+            }
+            events[from].push((compact(i), false));
+            events[to].push((compact(i), true));
+            left[from] += 1;
+        }
+        for (s, c) in self.slots.iter().enumerate() {
+            if c.as_ref().is_some_and(|c| left[s] == c.members.len()) {
+                return Err(Error::Usage(format!(
+                    "move_points: the cluster in slot {s} would lose every point"
+                )));
+            }
+        }
+        self.revision = fresh_revision();
+        let pos = &self.pos;
+        // Each task's new positions of the points that end in its cluster; a point's position
+        // changes only by its own cluster's events, so the tasks never write the same point.
+        let written: Vec<Vec<(Compact, Compact)>> = self
+            .slots
+            .par_iter_mut()
+            .zip(events.par_iter())
+            .filter(|(_, ev)| !ev.is_empty())
+            .map(|(c, ev)| {
+                let c = c.as_mut().expect("a slot with events is live");
+                let mut moved: rustc_hash::FxHashMap<Compact, Compact> =
+                    rustc_hash::FxHashMap::default();
+                for &(i, enter) in ev {
+                    if enter {
+                        moved.insert(i, compact(c.members.len()));
+                        c.members.push(i);
+                        kernel.add(&mut c.stat, i as usize);
+                    } else {
+                        let p = moved.remove(&i).unwrap_or(pos[i as usize]);
+                        c.members.swap_remove(p as usize);
+                        if let Some(&last) = c.members.get(p as usize) {
+                            moved.insert(last, p);
+                        }
+                        kernel.remove(&mut c.stat, i as usize);
+                    }
+                }
+                c.ln_m = kernel.ln_marginal(&c.stat);
+                moved.into_iter().collect()
+            })
+            .collect();
+        for (i, p) in written.into_iter().flatten() {
+            self.pos[i as usize] = p;
+        }
+        for &(i, to) in moves {
+            self.label[i] = compact(to);
+        }
+        Ok(())
+    }
+
     /// Makes room in the member list of the live cluster in `slot` for `additional` more
     /// points, exactly: a list that grew by doubling as points arrive one at a time could hold
     /// twice its size (4 bytes a point) until the partition is rebuilt. Cost: at most one
@@ -677,6 +755,94 @@ mod tests {
         let before = p.snapshot();
         assert!(p.rebuild_from_labels(&k, &labels[..7]).is_err());
         assert_eq!(p.snapshot(), before);
+    }
+
+    /// A kernel over `n` points in 3 dimensions, spread so that statistics differ in every
+    /// bit when their updates come in another order.
+    fn wide_kernel(n: usize) -> NormalWishart {
+        let rows: Vec<Vec<f64>> = (0..n)
+            .map(|i| {
+                let x = i as f64;
+                vec![
+                    (x * 0.37).sin() * 3.1,
+                    (x * 0.11).cos() + x * 0.01,
+                    (x % 7.0) - 2.9,
+                ]
+            })
+            .collect();
+        let data = DenseData::from_rows(&rows).unwrap();
+        let hyper = NwHyper::from_data(&data).unwrap();
+        NormalWishart::new(Arc::new(data), hyper).unwrap()
+    }
+
+    /// Every cluster of `a` and `b` the same: slot, members in order, positions, statistic
+    /// and cached marginal bit for bit.
+    fn assert_same_layout(a: &Partition<NormalWishart>, b: &Partition<NormalWishart>) {
+        assert_eq!(a.label, b.label);
+        assert_eq!(a.pos, b.pos);
+        assert_eq!(a.free, b.free);
+        assert_eq!(a.n_clusters, b.n_clusters);
+        for ((s, x), (t, y)) in a.clusters().zip(b.clusters()) {
+            assert_eq!(s, t);
+            assert_eq!(x.members(), y.members());
+            assert_eq!(format!("{:?}", x.stat()), format!("{:?}", y.stat()));
+            assert_eq!(x.ln_marginal().to_bits(), y.ln_marginal().to_bits());
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// `move_points` leaves what a removal and an insertion per move, in order, leave, bit
+        /// for bit (member orders, positions, statistics, marginals), on one thread and on
+        /// four; a batch that would empty a cluster errors and changes nothing.
+        #[test]
+        fn moving_points_at_once_is_moving_them_one_by_one(
+            labels in proptest::collection::vec(0u8..5, 40..120),
+            targets in proptest::collection::vec(proptest::option::weighted(0.3, 0u8..5), 120),
+        ) {
+            let k = wide_kernel(labels.len());
+            let start = Partition::from_labels(&k, &labels).unwrap();
+            let slot_of_label: Vec<Option<Slot>> = (0u8..5)
+                .map(|l| labels.iter().position(|&x| x == l).map(|i| start.slot_of(i)))
+                .collect();
+            // Moves to live clusters other than the point's own, each cluster keeping a point.
+            let mut moves = Vec::new();
+            let mut left = vec![0usize; start.slot_capacity()];
+            for (i, t) in targets.iter().take(labels.len()).enumerate() {
+                let Some(to) = t.and_then(|l| slot_of_label[l as usize]) else { continue };
+                let from = start.slot_of(i);
+                if to != from && left[from] + 1 < start.cluster(from).unwrap().size() {
+                    left[from] += 1;
+                    moves.push((i, to));
+                }
+            }
+            let mut serial = start.clone();
+            for &(i, to) in &moves {
+                serial.remove(&k, i);
+                serial.insert(&k, i, to);
+            }
+            for threads in [1, 4] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let mut batch = start.clone();
+                pool.install(|| batch.move_points(&k, &moves)).unwrap();
+                assert_same_layout(&batch, &serial);
+                batch.validate(&k, 1e-9).unwrap();
+            }
+            // Every point of a cluster leaving it is refused, and nothing moves.
+            let (slot, c) = start.clusters().next().unwrap();
+            let other = start.slots().find(|&s| s != slot);
+            if let Some(to) = other {
+                let all: Vec<(usize, Slot)> = {
+                    let mut m: Vec<usize> = c.member_indices().collect();
+                    m.sort_unstable();
+                    m.into_iter().map(|i| (i, to)).collect()
+                };
+                let mut refused = start.clone();
+                proptest::prop_assert!(refused.move_points(&k, &all).is_err());
+                assert_same_layout(&refused, &start);
+            }
+        }
     }
 
     #[test]

@@ -67,7 +67,9 @@ type Scanned = (Vec<usize>, Vec<(usize, u32)>);
 /// disappear.
 ///
 /// Points that move are updated one by one in index order (a removal and an insertion, O(d²)
-/// for Normal-Wishart), which after the first few iterations touches few points. When a
+/// for Normal-Wishart), which after the first few iterations touches few points; while no
+/// cluster empties and none is new, each cluster replays its own share of them in parallel
+/// with the others ([`Partition::move_points`], the same result bit for bit). When a
 /// cluster would lose every point and receive others, or when more than a quarter of the
 /// points move, the partition is rebuilt from the labels instead (batch statistics, O(n d²)).
 /// Either way the result depends only on the labels and the previous layout.
@@ -128,6 +130,18 @@ pub(crate) fn apply_labels<K: ConjugateKernel, L: PassLabel>(
         if incoming[j] > 0 {
             partition.reserve_members(s, incoming[j]);
         }
+    }
+    if incoming[k] == 0 && stayers.iter().all(|&m| m > 0) {
+        // No cluster empties and none is new: every cluster replays its own moves at once.
+        let moves: Vec<(usize, Slot)> = movers
+            .iter()
+            .map(|&(i, l)| (i, slots[l as usize]))
+            .collect();
+        drop(movers);
+        partition
+            .move_points(kernel, &moves)
+            .expect("every cluster keeps a point and every target is live");
+        return;
     }
     let mut new_slot = None;
     for (i, l) in movers {
