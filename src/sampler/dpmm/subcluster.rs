@@ -1795,27 +1795,51 @@ fn split_by_sides<K: ParametricKernel, P: NrmPrior>(
     prior: &P,
     slot: Slot,
     members: &[u32],
-    in_b: impl Fn(usize) -> bool,
+    in_b: impl Fn(usize) -> bool + Sync,
     ln_q_fwd: f64,
     ln_v: f64,
     ln_q_rev: impl Fn(Candidate<'_, K::Stat>, Candidate<'_, K::Stat>) -> f64,
     h_s: f64,
     chooser: &mut dyn Chooser,
 ) -> Result<(StepInfo, Option<Change>)> {
-    // Both sides at their sizes: on a million points, lists grown by doubling would hold up
-    // to twice their length.
-    let n_b = (0..members.len()).filter(|&j| in_b(j)).count();
-    let (mut a, mut b) = (
-        Vec::with_capacity(members.len() - n_b),
-        Vec::with_capacity(n_b),
-    );
-    for (j, &i) in members.iter().enumerate() {
-        if in_b(j) {
-            b.push(i);
-        } else {
-            a.push(i);
-        }
+    // Each chunk of the members counts its side-b points, then writes both sides into its own
+    // ranges of the two lists, all in parallel: the lists one scan would give, at their sizes
+    // (on a million points, lists grown by doubling would hold up to twice their length),
+    // without a serial pass over the points or a transient copy of them.
+    let counts: Vec<usize> = members
+        .par_chunks(SCAN_CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            (0..chunk.len())
+                .filter(|&j| in_b(c * SCAN_CHUNK + j))
+                .count()
+        })
+        .collect();
+    let n_b: usize = counts.iter().sum();
+    let (mut a, mut b) = (vec![0u32; members.len() - n_b], vec![0u32; n_b]);
+    let mut ranges = Vec::with_capacity(counts.len());
+    let (mut rest_a, mut rest_b) = (a.as_mut_slice(), b.as_mut_slice());
+    for (chunk, &nb) in members.chunks(SCAN_CHUNK).zip(&counts) {
+        let (ra, ta) = std::mem::take(&mut rest_a).split_at_mut(chunk.len() - nb);
+        let (rb, tb) = std::mem::take(&mut rest_b).split_at_mut(nb);
+        ranges.push((ra, rb));
+        (rest_a, rest_b) = (ta, tb);
     }
+    members
+        .par_chunks(SCAN_CHUNK)
+        .zip(ranges)
+        .enumerate()
+        .for_each(|(c, (chunk, (ra, rb)))| {
+            let (mut ia, mut ib) = (ra.iter_mut(), rb.iter_mut());
+            for (j, &i) in chunk.iter().enumerate() {
+                let slot = if in_b(c * SCAN_CHUNK + j) {
+                    ib.next()
+                } else {
+                    ia.next()
+                };
+                *slot.expect("the chunk's count") = i;
+            }
+        });
     let (sa, sb) = rayon::join(|| batch_stat(kernel, &a), || batch_stat(kernel, &b));
     let h = |n: usize, ln_m: f64| prior.ln_kappa(n) + ln_m;
     let (ha, hb) = (
