@@ -729,7 +729,7 @@ pub fn toy_like(seed: u64) -> (DenseData, Vec<usize>) {
         DenseData {
             n: CLUSTERS * SIZE,
             d: 2,
-            values,
+            values: values.into(),
         },
         labels,
     )
@@ -743,7 +743,8 @@ pub fn data_set_a() -> DenseData {
         d: 2,
         values: vec![
             0.0, 0.0, 0.3, -0.2, -0.2, 0.4, 2.0, 2.1, 2.4, 1.8, 1.1, 1.0, 2.2, 2.6,
-        ],
+        ]
+        .into(),
     }
 }
 
@@ -755,7 +756,8 @@ pub fn data_set_b() -> DenseData {
         d: 2,
         values: vec![
             0.0, 0.0, 0.1, -0.08, -0.07, 0.12, 1.0, 1.05, 1.12, 0.93, 0.55, 0.5, 1.05, 1.2,
-        ],
+        ]
+        .into(),
     }
 }
 
@@ -790,7 +792,14 @@ pub fn lin2013_like(seed: u64) -> (DenseData, Vec<usize>) {
         }
         labels.push(c);
     }
-    (DenseData { n: N, d: 2, values }, labels)
+    (
+        DenseData {
+            n: N,
+            d: 2,
+            values: values.into(),
+        },
+        labels,
+    )
 }
 
 #[cfg(test)]

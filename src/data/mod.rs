@@ -28,12 +28,13 @@ pub fn magnitude_hint() -> String {
     )
 }
 
-/// A dense `n × d` matrix of finite `f64`, row-major: row `i` is point `i`.
+/// A dense `n × d` matrix of finite `f64`, row-major: row `i` is point `i`. The values are
+/// shared between clones (a clone of 10⁵ × 128 points costs no 100 MB), and never change.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DenseData {
     n: usize,
     d: usize,
-    values: Vec<f64>,
+    values: std::sync::Arc<[f64]>,
 }
 
 impl DenseData {
@@ -66,7 +67,11 @@ impl DenseData {
                 &format!("a value {}", magnitude_hint()),
             ));
         }
-        Ok(DenseData { n, d, values })
+        Ok(DenseData {
+            n,
+            d,
+            values: values.into(),
+        })
     }
 
     /// Builds a matrix from rows of equal length.
@@ -96,6 +101,12 @@ impl DenseData {
     #[inline]
     pub fn row(&self, i: usize) -> &[f64] {
         &self.values[i * self.d..(i + 1) * self.d]
+    }
+
+    /// All values, row-major, as the clones of this matrix share them (for the kernels'
+    /// registry of centred copies, which knows values by their allocation).
+    pub(crate) fn shared_values(&self) -> &std::sync::Arc<[f64]> {
+        &self.values
     }
 
     /// All values, row-major.

@@ -6,6 +6,7 @@
 //! no sampler knows which kernel it runs on. Statistics carry their own caches (for the
 //! Normal-Wishart kernel, the Cholesky factor of Ψ_n), kept valid by every method here.
 
+mod centred;
 pub mod cholesky;
 pub mod hyperprior;
 pub mod params;

@@ -209,7 +209,7 @@ pub fn settled(model: Model, seed: u64) -> Result<Model> {
 /// than from the run's record: `model` with the kernel and the cluster scale that the run's
 /// pilot chose, as `record` (the run's recorded model) holds them; `model` unchanged when no
 /// pilot chose them. Cost: one kernel construction (two when the pilot chose the diagonal
-/// kernel, the data copied once).
+/// kernel, over the same points).
 pub fn recorded(model: Model, record: &ModelSpec) -> Result<Model> {
     if mixed::is_due(&model) {
         return mixed::recorded(model, record);
@@ -260,14 +260,13 @@ pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Set
                 unreachable!("a pilot's model records its scale");
             };
             scale.points = Some(rows.len());
-            let diagonal;
-            let target = match (chosen.spec.kernel, diagonal_of(model)) {
-                (Some(KernelKind::Diag), Some(built)) => {
-                    diagonal = built?;
-                    &diagonal
-                }
-                _ => model,
+            // The diagonal kernel over all the points only when it was chosen (it shares the
+            // points and, with the same ξ, their centred copy with `model`'s kernel).
+            let diagonal = match chosen.spec.kernel {
+                Some(KernelKind::Diag) => diagonal_of(model).transpose()?,
+                _ => None,
             };
+            let target = diagonal.as_ref().unwrap_or(model);
             let mut settled = target.with_pilot_scale(psi, scale)?;
             settled.kernel_note = chosen.kernel_note.clone().or(settled.kernel_note);
             if let Some(labels) = &chosen_labels {
@@ -415,8 +414,8 @@ fn dimensions(model: &Model) -> usize {
 
 /// `model`'s settings over its data with the diagonal kernel, when its kernel is the
 /// Normal-Wishart (`None` otherwise), with `model`'s fingerprint and columns (the kernel's
-/// data are the columns `model` keeps). Cost: a copy of the data and the kernel's
-/// construction.
+/// data are the columns `model` keeps). Cost: the kernel's construction over the same
+/// (shared) points.
 fn diagonal_of(model: &Model) -> Option<Result<Model>> {
     let AnyKernel::Nw(k) = &model.kernel else {
         return None;

@@ -512,11 +512,7 @@ impl Diagonal {
                 data.d()
             )));
         }
-        let centred: Arc<[f64]> = data
-            .values()
-            .chunks_exact(d)
-            .flat_map(|row| row.iter().zip(&hyper.xi).map(|(v, m)| v - m))
-            .collect();
+        let centred = crate::kernel::centred::centred(&data, &hyper.xi);
         let ln_psi = ln_product(d, |j| hyper.psi[j]);
         let max_n = data.n() + 1;
         // g(m) = ln Γ((ν + m)/2) for m = 0..=max_n + 1.

@@ -660,11 +660,7 @@ impl NormalWishart {
                 data.d()
             )));
         }
-        let centred: Arc<[f64]> = data
-            .values()
-            .chunks_exact(d)
-            .flat_map(|row| row.iter().zip(&hyper.xi).map(|(v, m)| v - m))
-            .collect();
+        let centred = crate::kernel::centred::centred(&data, &hyper.xi);
         Ok(Self::assemble(
             data,
             centred,
