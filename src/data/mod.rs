@@ -34,7 +34,7 @@ pub fn magnitude_hint() -> String {
 pub struct DenseData {
     n: usize,
     d: usize,
-    values: std::sync::Arc<[f64]>,
+    values: std::sync::Arc<Vec<f64>>,
 }
 
 impl DenseData {
@@ -70,7 +70,7 @@ impl DenseData {
         Ok(DenseData {
             n,
             d,
-            values: values.into(),
+            values: std::sync::Arc::new(values),
         })
     }
 
@@ -105,7 +105,7 @@ impl DenseData {
 
     /// All values, row-major, as the clones of this matrix share them (for the kernels'
     /// registry of centred copies, which knows values by their allocation).
-    pub(crate) fn shared_values(&self) -> &std::sync::Arc<[f64]> {
+    pub(crate) fn shared_values(&self) -> &std::sync::Arc<Vec<f64>> {
         &self.values
     }
 

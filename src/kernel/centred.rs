@@ -12,12 +12,17 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::data::DenseData;
 
-/// A copy made and still held by some kernel: the values it was made from (to know them when
+/// A centred copy of the points, as the kernels share it. The values sit behind the `Arc` in
+/// a `Vec` of their own, so that the registry's weak references keep only the `Arc`'s small
+/// header alive once the last kernel drops a copy, never the copy itself.
+pub(crate) type Centred = Arc<Vec<f64>>;
+
+/// A copy made and still held by some kernel: the values it was made from (to know them while
 /// they are alive), ξ bit for bit, and the copy.
 struct Entry {
-    values: Weak<[f64]>,
+    values: Weak<Vec<f64>>,
     xi: Vec<u64>,
-    centred: Weak<[f64]>,
+    centred: Weak<Vec<f64>>,
 }
 
 /// The copies alive, the dead ones dropped at each look-up.
@@ -25,9 +30,9 @@ static COPIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
 /// `data`'s rows less `xi`, row-major: the copy already made for the same values (the same
 /// allocation, alive) and the same `xi` bit for bit, while a kernel holds it, otherwise a new
-/// one, made in one allocation. The copy is the same either way, so a kernel's results never
+/// one. The copy is the same either way, so a kernel's results never
 /// depend on which kernels exist. Cost: O(n d) for a new copy, O(copies alive) for a look-up.
-pub(crate) fn centred(data: &DenseData, xi: &[f64]) -> Arc<[f64]> {
+pub(crate) fn centred(data: &DenseData, xi: &[f64]) -> Centred {
     let values = data.shared_values();
     let bits: Vec<u64> = xi.iter().map(|v| v.to_bits()).collect();
     let same = |e: &Entry| {
@@ -49,11 +54,13 @@ pub(crate) fn centred(data: &DenseData, xi: &[f64]) -> Arc<[f64]> {
         }
     }
     let d = xi.len();
-    let made: Arc<[f64]> = values
-        .iter()
-        .enumerate()
-        .map(|(k, &v)| v - xi[k % d])
-        .collect();
+    let made: Centred = Arc::new(
+        values
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| v - xi[k % d])
+            .collect(),
+    );
     let mut copies = COPIES.lock().unwrap_or_else(|e| e.into_inner());
     // Another thread may have made the same copy meanwhile: keep one.
     if let Some(found) = copies

@@ -480,7 +480,7 @@ pub struct Diagonal {
     data: Arc<DenseData>,
     hyper: DiagHyper,
     d: usize,
-    centred: Arc<[f64]>,
+    centred: crate::kernel::centred::Centred,
     ln_psi: f64,
     marg_const: Arc<[f64]>,
     pred_const: Arc<[f64]>,

@@ -527,7 +527,7 @@ pub struct NormalWishart {
     data: Arc<DenseData>,
     hyper: NwHyper,
     d: usize,
-    centred: Arc<[f64]>,
+    centred: crate::kernel::centred::Centred,
     psi_chol: Arc<[f64]>,
     ln_det_psi: f64,
     marg_const: Arc<[f64]>,
@@ -676,7 +676,7 @@ impl NormalWishart {
     /// memory O(min(N, 2¹⁶)) beside the centred data.
     fn assemble(
         data: Arc<DenseData>,
-        centred: Arc<[f64]>,
+        centred: crate::kernel::centred::Centred,
         hyper: NwHyper,
         psi_chol: Arc<[f64]>,
         ln_det_psi: f64,
@@ -889,7 +889,7 @@ impl NormalWishart {
     }
 
     /// The data centred by ξ, `n × d` row-major (shared).
-    pub(crate) fn centred_data(&self) -> &Arc<[f64]> {
+    pub(crate) fn centred_data(&self) -> &crate::kernel::centred::Centred {
         &self.centred
     }
 

@@ -24,7 +24,6 @@
 //! `offset' + power' · ln(1 - scale' · q)` (the determinant lemma run backwards, MATH §2.1),
 //! so the member's own weight costs one logarithm, in vectors across a block's points.
 
-use std::sync::Arc;
 
 use super::{NormalWishart, NwStat};
 use crate::kernel::cholesky::DOWNDATE_MIN_DET_RATIO;
@@ -61,7 +60,7 @@ impl NwPredictive for NwStat {
 pub(crate) struct NwSweepCache {
     d: usize,
     /// The data centred by ξ, `n × d` row-major: a point's `y`.
-    centred: Arc<[f64]>,
+    centred: crate::kernel::centred::Centred,
     /// Values per entry.
     items: usize,
     /// The cluster entries' slots; the new cluster's entry follows them.
