@@ -674,6 +674,7 @@ mod tests {
     use crate::kernel::{ConjugateKernel, NwHyper};
     use crate::rng::{uniform_open01, SeedPlan};
     use crate::simd::{with_level, Level};
+    use std::sync::Arc;
 
     /// A kernel over 60 random points in `d` dimensions, with statistics of eleven subsets
     /// (subset `c`: the points `i ≡ c mod 11` that are not multiples of 3).
