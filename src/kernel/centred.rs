@@ -35,21 +35,10 @@ static COPIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 pub(crate) fn centred(data: &DenseData, xi: &[f64]) -> Centred {
     let values = data.shared_values();
     let bits: Vec<u64> = xi.iter().map(|v| v.to_bits()).collect();
-    let same = |e: &Entry| {
-        // While the weak reference upgrades, its allocation is alive, so an equal address is
-        // the same values (an address is reused only after a free).
-        e.xi == bits
-            && std::ptr::addr_eq(e.values.as_ptr(), Arc::as_ptr(values))
-            && e.values.upgrade().is_some()
-    };
     {
         let mut copies = COPIES.lock().unwrap_or_else(|e| e.into_inner());
         copies.retain(|e| e.centred.strong_count() > 0 && e.values.strong_count() > 0);
-        if let Some(found) = copies
-            .iter()
-            .find(|e| same(e))
-            .and_then(|e| e.centred.upgrade())
-        {
+        if let Some(found) = alive(&copies, values, &bits) {
             return found;
         }
     }
@@ -63,11 +52,7 @@ pub(crate) fn centred(data: &DenseData, xi: &[f64]) -> Centred {
     );
     let mut copies = COPIES.lock().unwrap_or_else(|e| e.into_inner());
     // Another thread may have made the same copy meanwhile: keep one.
-    if let Some(found) = copies
-        .iter()
-        .find(|e| same(e))
-        .and_then(|e| e.centred.upgrade())
-    {
+    if let Some(found) = alive(&copies, values, &bits) {
         return found;
     }
     copies.push(Entry {
@@ -76,6 +61,21 @@ pub(crate) fn centred(data: &DenseData, xi: &[f64]) -> Centred {
         centred: Arc::downgrade(&made),
     });
     made
+}
+
+/// The copy of `copies` made from `values` (the same allocation, alive) with ξ of the bits
+/// `xi`, if some kernel still holds it. Cost: O(copies).
+fn alive(copies: &[Entry], values: &Arc<Vec<f64>>, xi: &[u64]) -> Option<Centred> {
+    copies
+        .iter()
+        .find(|e| {
+            // While the weak reference upgrades, its allocation is alive, so an equal address
+            // is the same values (an address is reused only after a free).
+            e.xi == xi
+                && std::ptr::addr_eq(e.values.as_ptr(), Arc::as_ptr(values))
+                && e.values.upgrade().is_some()
+        })
+        .and_then(|e| e.centred.upgrade())
 }
 
 #[cfg(test)]
@@ -108,7 +108,12 @@ mod tests {
             "equal values elsewhere are other data"
         );
         assert_eq!(a, c);
+        let weak = Arc::downgrade(&a);
         drop((a, b));
+        assert!(
+            weak.upgrade().is_none(),
+            "the registry holds no copy alive once its kernels drop it"
+        );
         let again = centred(&x, &[1.0, 1.0]);
         assert_eq!(&again[..], &[0.0, 1.0, 2.5, -2.0, -0.75, 7.0]);
     }

@@ -133,11 +133,11 @@ pub(crate) fn apply_labels<K: ConjugateKernel, L: PassLabel>(
     }
     if incoming[k] == 0 && stayers.iter().all(|&m| m > 0) {
         // No cluster empties and none is new: every cluster replays its own moves at once.
+        // The pairs have one size and alignment, so the collect reuses `movers`' buffer.
         let moves: Vec<(usize, Slot)> = movers
-            .iter()
-            .map(|&(i, l)| (i, slots[l as usize]))
+            .into_iter()
+            .map(|(i, l)| (i, slots[l as usize]))
             .collect();
-        drop(movers);
         partition
             .move_points(kernel, &moves)
             .expect("every cluster keeps a point and every target is live");
