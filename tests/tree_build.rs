@@ -433,3 +433,79 @@ fn ibhc_construction_time_on_real_data() {
         }
     }
 }
+
+/// The deepest leaf of the forest's trees, from the Newick text (no recursion).
+fn deepest_leaf(f: &Forest<NormalWishart>) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for c in f.to_newick(NewickInfo::Topology).chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Two tight clusters of `per` points each (standard normal around (0, 0) and (40, 0)), so
+/// that the scale taken from the data is the clusters' distance and each is tight under it.
+fn two_tight_clusters(per: usize) -> NormalWishart {
+    let mut rng = SeedPlan::new(17).chain(0);
+    let mut normal =
+        || -> f64 { rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng) };
+    let rows: Vec<Vec<f64>> = (0..2 * per)
+        .map(|i| vec![40.0 * (i % 2) as f64 + normal(), normal()])
+        .collect();
+    nw_kernel(&rows)
+}
+
+/// A build whose descents weigh `d` at every level it needs is SeqInsert's, node for node and
+/// bit for bit; bounded below the deepest descent, it stays a valid tree over every point,
+/// and where SeqInsert's own tree over tight clusters is a chain nearly as deep as the points
+/// are many (944 here), it is a few levels per doubling of the points deeper than the bound
+/// (57 here): going down the larger side instead would make a chain again.
+#[test]
+fn bounded_seq_inserts_are_seq_insert_above_the_bound_and_shallow_below() {
+    let per = 600;
+    let kernel = two_tight_clusters(per);
+    let n = 2 * per;
+    let prior = Dp::new(1.0).unwrap();
+    let all: Vec<usize> = (0..n).collect();
+    let mut plain = Forest::new(&kernel, &prior);
+    let root = plain.build_tree(&kernel, &all).unwrap();
+    plain.register_root(root).unwrap();
+    plain.validate(&kernel, &prior).unwrap();
+    let chain = deepest_leaf(&plain);
+    assert!(
+        chain > per / 4,
+        "SeqInsert's tree over {per} tight points per cluster is {chain} deep"
+    );
+
+    let mut unbounded = Forest::new(&kernel, &prior);
+    let root = unbounded.build_tree_within(&kernel, &all, n).unwrap();
+    unbounded.register_root(root).unwrap();
+    assert_eq!(
+        unbounded.to_newick(NewickInfo::LnD),
+        plain.to_newick(NewickInfo::LnD)
+    );
+
+    let levels = 8;
+    let mut bounded = Forest::new(&kernel, &prior);
+    let root = bounded.build_tree_within(&kernel, &all, levels).unwrap();
+    bounded.register_root(root).unwrap();
+    bounded.validate(&kernel, &prior).unwrap();
+    assert_eq!(
+        bounded.labels().unwrap(),
+        vec![0; n],
+        "one tree over every point"
+    );
+    let deep = deepest_leaf(&bounded);
+    let log2n = (n as f64).log2().ceil() as usize;
+    assert!(
+        deep <= levels + 5 * log2n && 8 * deep < chain,
+        "bounded at {levels} levels, the tree is {deep} deep (SeqInsert's: {chain})"
+    );
+}
