@@ -31,10 +31,22 @@ impl<K: ConjugateKernel> Forest<K> {
     /// or as [`Forest::pair_stats`]. Cost: `1 + 2·depth` pair marginals, one statistic merge per
     /// level (an O(d²) add when `x` is a leaf), one new node.
     pub fn seq_insert(&mut self, kernel: &K, target: NodeKey, x: NodeKey) -> Result<NodeKey> {
+        self.seq_insert_checked(kernel, target, x, usize::MAX)
+    }
+
+    /// [`Forest::seq_insert`] whose descent weighs `d` at no more than `levels` nodes (see
+    /// `seq_insert_within`), with its checks.
+    fn seq_insert_checked(
+        &mut self,
+        kernel: &K,
+        target: NodeKey,
+        x: NodeKey,
+        levels: usize,
+    ) -> Result<NodeKey> {
         self.check_parentless(target, "seq_insert target")?;
         self.check_loose(x, "seq_insert item")?;
         let st = self.pair_stats(kernel, target, x)?;
-        self.seq_insert_with(kernel, target, x, st)
+        self.seq_insert_within(kernel, target, x, st, levels)
     }
 
     /// [`Forest::seq_insert`] given the already computed pair statistics of `target ∪ x`.
@@ -55,8 +67,8 @@ impl<K: ConjugateKernel> Forest<K> {
     /// chain nearly `m` deep and costs O(m²) pair marginals to build; below `levels` the
     /// smaller side takes each point instead, which grows no such chain below them (over
     /// 1,200 points in two tight clusters SeqInsert's tree is 944 deep, with `levels` = 8 it
-    /// is 57). Where no descent passes `levels` nodes the result is SeqInsert's. Cost: one
-    /// pair marginal per level passed, two above `levels`.
+    /// is 57). Where no descent passes `levels` nodes the result is SeqInsert's. Cost: at
+    /// most two pair marginals per level above `levels`, one per level below.
     fn seq_insert_within(
         &mut self,
         kernel: &K,
@@ -245,7 +257,19 @@ impl<K: ConjugateKernel> Forest<K> {
     /// StocInsert and the local moves); returns the root of the combined tree. Cost: as
     /// [`Forest::seq_insert`].
     pub fn insert(&mut self, kernel: &K, target: NodeKey, x: NodeKey) -> Result<NodeKey> {
-        let pair = self.seq_insert(kernel, target, x)?;
+        self.insert_within(kernel, target, x, usize::MAX)
+    }
+
+    /// [`Forest::insert`] whose descent weighs `d` at no more than `levels` nodes (see
+    /// `seq_insert_within`). Errors as [`Forest::seq_insert`].
+    fn insert_within(
+        &mut self,
+        kernel: &K,
+        target: NodeKey,
+        x: NodeKey,
+        levels: usize,
+    ) -> Result<NodeKey> {
+        let pair = self.seq_insert_checked(kernel, target, x, levels)?;
         self.update(pair)
     }
 
@@ -394,9 +418,7 @@ impl<K: ConjugateKernel> Forest<K> {
         let mut root = self.make_leaf(kernel, first)?;
         for &i in rest {
             let leaf = self.make_leaf(kernel, i)?;
-            let st = self.pair_stats(kernel, root, leaf)?;
-            let pair = self.seq_insert_within(kernel, root, leaf, st, levels)?;
-            root = self.update(pair)?;
+            root = self.insert_within(kernel, root, leaf, levels)?;
         }
         Ok(root)
     }

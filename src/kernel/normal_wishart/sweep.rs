@@ -24,7 +24,6 @@
 //! `offset' + power' · ln(1 - scale' · q)` (the determinant lemma run backwards, MATH §2.1),
 //! so the member's own weight costs one logarithm, in vectors across a block's points.
 
-
 use super::{NormalWishart, NwStat};
 use crate::kernel::cholesky::DOWNDATE_MIN_DET_RATIO;
 use crate::kernel::sweep_cache::{EntrySlots, EntryTerms, SweepCache, BLOCK, LANES};

@@ -67,12 +67,11 @@ struct Repair {
 /// The most nodes at which each SeqInsert of the reference tree weighs `d`; below them a
 /// point goes down the smaller side ([`Forest::build_tree_within`]). SeqInsert into a tight
 /// cluster of `m` points mostly descends to its bottom, so the tree grows a chain nearly `m`
-/// deep and its build costs O(m²) pair marginals: on 20,000 points in 3 dimensions in 8
-/// tight clusters the deepest descent passed 2,000 nodes and the build took 2.3 s, on 45,000
-/// points 89 s, on one thread while the run's other chains waited for it. With this bound
-/// they take 1.0-1.4 s and 5.1-5.5 s. The deepest descents of the shared data sets stay
-/// below it (iris 39, wine 42, the paper's toy set 76, breast cancer 294, its 10k set 424),
-/// so their reference trees are SeqInsert's.
+/// deep and its build costs O(m²) pair marginals: the first sweep of one chain, which builds
+/// it, took 2.4-2.5 s on 20,000 points in 3 dimensions in 8 tight clusters and 89 s on 45,000
+/// (one thread, while a run's other chains wait for it); with this bound 1.3-1.5 s and
+/// 5.2-6.1 s (BENCHMARKS). No descent over at most 513 points passes this many nodes, and the
+/// default runs of the shared real data sets give the chains they gave with SeqInsert's tree.
 const REFERENCE_LEVELS: usize = 512;
 
 /// A reference node below a point of the symmetric difference.
