@@ -257,19 +257,7 @@ impl<K: ConjugateKernel> Forest<K> {
     /// StocInsert and the local moves); returns the root of the combined tree. Cost: as
     /// [`Forest::seq_insert`].
     pub fn insert(&mut self, kernel: &K, target: NodeKey, x: NodeKey) -> Result<NodeKey> {
-        self.insert_within(kernel, target, x, usize::MAX)
-    }
-
-    /// [`Forest::insert`] whose descent weighs `d` at no more than `levels` nodes (see
-    /// `seq_insert_within`). Errors as [`Forest::seq_insert`].
-    fn insert_within(
-        &mut self,
-        kernel: &K,
-        target: NodeKey,
-        x: NodeKey,
-        levels: usize,
-    ) -> Result<NodeKey> {
-        let pair = self.seq_insert_checked(kernel, target, x, levels)?;
+        let pair = self.seq_insert(kernel, target, x)?;
         self.update(pair)
     }
 
@@ -418,7 +406,8 @@ impl<K: ConjugateKernel> Forest<K> {
         let mut root = self.make_leaf(kernel, first)?;
         for &i in rest {
             let leaf = self.make_leaf(kernel, i)?;
-            root = self.insert_within(kernel, root, leaf, levels)?;
+            let pair = self.seq_insert_checked(kernel, root, leaf, levels)?;
+            root = self.update(pair)?;
         }
         Ok(root)
     }
