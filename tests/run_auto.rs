@@ -2,7 +2,8 @@
 //! run that needs more than one round is exactly the fixed-length run of the length it ended
 //! at (the rounds never touch a chain's draws); it stops at the first round whose traces pass
 //! the R-hat and ESS test and never past its most sweeps; chains that all hold one and the
-//! same value of a quantity agree on it; and a run stopped at a round's end and resumed with
+//! same value of a quantity agree on it; chains that start where the posterior is are judged
+//! after their hitting time, not half their draws; and a run stopped at a round's end and resumed with
 //! the automatic budget makes the same decisions and the same chains. The command line's
 //! default sampler follows the number of points, and its header says so.
 
@@ -11,8 +12,9 @@ use nrmm::data::{Dataset, DenseData};
 use nrmm::diagnostics::SeriesSummary;
 use nrmm::model::{Model, ModelSpec};
 use nrmm::rng::SeedPlan;
+use nrmm::run::summary::BurnInRule;
 use nrmm::run::{
-    AutoBudget, Budget, MoveSettings, RunDir, Runner, SamplerKind, SamplerSpec, Summary,
+    AutoBudget, Budget, MoveSettings, RunDir, Runner, SamplerKind, SamplerSpec, Start, Summary,
 };
 use std::path::{Path, PathBuf};
 
@@ -113,6 +115,9 @@ fn auto_rounds_stop_where_the_chains_first_agree_and_equal_the_fixed_run() {
     let earlier = fixed(n / 2, "earlier");
     let summary = Summary::of(&RunDir::resolve(&[earlier]).unwrap(), None).unwrap();
     assert!(!summary.diagnostics.values().all(agrees));
+    // Chains that disagree are reported after half of each chain, whatever their hitting
+    // time: where each sits and whether it still climbs is about their recent sweeps.
+    assert_eq!(summary.burn_in_rule, BurnInRule::Half);
     // The rounds leave the chains as a fixed run of the same length makes them.
     assert_eq!(chains(&auto_dir), chains(&fixed(n, "fixed")));
 }
@@ -312,4 +317,47 @@ fn the_command_line_chooses_the_sampler_by_size() {
         )),
         "{large}"
     );
+}
+
+/// 600 points in 2-D from 4 components far apart (seeded), under the default model with its
+/// pilot's cluster scale: SAMS chains from the automatic start find the components at once.
+fn four_far_clusters() -> Model {
+    let labels = partition_equal(600, 4).unwrap();
+    let nw = NormalWishartSampler::new(&[0.0, 0.0], &[0.1, 0.0, 0.0, 0.1], 3e-4, 5.0).unwrap();
+    let mut rng = SeedPlan::new(1).chain(0);
+    let x = gaussian_mixture(&labels, &nw, &mut rng).unwrap().0;
+    let model = Model::build(&ModelSpec::default(), Dataset::Dense(x)).unwrap();
+    nrmm::run::pilot::settled(model, 1).unwrap()
+}
+
+/// Chains that start where the posterior is keep their early draws: the summary's burn-in is
+/// the chains' hitting time, under which they agree where half of each chain's draws would
+/// not, and the automatic budget, judging by the same rule, stops a round sooner.
+#[test]
+fn chains_started_at_the_posterior_keep_their_early_draws_and_stop_sooner() {
+    let model = four_far_clusters();
+    let dir = scratch("hitting");
+    let budget = AutoBudget {
+        first: 50,
+        max: 3200,
+    };
+    let s = SamplerSpec {
+        init: Start::Auto,
+        ..spec(Budget::Auto(budget))
+    };
+    Runner::new(&model, s, &dir).run().unwrap();
+    let run = RunDir::resolve(std::slice::from_ref(&dir)).unwrap();
+    let summary = Summary::of(&run, None).unwrap();
+    let n = sweeps(&dir);
+    assert_eq!(summary.burn_in_rule, BurnInRule::Hitting);
+    let burn = summary.chains[0].burn_in;
+    assert!(burn < n / 2, "{burn} of {n}");
+    assert!(summary.chains.iter().all(|c| c.burn_in == burn));
+    assert!(summary.sources.iter().all(|s| s.after == burn));
+    assert!(summary.diagnostics.values().all(agrees), "{summary:?}");
+    // Half of each chain left out, the same chains had not agreed: the budget would have
+    // doubled them.
+    let half = Summary::of(&run, Some(n / 2)).unwrap();
+    assert_eq!(half.burn_in_rule, BurnInRule::Given);
+    assert!(!half.diagnostics.values().all(agrees), "{half:?}");
 }

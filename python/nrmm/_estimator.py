@@ -164,7 +164,9 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         Sampling time per chain instead of a number of sweeps (results then depend on the
         machine's speed).
     burn_in : int, default=None
-        Sweeps per chain left out of the estimates; None leaves out the first half.
+        Sweeps per chain left out of the estimates; None leaves out the first half, or fewer
+        where every chain reached the median log joint of the chains' second halves sooner
+        and the chains agree better without those sweeps.
     init : str, default="auto"
         How chains start: "auto" (the better of one cluster and a one-pass SVA fit), "single",
         "singletons", "sva", "noisy-ibhc" or "exact-ibhc".

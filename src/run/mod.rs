@@ -5,6 +5,7 @@
 //! count, time budget), what to observe, and when to take a [`ChainCheckpoint`] from which
 //! [`Chain::resume`] continues exactly as the chain would have gone on.
 
+mod burn_in;
 pub mod check;
 pub mod checkpoint;
 pub mod compare;

@@ -420,9 +420,10 @@ pub enum Budget {
 }
 
 /// A budget that lengthens the chains until they agree: every chain runs `first` sweeps,
-/// then the run's chains are diagnosed together over the second half of their traces (the
-/// burn-in, if one is set, instead); unless every quantity agrees, every chain doubles its
-/// length, up to `max` sweeps. A quantity agrees when it has a rank-normalised split R-hat of
+/// then the run's chains are diagnosed together after the burn-in the summary would leave out
+/// (the run's own, if one is set; else half of each chain, or the chains' hitting time where
+/// the chains agree under it, [`super::summary::BurnInRule`]); unless every quantity
+/// agrees, every chain doubles its length, up to `max` sweeps. A quantity agrees when it has a rank-normalised split R-hat of
 /// at most 1.01 and a bulk effective sample size of at least 400 (Vehtari et al. 2021), or
 /// when it held one and the same value in every chain (an R-hat and an ESS of a constant
 /// series say nothing; see [`super::summary::agrees`]). The chains also stop lengthening
@@ -636,7 +637,9 @@ pub struct SamplerSpec {
     /// When each chain stops.
     pub budget: Budget,
     /// Sweeps of each chain left out of the diagnostics and point estimates (`None`: the
-    /// first half of each chain).
+    /// first half of each chain, or the sweep by which every chain reached the chains'
+    /// typical log joint where the chains agree under it; see
+    /// [`super::summary::BurnInRule`]).
     pub burn_in: Option<u64>,
     /// Sweeps between checkpoints (`None`: no checkpoints, so no resume).
     pub checkpoint_every: Option<u64>,

@@ -6,6 +6,7 @@
 //! ([`super::estimates`]), with warnings of what the reader should know (chains not mixed, stuck or crumbling into
 //! tiny clusters, interrupted).
 
+use super::burn_in::{hitting, prefer_hitting, Agreement, Trace};
 use super::dahl::dahl;
 pub use super::dahl::{DrawSource, Estimate};
 use super::estimates::{
@@ -224,6 +225,8 @@ pub struct Summary {
     pub chains: Vec<ChainSummary>,
     /// Sweeps between the draws of the multi-chain diagnostics.
     pub spacing: u64,
+    /// How the chains' burn-in (each chain's `burn_in`) was set.
+    pub burn_in_rule: BurnInRule,
     /// Multi-chain diagnostics per quantity.
     pub diagnostics: BTreeMap<String, SeriesSummary>,
     /// Posterior probability of each number of clusters, after burn-in.
@@ -316,13 +319,32 @@ struct ChainSeries {
     spacing: u64,
 }
 
+/// One chain's files as read: its trace's kept rows, its end (or where its trace stops) and
+/// the best state it saved.
+struct ChainFiles {
+    chain: u64,
+    cols: TraceColumns,
+    finished: bool,
+    never_moved: bool,
+    sweeps: u64,
+    seconds: f64,
+    n_clusters: usize,
+    log_joint: f64,
+    best: Option<Draw<u32>>,
+    /// The burn-in given to the summary, else the run's own (`None`: chosen from the traces,
+    /// [`burn_ins`]).
+    given_burn_in: Option<u64>,
+    /// Sweeps between kept rows.
+    spacing: u64,
+}
+
 /// Reads one chain.
 fn read_chain(
     run: &RunDir,
     chain: u64,
     burn_in: Option<u64>,
     warnings: &mut Vec<String>,
-) -> Result<(ChainSummary, ChainSeries, Option<Draw<u32>>)> {
+) -> Result<ChainFiles> {
     let dir = chain_dir(&run.dir, chain);
     let trace_path = dir.join("trace.csv");
     if !trace_path.is_file() {
@@ -357,37 +379,6 @@ fn read_chain(
             )
         }
     };
-    let burn_in = burn_in.or(run.record.spec.burn_in).unwrap_or(sweeps / 2);
-    let first = cols.first_after(burn_in);
-    let spacing = run.record.spec.thin * cols.stride();
-    let post = |name: &str| -> Vec<f64> {
-        cols.column(name)
-            .map(|v| v[first.min(v.len())..].to_vec())
-            .unwrap_or_default()
-    };
-    let mut series = BTreeMap::new();
-    for name in ["log_joint", "n_clusters"].into_iter().map(String::from) {
-        let values = post(&name);
-        series.insert(name, values);
-    }
-    for name in hyper_columns(cols.header()) {
-        // A hyperparameter the model holds fixed has nothing to diagnose.
-        let all = cols.column(&name).unwrap_or(&[]);
-        if all.windows(2).any(|w| w[0] != w[1]) {
-            let values = post(&name);
-            series.insert(name, values);
-        }
-    }
-    let mut acceptance = BTreeMap::new();
-    for h in cols.header() {
-        if let Some(name) = h.strip_suffix("_proposed") {
-            let proposed: f64 = post(h).iter().sum();
-            let accepted: f64 = post(&format!("{name}_accepted")).iter().sum();
-            if proposed > 0.0 {
-                acceptance.insert(name.to_string(), accepted / proposed);
-            }
-        }
-    }
     // A finished chain wrote its best state; an interrupted one saved it with its checkpoint.
     let best_path = dir.join("best.json");
     let checkpoint_path = dir.join("checkpoint.json");
@@ -398,36 +389,185 @@ fn read_chain(
     } else {
         None
     };
-    let traced_best = cols.max("log_joint").unwrap_or(f64::NEG_INFINITY);
-    let best_log_joint = best
-        .as_ref()
-        .map_or(traced_best, |b| b.log_joint.max(traced_best));
-    let draws = series["n_clusters"].len();
-    let report = ChainSummary {
-        run: run.dir.display().to_string(),
+    let spacing = run.record.spec.thin * cols.stride();
+    Ok(ChainFiles {
         chain,
-        seed: run.record.spec.seed,
-        sampler: run.record.spec.sampler.kind.name().to_string(),
+        cols,
         finished,
+        never_moved,
         sweeps,
         seconds,
-        sweeps_per_second: if seconds > 0.0 {
-            sweeps as f64 / seconds
-        } else {
-            f64::NAN
-        },
         n_clusters,
         log_joint,
-        best_log_joint,
-        burn_in,
-        draws,
-        ess_n_clusters: effective_sample_size(&series["n_clusters"]),
-        ess_log_joint: effective_sample_size(&series["log_joint"]),
-        ess_stride: spacing,
-        acceptance,
-        never_moved,
+        best,
+        given_burn_in: burn_in.or(run.record.spec.burn_in),
+        spacing,
+    })
+}
+
+impl ChainFiles {
+    /// Its sweeps and log joints, for the choice of a burn-in.
+    fn trace(&self) -> Trace<'_> {
+        Trace {
+            sweeps: self.cols.column("sweep").unwrap_or(&[]),
+            log_joint: self.cols.column("log_joint").unwrap_or(&[]),
+            length: self.sweeps,
+        }
+    }
+
+    /// The values after `burn_in` sweeps of the log joint, K and every hyperparameter that
+    /// moves.
+    fn series(&self, burn_in: u64) -> ChainSeries {
+        let first = self.cols.first_after(burn_in);
+        let post = |name: &str| -> Vec<f64> {
+            self.cols
+                .column(name)
+                .map(|v| v[first.min(v.len())..].to_vec())
+                .unwrap_or_default()
+        };
+        let mut series = BTreeMap::new();
+        for name in ["log_joint", "n_clusters"].into_iter().map(String::from) {
+            let values = post(&name);
+            series.insert(name, values);
+        }
+        for name in hyper_columns(self.cols.header()) {
+            // A hyperparameter the model holds fixed has nothing to diagnose.
+            let all = self.cols.column(&name).unwrap_or(&[]);
+            if all.windows(2).any(|w| w[0] != w[1]) {
+                let values = post(&name);
+                series.insert(name, values);
+            }
+        }
+        ChainSeries {
+            series,
+            spacing: self.spacing,
+        }
+    }
+
+    /// Its report after `burn_in` sweeps, whose values are `series`.
+    fn report(&self, run: &RunDir, burn_in: u64, series: &ChainSeries) -> ChainSummary {
+        let first = self.cols.first_after(burn_in);
+        let post = |name: &str| -> &[f64] {
+            self.cols
+                .column(name)
+                .map(|v| &v[first.min(v.len())..])
+                .unwrap_or_default()
+        };
+        let mut acceptance = BTreeMap::new();
+        for h in self.cols.header() {
+            if let Some(name) = h.strip_suffix("_proposed") {
+                let proposed: f64 = post(h).iter().sum();
+                let accepted: f64 = post(&format!("{name}_accepted")).iter().sum();
+                if proposed > 0.0 {
+                    acceptance.insert(name.to_string(), accepted / proposed);
+                }
+            }
+        }
+        let traced_best = self.cols.max("log_joint").unwrap_or(f64::NEG_INFINITY);
+        let best_log_joint = self
+            .best
+            .as_ref()
+            .map_or(traced_best, |b| b.log_joint.max(traced_best));
+        ChainSummary {
+            run: run.dir.display().to_string(),
+            chain: self.chain,
+            seed: run.record.spec.seed,
+            sampler: run.record.spec.sampler.kind.name().to_string(),
+            finished: self.finished,
+            sweeps: self.sweeps,
+            seconds: self.seconds,
+            sweeps_per_second: if self.seconds > 0.0 {
+                self.sweeps as f64 / self.seconds
+            } else {
+                f64::NAN
+            },
+            n_clusters: self.n_clusters,
+            log_joint: self.log_joint,
+            best_log_joint,
+            burn_in,
+            draws: series.series["n_clusters"].len(),
+            ess_n_clusters: effective_sample_size(&series.series["n_clusters"]),
+            ess_log_joint: effective_sample_size(&series.series["log_joint"]),
+            ess_stride: self.spacing,
+            acceptance,
+            never_moved: self.never_moved,
+        }
+    }
+}
+
+/// How the summary's burn-in was set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BurnInRule {
+    /// Given to the summary or recorded by the run, for every chain.
+    Given,
+    /// Half of each chain (where none was given).
+    Half,
+    /// The sweep by which every chain reached the median log joint of the chains' second
+    /// halves (where none was given), under which the chains agree, and better than under
+    /// half ([`super::burn_in`]).
+    Hitting,
+}
+
+/// The burn-in of each chain and its post-burn-in values: the given or the run's burn-in
+/// where there is one, else half of the chain, or the chains' hitting time where the chains
+/// agree under it and better than under half ([`super::burn_in`]). Cost: reading the kept
+/// rows (O(R) for R over all chains) and, where the hitting time is a candidate, the
+/// diagnostics twice (O(R log R)).
+fn burn_ins(chains: &[&ChainFiles]) -> (Vec<u64>, Vec<ChainSeries>, BurnInRule) {
+    let half: Vec<u64> = chains
+        .iter()
+        .map(|c| c.given_burn_in.unwrap_or(c.sweeps / 2))
+        .collect();
+    let of = |burn: &[u64]| -> Vec<ChainSeries> {
+        chains.iter().zip(burn).map(|(c, &b)| c.series(b)).collect()
     };
-    Ok((report, ChainSeries { series, spacing }, best))
+    let open: Vec<usize> = (0..chains.len())
+        .filter(|&i| chains[i].given_burn_in.is_none())
+        .collect();
+    let traces: Vec<Trace> = open.iter().map(|&i| chains[i].trace()).collect();
+    let rule = if open.is_empty() {
+        BurnInRule::Given
+    } else {
+        BurnInRule::Half
+    };
+    let Some(hit) = hitting(&traces) else {
+        let series = of(&half);
+        return (half, series, rule);
+    };
+    let mut early = half.clone();
+    for (&i, b) in open.iter().zip(hit) {
+        early[i] = b;
+    }
+    let half_series = of(&half);
+    let early_series = of(&early);
+    if prefer_hitting(agreement(&half_series), agreement(&early_series)) {
+        (early, early_series, BurnInRule::Hitting)
+    } else {
+        (half, half_series, rule)
+    }
+}
+
+/// How well chains with these post-burn-in values agree ([`Agreement`]).
+fn agreement(series: &[ChainSeries]) -> Agreement {
+    let (diagnostics, _) = diagnose(series);
+    let least_ess = ["log_joint", "n_clusters"]
+        .iter()
+        .filter_map(|name| diagnostics.get(*name))
+        .map(|s| {
+            if is_constant(s) {
+                f64::INFINITY
+            } else if s.ess_bulk.is_nan() {
+                0.0
+            } else {
+                s.ess_bulk
+            }
+        })
+        .fold(f64::INFINITY, f64::min);
+    Agreement {
+        all_agree: diagnostics.values().all(agrees),
+        least_ess,
+    }
 }
 
 /// The multi-chain diagnostics of every quantity that all chains trace, and the sweeps between
@@ -473,8 +613,13 @@ const CONSTANT_RELATIVE: f64 = 1e-10;
 /// show. Chains each constant at *different* values have a larger spread and an infinite
 /// R-hat, so they still disagree. Cost: O(1).
 pub fn agrees(s: &SeriesSummary) -> bool {
-    let constant = s.draws > 0 && s.sd <= CONSTANT_RELATIVE * s.mean.abs().max(1.0);
-    constant || (s.rhat <= RHAT_LIMIT && s.ess_bulk >= ESS_WANTED)
+    is_constant(s) || (s.rhat <= RHAT_LIMIT && s.ess_bulk >= ESS_WANTED)
+}
+
+/// Whether a quantity held one value, up to rounding ([`CONSTANT_RELATIVE`]), in every draw
+/// of every chain. Cost: O(1).
+fn is_constant(s: &SeriesSummary) -> bool {
+    s.draws > 0 && s.sd <= CONSTANT_RELATIVE * s.mean.abs().max(1.0)
 }
 
 /// What the chains of a run say at the end of a round of an automatic budget.
@@ -489,19 +634,23 @@ pub enum RoundVerdict {
     Disagree,
 }
 
-/// What the chains of `run`, as their traces stand (each read to its last row; the run's
-/// burn-in, else the first half of each chain, left out), say (see [`super::AutoBudget`]).
+/// What the chains of `run`, as their traces stand (each read to its last row; the burn-in its
+/// summary would leave out, [`BurnInRule`], left out), say (see [`super::AutoBudget`]).
 /// Cost: reading the traces, O(S log S) for S rows.
 pub fn round_verdict(run: &RunDir) -> Result<RoundVerdict> {
     let mut ignored = Vec::new();
-    let mut series = Vec::new();
+    let files = run
+        .record
+        .spec
+        .chain_indices()
+        .map(|c| read_chain(run, c, None, &mut ignored))
+        .collect::<Result<Vec<_>>>()?;
+    let (_, series, _) = burn_ins(&files.iter().collect::<Vec<_>>());
     let mut places = Vec::new();
-    for c in run.record.spec.chain_indices() {
-        let s = read_chain(run, c, None, &mut ignored)?.1;
+    for (f, s) in files.iter().zip(&series) {
         if let (Some(k), Some(lj)) = (s.series.get("n_clusters"), s.series.get("log_joint")) {
-            places.extend(ChainPlace::of(c, String::new(), k, lj));
+            places.extend(ChainPlace::of(f.chain, String::new(), k, lj));
         }
-        series.push(s);
     }
     let (diagnostics, _) = diagnose(&series);
     if diagnostics.values().all(agrees) {
@@ -531,25 +680,32 @@ impl Summary {
         let mut sources = Vec::new();
         let mut bests = Vec::new();
         let mut last_states = Vec::new();
+        let mut files = Vec::new();
         for run in runs {
             for c in run.record.spec.chain_indices() {
-                let (report, s, best) = read_chain(run, c, burn_in, &mut warnings)?;
-                let path = chain_dir(&run.dir, c).join("draws.jsonl");
-                if path.is_file() {
-                    sources.push(DrawSource {
-                        run: report.run.clone(),
-                        chain: c,
-                        path,
-                        after: report.burn_in,
-                    });
-                }
-                if let Some(b) = best {
-                    bests.push((report.run.clone(), c, b));
-                }
-                last_states.push(chain_dir(&run.dir, c).join("labels.txt"));
-                chains.push(report);
-                series.push(s);
+                files.push((run, read_chain(run, c, burn_in, &mut warnings)?));
             }
+        }
+        let read: Vec<&ChainFiles> = files.iter().map(|(_, f)| f).collect();
+        let (burn, chosen, burn_in_rule) = burn_ins(&read);
+        for (((run, f), b), s) in files.into_iter().zip(burn).zip(chosen) {
+            let c = f.chain;
+            let report = f.report(run, b, &s);
+            let path = chain_dir(&run.dir, c).join("draws.jsonl");
+            if path.is_file() {
+                sources.push(DrawSource {
+                    run: report.run.clone(),
+                    chain: c,
+                    path,
+                    after: report.burn_in,
+                });
+            }
+            if let Some(b) = f.best {
+                bests.push((report.run.clone(), c, b));
+            }
+            last_states.push(chain_dir(&run.dir, c).join("labels.txt"));
+            chains.push(report);
+            series.push(s);
         }
         let (diagnostics, spacing) = diagnose(&series);
         let mut k_distribution = BTreeMap::new();
@@ -673,6 +829,7 @@ impl Summary {
             seed,
             joint: joint.to_string(),
             chains,
+            burn_in_rule,
             spacing,
             diagnostics,
             k_distribution,
@@ -821,9 +978,16 @@ impl Summary {
             1 => "a draw from every sweep".to_string(),
             s => format!("draws {s} sweeps apart"),
         };
+        let why = match self.burn_in_rule {
+            BurnInRule::Hitting => {
+                "; by then every chain had reached the median log joint of the chains' second \
+                 halves"
+            }
+            BurnInRule::Given | BurnInRule::Half => "",
+        };
         writeln!(
             out,
-            "after a burn-in of {burn} per chain ({chains}, {apart}):"
+            "after a burn-in of {burn} per chain ({chains}, {apart}{why}):"
         )?;
         writeln!(
             out,

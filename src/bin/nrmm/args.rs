@@ -490,7 +490,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub thin: u64,
     /// Sweeps of each chain left out of the diagnostics and point estimates (default: the
-    /// first half of each chain).
+    /// first half of each chain, or the sweep by which every chain reached the median log
+    /// joint of the chains' second halves where the chains agree better after it).
     #[arg(long, allow_negative_numbers = true)]
     pub burn_in: Option<u64>,
     /// Write a checkpoint of every chain every N sweeps (atomically, replacing the last), from
@@ -554,7 +555,7 @@ pub struct DiagnoseArgs {
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Sweeps of each chain to leave out (default: each run's own --burn-in, else the first
-    /// half of each chain).
+    /// half of each chain or the chains' hitting time, as `run --burn-in` says).
     #[arg(long, allow_negative_numbers = true)]
     pub burn_in: Option<u64>,
     /// Print the summary as JSON instead of text.
