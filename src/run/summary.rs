@@ -321,7 +321,7 @@ struct ChainSeries {
 
 /// One chain's files as read: its trace's kept rows, its end (or where its trace stops) and
 /// the best state it saved.
-struct ChainFiles {
+struct ChainRead {
     chain: u64,
     cols: TraceColumns,
     finished: bool,
@@ -344,7 +344,7 @@ fn read_chain(
     chain: u64,
     burn_in: Option<u64>,
     warnings: &mut Vec<String>,
-) -> Result<ChainFiles> {
+) -> Result<ChainRead> {
     let dir = chain_dir(&run.dir, chain);
     let trace_path = dir.join("trace.csv");
     if !trace_path.is_file() {
@@ -390,7 +390,7 @@ fn read_chain(
         None
     };
     let spacing = run.record.spec.thin * cols.stride();
-    Ok(ChainFiles {
+    Ok(ChainRead {
         chain,
         cols,
         finished,
@@ -405,7 +405,7 @@ fn read_chain(
     })
 }
 
-impl ChainFiles {
+impl ChainRead {
     /// Its sweeps and log joints, for the choice of a burn-in.
     fn trace(&self) -> Trace<'_> {
         Trace {
@@ -514,7 +514,7 @@ pub enum BurnInRule {
 /// agree under it and better than under half ([`super::burn_in`]). Cost: reading the kept
 /// rows (O(R) for R over all chains) and, where the hitting time is a candidate, the
 /// diagnostics twice (O(R log R)).
-fn burn_ins(chains: &[&ChainFiles]) -> (Vec<u64>, Vec<ChainSeries>, BurnInRule) {
+fn burn_ins(chains: &[&ChainRead]) -> (Vec<u64>, Vec<ChainSeries>, BurnInRule) {
     let half: Vec<u64> = chains
         .iter()
         .map(|c| c.given_burn_in.unwrap_or(c.sweeps / 2))
@@ -686,7 +686,7 @@ impl Summary {
                 files.push((run, read_chain(run, c, burn_in, &mut warnings)?));
             }
         }
-        let read: Vec<&ChainFiles> = files.iter().map(|(_, f)| f).collect();
+        let read: Vec<&ChainRead> = files.iter().map(|(_, f)| f).collect();
         let (burn, chosen, burn_in_rule) = burn_ins(&read);
         for (((run, f), b), s) in files.into_iter().zip(burn).zip(chosen) {
             let c = f.chain;
