@@ -18,13 +18,19 @@ use nrmm::run::{
 };
 use std::path::{Path, PathBuf};
 
-/// 90 points in 2-D from 3 overlapping Normal-Wishart components (seeded): chains that need a
-/// few hundred sweeps to agree.
-fn data() -> DenseData {
-    let labels = partition_equal(90, 3).unwrap();
-    let nw = NormalWishartSampler::new(&[0.0, 0.0], &[0.1, 0.0, 0.0, 0.1], 0.01, 5.0).unwrap();
-    let mut rng = SeedPlan::new(5).chain(0);
+/// `n` points in 2-D from `k` equal components drawn from a Normal-Wishart whose means spread
+/// `1/r` times as wide as a component (seeded by `seed`).
+fn mixture(n: usize, k: usize, r: f64, seed: u64) -> DenseData {
+    let labels = partition_equal(n, k).unwrap();
+    let nw = NormalWishartSampler::new(&[0.0, 0.0], &[0.1, 0.0, 0.0, 0.1], r, 5.0).unwrap();
+    let mut rng = SeedPlan::new(seed).chain(0);
     gaussian_mixture(&labels, &nw, &mut rng).unwrap().0
+}
+
+/// 90 points in 2-D from 3 overlapping components (seeded): chains that need a few hundred
+/// sweeps to agree.
+fn data() -> DenseData {
+    mixture(90, 3, 0.01, 5)
 }
 
 /// The default model over [`data`].
@@ -322,10 +328,7 @@ fn the_command_line_chooses_the_sampler_by_size() {
 /// 600 points in 2-D from 4 components far apart (seeded), under the default model with its
 /// pilot's cluster scale: SAMS chains from the automatic start find the components at once.
 fn four_far_clusters() -> Model {
-    let labels = partition_equal(600, 4).unwrap();
-    let nw = NormalWishartSampler::new(&[0.0, 0.0], &[0.1, 0.0, 0.0, 0.1], 3e-4, 5.0).unwrap();
-    let mut rng = SeedPlan::new(1).chain(0);
-    let x = gaussian_mixture(&labels, &nw, &mut rng).unwrap().0;
+    let x = mixture(600, 4, 3e-4, 1);
     let model = Model::build(&ModelSpec::default(), Dataset::Dense(x)).unwrap();
     nrmm::run::pilot::settled(model, 1).unwrap()
 }
