@@ -308,20 +308,37 @@ impl DrawSet {
     pub fn losses(&self, loss: PartitionLoss, labels: &[usize]) -> Result<Vec<f64>> {
         loss.validate()?;
         self.check(labels)?;
-        let estimate = canonical_labels(labels);
+        let estimate: std::borrow::Cow<[usize]> = if is_canonical(labels) {
+            labels.into()
+        } else {
+            canonical_labels(labels).into()
+        };
         let k = estimate.iter().max().map_or(0, |x| x + 1);
         let mut rows = vec![0u32; k];
-        // The points by (estimate cluster, atom), in order of first appearance.
-        let mut groups: Vec<(usize, usize, u32)> = Vec::new();
-        let mut index: HashMap<(usize, u32), usize> = HashMap::new();
+        // The points by (estimate cluster, atom): per atom, the cluster of its first point
+        // and how many of its points share it, in arrays (an estimate mostly keeps atoms
+        // whole); the other pairs in a map. The counts are integers, so their order does
+        // not matter. O(n) array steps instead of n hashes: a million points per call.
+        let mut first = vec![NONE; self.atoms()];
+        let mut same = vec![0u32; self.atoms()];
+        let mut other: HashMap<(usize, u32), u32> = HashMap::new();
         for (&c, &a) in estimate.iter().zip(&self.atom_of) {
             rows[c] += 1;
-            let at = *index.entry((c, a)).or_insert_with(|| {
-                groups.push((c, a as usize, 0));
-                groups.len() - 1
-            });
-            groups[at].2 += 1;
+            let f = &mut first[a as usize];
+            if *f == NONE {
+                *f = c as u32;
+            }
+            if *f == c as u32 {
+                same[a as usize] += 1;
+            } else {
+                *other.entry((c, a)).or_insert(0) += 1;
+            }
         }
+        let mut groups: Vec<(usize, usize, u32)> = (0..self.atoms())
+            .filter(|&a| same[a] > 0)
+            .map(|a| (first[a] as usize, a, same[a]))
+            .collect();
+        groups.extend(other.into_iter().map(|((c, a), w)| (c, a as usize, w)));
         let a_sum: f64 = rows.iter().map(|&x| loss.f(x)).sum();
         let mut cells: Vec<u32> = Vec::new();
         let mut cols: Vec<u32> = Vec::new();

@@ -31,6 +31,9 @@ type Compact = u32;
 /// The label of a point that is in no cluster (between [`Partition::remove`] and an insert).
 const UNASSIGNED: Compact = Compact::MAX;
 
+/// Points from which [`Partition::canonical_labels_as`] labels in parallel.
+const PARALLEL_LABELS: usize = 1 << 15;
+
 /// The most points a [`Partition`] holds: slots and positions are stored in 32 bits, with
 /// one value kept for an unassigned point.
 pub const MAX_POINTS: usize = UNASSIGNED as usize;
@@ -336,34 +339,56 @@ impl<K: ConjugateKernel> Partition<K> {
     /// cluster met in index order is 1, ...): the restricted growth string of the partition.
     /// Cost: O(n).
     pub fn canonical_labels(&self) -> Vec<usize> {
-        self.numbered().map(|c| c as usize).collect()
+        self.canonical_labels_as(|c| c as usize)
     }
 
     /// [`Partition::canonical_labels`] in 32 bits (they fit: [`MAX_POINTS`]), half the memory,
     /// for a copy held while the partition changes. Cost: O(n).
     pub fn compact_canonical_labels(&self) -> Vec<u32> {
-        self.numbered().collect()
+        self.canonical_labels_as(|c| c)
     }
 
     /// The canonical labels through `f` (a narrower type that holds every label below
-    /// [`Partition::n_clusters`]). Cost: O(n).
-    pub fn canonical_labels_as<T>(&self, f: impl Fn(u32) -> T) -> Vec<T> {
-        self.numbered().map(f).collect()
-    }
-
-    /// Each point's canonical label in index order: slots numbered in order of first
-    /// appearance, through a table indexed by slot.
-    fn numbered(&self) -> impl Iterator<Item = Compact> + '_ {
+    /// [`Partition::n_clusters`]). Above [`PARALLEL_LABELS`] points the slots are numbered
+    /// by their smallest members (the order of first appearance) and the points labelled
+    /// in parallel, the same labels: a draw of a chain of a million points is labelled
+    /// every recorded sweep. Cost: O(n), in parallel for many points.
+    pub fn canonical_labels_as<T: Send>(&self, f: impl Fn(u32) -> T + Sync) -> Vec<T> {
+        if self.label.len() < PARALLEL_LABELS {
+            let mut number = vec![UNASSIGNED; self.slots.len()];
+            let mut next = 0;
+            return self
+                .label
+                .iter()
+                .map(|&s| {
+                    let c = &mut number[s as usize];
+                    if *c == UNASSIGNED {
+                        *c = next;
+                        next += 1;
+                    }
+                    f(*c)
+                })
+                .collect();
+        }
+        let mut keyed: Vec<(Compact, usize)> = self
+            .slots
+            .par_iter()
+            .enumerate()
+            .filter_map(|(s, c)| {
+                let c = c.as_ref()?;
+                Some((c.members.par_iter().copied().min()?, s))
+            })
+            .collect();
+        keyed.sort_unstable();
         let mut number = vec![UNASSIGNED; self.slots.len()];
-        let mut next = 0;
-        self.label.iter().map(move |&s| {
-            let c = &mut number[s as usize];
-            if *c == UNASSIGNED {
-                *c = next;
-                next += 1;
-            }
-            *c
-        })
+        for (k, &(_, s)) in keyed.iter().enumerate() {
+            number[s] = k as Compact;
+        }
+        self.label
+            .par_iter()
+            .with_min_len(PARALLEL_LABELS / 2)
+            .map(|&s| f(number[s as usize]))
+            .collect()
     }
 
     /// Cluster sizes in slot order.
@@ -715,6 +740,35 @@ mod tests {
         let data = DenseData::from_rows(&rows).unwrap();
         let hyper = NwHyper::from_data(&data).unwrap();
         NormalWishart::new(Arc::new(data), hyper).unwrap()
+    }
+
+    #[test]
+    fn canonical_labels_of_many_points_are_those_of_first_appearance() {
+        let n = PARALLEL_LABELS + 1000;
+        let rows: Vec<Vec<f64>> = (0..n).map(|i| vec![(i % 17) as f64]).collect();
+        let data = DenseData::from_rows(&rows).unwrap();
+        let k = NormalWishart::new(
+            Arc::new(data),
+            NwHyper::new(vec![0.0], vec![1.0], 0.1, 3.0).unwrap(),
+        )
+        .unwrap();
+        // Labels whose clusters first appear out of label order, one of them late.
+        let mut labels: Vec<usize> = (0..n).map(|i| (i * 7 + 3) % 5 + 1).collect();
+        labels[n - 3] = 9;
+        let mut p = Partition::from_labels(&k, &labels).unwrap();
+        // The first point moved to the late cluster: it comes first now.
+        p.remove(&k, 0);
+        let late = p.slot_of(n - 3);
+        p.insert(&k, 0, late);
+        labels[0] = 9;
+        let expected = crate::data::canonical_labels(&labels);
+        assert_eq!(p.canonical_labels(), expected);
+        let compact: Vec<usize> = p
+            .compact_canonical_labels()
+            .iter()
+            .map(|&c| c as usize)
+            .collect();
+        assert_eq!(compact, expected);
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! logarithmically in the chain's length. [`read_draws`] keeps the draws at multiples of the
 //! coarsest spacing in the file, which are evenly spaced over the chain.
 
+mod text;
+
 use super::{HyperState, Observer, SweepRecord};
 use crate::error::{Error, Result};
 use crate::kernel::ConjugateKernel;
@@ -135,8 +137,7 @@ impl<K: ConjugateKernel, P: NrmPrior> Observer<K, P> for DrawWriter {
         // Labelled in the narrowest width: four chains record at the same sweeps, and `u32`
         // labels held while written cost them 16 MB at 10⁶ points.
         let draw = BestState::of(record, state);
-        serde_json::to_writer(&mut self.out, &draw)
-            .map_err(std::io::Error::other)
+        draw.write_line(&mut self.out)
             .and_then(|()| writeln!(self.out))
             .map_err(|source| Error::Write {
                 path: self.path.clone(),
@@ -225,11 +226,24 @@ pub fn for_each_draw(path: &Path, after: u64, mut f: impl FnMut(Draw) -> Result<
             None => sweep_of(path, k, line)?,
         };
         if sweep > after && sweep.is_multiple_of(gap) {
-            f(serde_json::from_str(line)
-                .map_err(|e| Error::parse(path, k, format!("not a draw: {e}")))?)?;
+            f(parse_draw(path, k, line)?)?;
         }
         Ok(())
     })
+}
+
+/// The draw on line `k` of `path`: read by [`text::read_draw`] when the line is as
+/// [`DrawWriter`] writes it, by the JSON parser (and its errors) otherwise.
+fn parse_draw(path: &Path, k: usize, line: &str) -> Result<Draw> {
+    if let Some((sweep, log_joint, hyper, labels)) = text::read_draw(line) {
+        return Ok(Draw {
+            sweep,
+            log_joint,
+            hyper,
+            labels,
+        });
+    }
+    serde_json::from_str(line).map_err(|e| Error::parse(path, k, format!("not a draw: {e}")))
 }
 
 /// The sweep of every draw in the file, in file order.
@@ -332,6 +346,19 @@ impl BestState {
             log_joint: record.ln_joint,
             hyper: record.hyper,
             labels: NarrowLabels::of(&state.partition),
+        }
+    }
+}
+
+impl BestState {
+    /// Writes the draw's JSON text ([`text::write_draw`]: as `serde_json` writes it, its
+    /// labels formatted in parallel), without a newline.
+    fn write_line(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let (sweep, log_joint, hyper) = (self.sweep, self.log_joint, &self.hyper);
+        match &self.labels {
+            NarrowLabels::U8(v) => text::write_draw(out, sweep, log_joint, hyper, v),
+            NarrowLabels::U16(v) => text::write_draw(out, sweep, log_joint, hyper, v),
+            NarrowLabels::U32(v) => text::write_draw(out, sweep, log_joint, hyper, v),
         }
     }
 }
