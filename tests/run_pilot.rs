@@ -10,7 +10,7 @@ use nrmm::model::{AnyKernel, KernelKind, Model, ModelSpec, NwDefaults};
 use nrmm::rng::SeedPlan;
 use nrmm::run::pilot::{
     full_pilot_sweeps, pooled_within, settle, Settled, FULL_PILOT_DIMENSIONS, MIN_PILOT_SWEEPS,
-    PILOT_POINTS, PILOT_SWEEPS,
+    PILOT_POINTS, PILOT_SWEEPS, ROUND_POINTS,
 };
 use nrmm::run::start::Resolved;
 use nrmm::run::{Budget, RunRecord, Runner, SamplerKind, SamplerSpec, Start};
@@ -368,6 +368,10 @@ fn a_large_data_sets_pilot_runs_on_a_bounded_subsample() {
     let m = settled(x.clone(), 1);
     let pilot = m.spec.pilot.expect("the pilot set the scale");
     assert_eq!((pilot.points, pilot.clusters), (Some(PILOT_POINTS), 2));
+    // Both chains hold the two clusters as the best state of the first round's second
+    // half: the pilot stops there, at a quarter of its sweeps.
+    const { assert!(PILOT_POINTS >= ROUND_POINTS) };
+    assert_eq!(pilot.sweeps, PILOT_SWEEPS / 4);
     // Ψ / (ν - d - 1) is the pooled covariance, here near I.
     let nu = 2.0 + 3.0 + 1.0;
     let cov: Vec<f64> = psi(&m).iter().map(|p| p / (nu - 3.0)).collect();

@@ -201,7 +201,8 @@ class MixtureModel(ClusterMixin, DensityMixin, BaseEstimator):
         Normal-Wishart hyperparameters; None derives them from the data (``nw_defaults``).
     nw_defaults : {"pooled", "scaled", "reference"}, default="pooled"
         "pooled": as "scaled", then the cluster scale set by a short pilot run (2 chains of
-        200 sweeps, fewer for the full covariance kernel above 64 dimensions) so that a cluster's expected covariance is the pooled within-cluster
+        200 sweeps, fewer for the full covariance kernel above 64 dimensions, and from 5,000
+        points stopped at 50 or 100 when both chains' best states are one partition) so that a cluster's expected covariance is the pooled within-cluster
         covariance of the pilot's best partition; "scaled": unit-equivariant defaults (a
         cluster's expected covariance a share of the data's); "reference": the tgMCMC paper
         code's (depends on the data's units).

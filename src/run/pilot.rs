@@ -53,6 +53,13 @@
 //! first and the full kernel's chains start from its best partition: the full kernel's pilot
 //! then costs about what it costs at 64 dimensions.
 //!
+//! **Stopping early.** On [`ROUND_POINTS`] points or more the pilot's chains are compared
+//! after a quarter and a half of their sweeps, and the pilot stops there when both chains'
+//! best states of the round's second half are one and the same partition ([`best_partition`]):
+//! where the posterior sits on one partition, as on well-separated clusters, further sweeps
+//! would find it again. Where they differ the pilot runs on, and its last round is the whole
+//! pilot's second half, so it finds what it found without rounds.
+//!
 //! Cost: [`PILOT_CHAINS`] chains of [`PILOT_SWEEPS`] sweeps of SAMS (in parallel) over
 //! `m = min(N, PILOT_POINTS)` points ([`full_pilot_sweeps`] for the full kernel), O(m d²)
 //! for the pooled covariance, one kernel construction over the `N` points and, on a
@@ -386,7 +393,7 @@ fn settle_on(model: &Model, weigh: bool, seed: u64, stop: Option<&AtomicBool>) -
 pub fn sweeps_line(model: &Model) -> String {
     let d = dimensions(model);
     let full = full_pilot_sweeps(d);
-    let chains = format!("{PILOT_CHAINS} chains of");
+    let chains = format!("{PILOT_CHAINS} chains of up to");
     match &model.kernel {
         AnyKernel::Nw(_) if diagonal_first(d) && weighs_kernels(model) => format!(
             "{chains} {PILOT_SWEEPS} sweeps for the diagonal kernel, then {full} for the full \
@@ -499,14 +506,14 @@ fn settle_kernel(
             })
         }
     };
-    let Some(labels) = found else {
+    let Some((labels, sweeps)) = found else {
         return Ok(Outcome {
             settled: Settled::Interrupted,
             score: None,
             labels: None,
         });
     };
-    let settled = settle_labels(model, &labels, plan.sweeps)?;
+    let settled = settle_labels(model, &labels, sweeps)?;
     let scored = match &settled {
         Settled::Scaled(m) => m.as_ref(),
         _ => model,
@@ -620,10 +627,39 @@ fn settle_labels(model: &Model, labels: &[usize], sweeps: u64) -> Result<Settled
     )))
 }
 
+/// The fewest points on which a pilot's chains are compared before their last sweep
+/// ([`best_partition`]). Below it a pilot costs little, and its chains, making few
+/// proposals a sweep (`n / 100`), can agree on a partition they would leave later: on 40
+/// points in 2-D both held the same 4 clusters at 50 sweeps where the whole pilot's best
+/// partition has 3.
+pub const ROUND_POINTS: usize = 5_000;
+
+/// The sweeps at which a pilot of `sweeps` sweeps per chain compares its chains: a
+/// quarter and a half of them (those of at least [`MIN_PILOT_SWEEPS`]), then all.
+fn round_ends(sweeps: u64) -> Vec<u64> {
+    let mut ends: Vec<u64> = [sweeps / 4, sweeps / 2]
+        .into_iter()
+        .filter(|&e| e >= MIN_PILOT_SWEEPS)
+        .collect();
+    ends.push(sweeps);
+    ends.dedup();
+    ends
+}
+
 /// The highest-log-joint partition (canonical labels) of the second half of
 /// [`PILOT_CHAINS`] chains of the default sampler run by `plan` (its sweeps, from its start
-/// or the default one), or `None` if `stop` ended them. Ties go to the lower chain, so the
-/// result does not depend on the order the chains finish in.
+/// or the default one), with the sweeps each chain ran, or `None` if `stop` ended them. Ties
+/// go to the lower chain, so the result does not depend on the order the chains finish in.
+///
+/// **Rounds.** On at least [`ROUND_POINTS`] points the chains run to a quarter of the plan's
+/// sweeps, then a half, then all of them ([`round_ends`]); after each round but the last, if
+/// every chain's best state of the
+/// round's second half (sweeps after half the round's end) is one and the same partition, the
+/// pilot stops there: on data whose posterior sits on one partition (well-separated
+/// clusters) both chains find it within the first rounds, and further sweeps would only
+/// find it again. Otherwise the last round's second half is the plan's, so the pilot finds
+/// what a pilot without rounds finds. The decision reads the chains' states only, so it is
+/// the same on any number of threads.
 pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'static>(
     kernel: &K,
     prior: &Prior,
@@ -631,7 +667,7 @@ pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'st
     plan: Plan<'_>,
     seed: u64,
     stop: Option<&AtomicBool>,
-) -> Result<Option<Vec<usize>>> {
+) -> Result<Option<(Vec<usize>, u64)>> {
     let n = kernel.n_points();
     let settings = SamplerSettings {
         moves: MoveSettings {
@@ -640,8 +676,7 @@ pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'st
         },
         ..SamplerSettings::default()
     };
-    let results: Vec<Result<Best>> = (0..PILOT_CHAINS as u64)
-        .into_par_iter()
+    let mut chains = (0..PILOT_CHAINS as u64)
         .map(|c| {
             let chain_index = PILOT_STREAM + c;
             let moves = settings.schedule::<K>(model.spec.resamples_hyper(), prior)?;
@@ -658,41 +693,61 @@ pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'st
                 prior: prior.clone(),
             };
             let rng = crate::rng::SeedPlan::new(seed).chain(chain_index);
-            let mut chain = Chain::new(kernel, state, rng, moves);
-            let mut budget = super::spec::Budget::Sweeps(plan.sweeps);
-            let mut best = KeepBest {
-                after: plan.sweeps / 2,
-                best: None,
-            };
-            let never = AtomicBool::new(false);
-            let mut flag = StopFlag {
-                flag: stop.unwrap_or(&never),
-                reason: StopReason::Interrupted,
-            };
-            let stopped = Executor::new(&mut chain)
-                .with(&mut flag)
-                .with(&mut budget)
-                .with(&mut best)
-                .run()?;
-            Ok(match stopped {
-                Stop::Budget => best.best,
-                _ => None,
-            })
+            Ok(Chain::new(kernel, state, rng, moves))
         })
-        .collect();
-    let mut best: Option<(f64, Vec<usize>)> = None;
-    for r in results {
-        let Some((ln_joint, labels)) = r? else {
-            return Ok(None);
-        };
-        if best.as_ref().is_none_or(|(b, _)| ln_joint > *b) {
-            best = Some((ln_joint, labels));
+        .collect::<Result<Vec<_>>>()?;
+    let ends = if n >= ROUND_POINTS {
+        round_ends(plan.sweeps)
+    } else {
+        vec![plan.sweeps]
+    };
+    for (r, &end) in ends.iter().enumerate() {
+        let results: Vec<Result<Best>> = chains
+            .par_iter_mut()
+            .map(|chain| {
+                let mut budget = super::spec::Budget::Sweeps(end);
+                let mut best = KeepBest {
+                    after: end / 2,
+                    best: None,
+                };
+                let never = AtomicBool::new(false);
+                let mut flag = StopFlag {
+                    flag: stop.unwrap_or(&never),
+                    reason: StopReason::Interrupted,
+                };
+                let stopped = Executor::new(chain)
+                    .with(&mut flag)
+                    .with(&mut budget)
+                    .with(&mut best)
+                    .run()?;
+                Ok(match stopped {
+                    Stop::Budget => best.best,
+                    _ => None,
+                })
+            })
+            .collect();
+        let mut bests = Vec::with_capacity(results.len());
+        for result in results {
+            let Some(found) = result? else {
+                return Ok(None);
+            };
+            bests.push(found);
+        }
+        let agree = bests.windows(2).all(|w| w[0].1 == w[1].1);
+        if agree || r + 1 == ends.len() {
+            let mut best: Option<(f64, Vec<usize>)> = None;
+            for (ln_joint, labels) in bests {
+                if best.as_ref().is_none_or(|(b, _)| ln_joint > *b) {
+                    best = Some((ln_joint, labels));
+                }
+            }
+            return Ok(best.map(|(_, labels)| (labels, end)));
         }
     }
-    Ok(best.map(|(_, labels)| labels))
+    unreachable!("the last round returns")
 }
 
-/// The best log joint of a chain and its partition (canonical labels).
+/// The best log joint of a chain's round and its partition (canonical labels).
 type Best = Option<(f64, Vec<usize>)>;
 
 /// Keeps the highest-log-joint state of a chain's second half.
@@ -781,6 +836,15 @@ pub fn pooled_within(x: &DenseData, labels: &[usize], k: usize) -> Option<Vec<f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pilot_compares_its_chains_at_a_quarter_and_a_half_of_its_sweeps() {
+        assert_eq!(round_ends(PILOT_SWEEPS), [50, 100, 200]);
+        // The full kernel's shorter pilots in many dimensions: rounds of at least the floor.
+        assert_eq!(round_ends(50), [12, 25, 50]);
+        assert_eq!(round_ends(2 * MIN_PILOT_SWEEPS), [MIN_PILOT_SWEEPS, 20]);
+        assert_eq!(round_ends(MIN_PILOT_SWEEPS), [MIN_PILOT_SWEEPS]);
+    }
 
     #[test]
     fn the_pilot_subsample_is_bounded_uniform_and_seeded() {

@@ -156,7 +156,8 @@ pub struct ModelArgs {
     /// How the Normal-Wishart ξ, Ψ, r and ν not given are derived from the data: `pooled`
     /// (as `scaled`, then for `nrmm run` Ψ set so that a cluster's expected covariance is the
     /// pooled within-cluster covariance of the best partition of a pilot run of 2 chains of
-    /// 200 sweeps, fewer for the full covariance kernel above 64 dimensions), `scaled` (Ψ
+    /// 200 sweeps, fewer for the full covariance kernel above 64 dimensions, and from 5,000
+    /// points stopped at 50 or 100 when both chains' best states are one partition), `scaled` (Ψ
     /// proportional to the data covariance, so that a cluster's expected covariance is
     /// 10^(-2/d) of the data's, a tenth of its volume) or `reference`
     /// (the tgMCMC paper's code: det Ψ = 0.1, r = 0.1, ν = d + 6). The answer depends on the

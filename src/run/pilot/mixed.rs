@@ -99,7 +99,8 @@ pub fn settle(model: &Model, seed: u64, stop: Option<&AtomicBool>) -> Result<Set
         let AnyKernel::Mixed(k) = &m.kernel else {
             unreachable!("the product kernel was asked for");
         };
-        let Some(labels) = best_partition(k, &m.prior, &m, Plan::sweeps(PILOT_SWEEPS), seed, stop)?
+        let Some((labels, _)) =
+            best_partition(k, &m.prior, &m, Plan::sweeps(PILOT_SWEEPS), seed, stop)?
         else {
             return Ok(Settled::Interrupted);
         };
