@@ -350,8 +350,8 @@ impl<K: ConjugateKernel> Partition<K> {
 
     /// The canonical labels through `f` (a narrower type that holds every label below
     /// [`Partition::n_clusters`]). Above [`PARALLEL_LABELS`] points the slots are numbered
-    /// by their smallest members (the order of first appearance) and the points labelled
-    /// in parallel, the same labels: a draw of a chain of a million points is labelled
+    /// by their smallest members ([`Partition::slots_by_key`], the order of first
+    /// appearance) and the points labelled in parallel, the same labels: a draw of a chain of a million points is labelled
     /// every recorded sweep. Cost: O(n), in parallel for many points.
     pub fn canonical_labels_as<T: Send>(&self, f: impl Fn(u32) -> T + Sync) -> Vec<T> {
         if self.label.len() < PARALLEL_LABELS {
@@ -370,18 +370,8 @@ impl<K: ConjugateKernel> Partition<K> {
                 })
                 .collect();
         }
-        let mut keyed: Vec<(Compact, usize)> = self
-            .slots
-            .par_iter()
-            .enumerate()
-            .filter_map(|(s, c)| {
-                let c = c.as_ref()?;
-                Some((c.members.par_iter().copied().min()?, s))
-            })
-            .collect();
-        keyed.sort_unstable();
         let mut number = vec![UNASSIGNED; self.slots.len()];
-        for (k, &(_, s)) in keyed.iter().enumerate() {
+        for (k, s) in self.slots_by_key().into_iter().enumerate() {
             number[s] = k as Compact;
         }
         self.label

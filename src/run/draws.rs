@@ -348,9 +348,7 @@ impl BestState {
             labels: NarrowLabels::of(&state.partition),
         }
     }
-}
 
-impl BestState {
     /// Writes the draw's JSON text ([`text::write_draw`]: as `serde_json` writes it, its
     /// labels formatted in parallel), without a newline.
     fn write_line(&self, out: &mut impl Write) -> std::io::Result<()> {

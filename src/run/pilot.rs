@@ -634,10 +634,16 @@ fn settle_labels(model: &Model, labels: &[usize], sweeps: u64) -> Result<Settled
 /// partition has 3.
 pub const ROUND_POINTS: usize = 5_000;
 
-/// The sweeps at which a pilot of `sweeps` sweeps per chain compares its chains: a
-/// quarter and a half of them (those of at least [`MIN_PILOT_SWEEPS`]), then all.
-fn round_ends(sweeps: u64) -> Vec<u64> {
-    let mut ends: Vec<u64> = [sweeps / 4, sweeps / 2]
+/// The sweeps at which a pilot of `sweeps` sweeps per chain over `n` points compares its
+/// chains: from [`ROUND_POINTS`] points a quarter and a half of them (those of at least
+/// [`MIN_PILOT_SWEEPS`]), then all; on fewer points all only.
+fn round_ends(sweeps: u64, n: usize) -> Vec<u64> {
+    let early = if n >= ROUND_POINTS {
+        vec![sweeps / 4, sweeps / 2]
+    } else {
+        Vec::new()
+    };
+    let mut ends: Vec<u64> = early
         .into_iter()
         .filter(|&e| e >= MIN_PILOT_SWEEPS)
         .collect();
@@ -696,12 +702,9 @@ pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'st
             Ok(Chain::new(kernel, state, rng, moves))
         })
         .collect::<Result<Vec<_>>>()?;
-    let ends = if n >= ROUND_POINTS {
-        round_ends(plan.sweeps)
-    } else {
-        vec![plan.sweeps]
-    };
-    for (r, &end) in ends.iter().enumerate() {
+    // Every chain to `end` sweeps: each one's best state after `end / 2`, or `None` if
+    // `stop` ended them.
+    let mut run_to = |end: u64| -> Result<Option<Vec<Found>>> {
         let results: Vec<Result<Best>> = chains
             .par_iter_mut()
             .map(|chain| {
@@ -726,29 +729,37 @@ pub(super) fn best_partition<K: SvaKernel + HyperKernel + ParametricKernel + 'st
                 })
             })
             .collect();
-        let mut bests = Vec::with_capacity(results.len());
-        for result in results {
-            let Some(found) = result? else {
-                return Ok(None);
-            };
-            bests.push(found);
-        }
-        let agree = bests.windows(2).all(|w| w[0].1 == w[1].1);
-        if agree || r + 1 == ends.len() {
-            let mut best: Option<(f64, Vec<usize>)> = None;
-            for (ln_joint, labels) in bests {
-                if best.as_ref().is_none_or(|(b, _)| ln_joint > *b) {
-                    best = Some((ln_joint, labels));
-                }
-            }
-            return Ok(best.map(|(_, labels)| (labels, end)));
+        results.into_iter().collect()
+    };
+    let ends = round_ends(plan.sweeps, n);
+    let (&last, early) = ends.split_last().expect("a pilot runs its plan's sweeps");
+    for &end in early {
+        let Some(bests) = run_to(end)? else {
+            return Ok(None);
+        };
+        if bests.windows(2).all(|w| w[0].1 == w[1].1) {
+            return Ok(Some((highest(bests), end)));
         }
     }
-    unreachable!("the last round returns")
+    Ok(run_to(last)?.map(|bests| (highest(bests), last)))
 }
 
-/// The best log joint of a chain's round and its partition (canonical labels).
-type Best = Option<(f64, Vec<usize>)>;
+/// The partition of the highest log joint among the chains' bests, the lower chain on ties.
+fn highest(bests: Vec<Found>) -> Vec<usize> {
+    let mut best: Best = None;
+    for (ln_joint, labels) in bests {
+        if best.as_ref().is_none_or(|(b, _)| ln_joint > *b) {
+            best = Some((ln_joint, labels));
+        }
+    }
+    best.map(|(_, labels)| labels).expect("a pilot has chains")
+}
+
+/// A log joint and its partition (canonical labels).
+type Found = (f64, Vec<usize>);
+
+/// The best log joint of a chain's round and its partition, if any.
+type Best = Option<Found>;
 
 /// Keeps the highest-log-joint state of a chain's second half.
 struct KeepBest {
@@ -839,11 +850,14 @@ mod tests {
 
     #[test]
     fn a_pilot_compares_its_chains_at_a_quarter_and_a_half_of_its_sweeps() {
-        assert_eq!(round_ends(PILOT_SWEEPS), [50, 100, 200]);
+        let n = ROUND_POINTS;
+        assert_eq!(round_ends(PILOT_SWEEPS, n), [50, 100, 200]);
         // The full kernel's shorter pilots in many dimensions: rounds of at least the floor.
-        assert_eq!(round_ends(50), [12, 25, 50]);
-        assert_eq!(round_ends(2 * MIN_PILOT_SWEEPS), [MIN_PILOT_SWEEPS, 20]);
-        assert_eq!(round_ends(MIN_PILOT_SWEEPS), [MIN_PILOT_SWEEPS]);
+        assert_eq!(round_ends(50, n), [12, 25, 50]);
+        assert_eq!(round_ends(2 * MIN_PILOT_SWEEPS, n), [MIN_PILOT_SWEEPS, 20]);
+        assert_eq!(round_ends(MIN_PILOT_SWEEPS, n), [MIN_PILOT_SWEEPS]);
+        // Fewer points: all the sweeps at once.
+        assert_eq!(round_ends(PILOT_SWEEPS, n - 1), [PILOT_SWEEPS]);
     }
 
     #[test]

@@ -211,8 +211,12 @@ mod tests {
     }
 
     fn line_of(labels: &[u32]) -> String {
+        line_of_at(12, -1_234.567_891_2, labels)
+    }
+
+    fn line_of_at<L: Copy + Into<u32> + Sync>(sweep: u64, log_joint: f64, labels: &[L]) -> String {
         let mut out = Vec::new();
-        write_draw(&mut out, 12, -1_234.567_891_2, &hyper(), labels).unwrap();
+        write_draw(&mut out, sweep, log_joint, &hyper(), labels).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -239,15 +243,7 @@ mod tests {
     fn narrow_labels_give_the_same_text() {
         let wide: Vec<u32> = (0..PIECE as u32 * 2 + 5).map(|i| i % 251).collect();
         let narrow: Vec<u8> = wide.iter().map(|&l| l as u8).collect();
-        let mut a = Vec::new();
-        write_draw(&mut a, 3, 0.5, &hyper(), &narrow).unwrap();
-        assert_eq!(String::from_utf8(a).unwrap(), line_of_at(3, 0.5, &wide));
-    }
-
-    fn line_of_at(sweep: u64, log_joint: f64, labels: &[u32]) -> String {
-        let mut out = Vec::new();
-        write_draw(&mut out, sweep, log_joint, &hyper(), labels).unwrap();
-        String::from_utf8(out).unwrap()
+        assert_eq!(line_of_at(3, 0.5, &narrow), line_of_at(3, 0.5, &wide));
     }
 
     #[test]
